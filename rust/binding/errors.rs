@@ -1,0 +1,25 @@
+//! One file maps every Rust error to its Python exception.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(
+    _core,
+    FrameError,
+    PyValueError,
+    "A datagram or frame that is not valid IAX2, or a value that cannot be encoded."
+);
+create_exception!(
+    _core,
+    EngineError,
+    PyOSError,
+    "The engine thread or its socket failed (bind, send, or use after close)."
+);
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("FrameError", py.get_type::<FrameError>())?;
+    m.add("EngineError", py.get_type::<EngineError>())?;
+    Ok(())
+}

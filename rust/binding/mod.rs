@@ -1,0 +1,22 @@
+//! The PyO3 face of the core: the only place that knows about Python.
+//!
+//! Errors from the Rust modules are mapped to Python exceptions here and nowhere else.
+
+use pyo3::prelude::*;
+
+mod codec;
+mod engine;
+mod errors;
+mod frame;
+
+pub use errors::{EngineError, FrameError};
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    frame::register(m)?;
+    codec::register(m)?;
+    engine::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! Wire and media core of iax-node.
+//!
+//! Everything here is plain Rust that `cargo test` exercises without Python. The PyO3 layer
+//! lives only under `binding/` and is compiled when the `python` feature is on (maturin sets
+//! it), so the kernels never see a Python type.
+
+pub mod codec;
+pub mod engine;
+pub mod frame;
+pub mod ie;
+
+#[cfg(feature = "python")]
+mod binding;
