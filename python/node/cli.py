@@ -1,0 +1,42 @@
+"""The `node` command line: a subcommand, `--config` and `--help`, nothing else."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+__all__ = ["main"]
+
+CONFIG_HELP = (
+    "Path of the TOML configuration (default: ./node.toml). If it does not exist, `serve` writes "
+    "a commented template there and starts on its safe defaults."
+)
+
+
+@click.group(context_settings={"help_option_names": ["--help"]})
+def cli() -> None:
+    """iax-node: a headless IAX2 voice node for amateur-radio linking networks.
+
+    The node answers and places IAX2 calls, registers with a registrar, links to other nodes and
+    mixes every party in a conference. It is controlled over a loopback HTTP channel
+    (default http://127.0.0.1:8730, see GET /status and GET /events).
+    """
+
+
+@cli.command()
+@click.option("--config", "config_path", default="node.toml", show_default=True, metavar="PATH", help=CONFIG_HELP)
+def serve(config_path: str) -> None:
+    """Run the node daemon until SIGINT, SIGTERM or POST /shutdown.
+
+    Listens for IAX2 on UDP ([listener] bind, default port 4569) and serves the control channel on
+    [control] bind (loopback only, default 127.0.0.1:8730). Exit status: 0 after a clean stop,
+    78 for a configuration error, 1 when the node cannot run (e.g. a port already in use).
+    """
+    from node.daemon import run
+
+    sys.exit(run(config_path))
+
+
+def main() -> None:
+    cli(prog_name="node")

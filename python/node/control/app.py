@@ -1,0 +1,103 @@
+"""The loopback HTTP control channel (Starlette).
+
+Conventions of the spec: commands are POST with JSON bodies; a command that returns state replies
+with the snapshot, one with nothing to report replies `{"ok": true}`; errors reply
+`{"error": <message>}`; any other path is 404 `{"error": "not found"}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from node.control.sse import event_stream
+from node.controller import Controller
+from node.errors import CommandError
+
+__all__ = ["create_app", "read_json_body"]
+
+log = logging.getLogger(__name__)
+
+#: Control bodies are a few small fields; anything larger is a mistake or an attack.
+MAX_BODY_BYTES = 64 * 1024
+
+
+def error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def read_json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object; an empty body is `{}`. Raises CommandError(400) otherwise."""
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise CommandError(f"request body larger than {MAX_BODY_BYTES} bytes", 400)
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CommandError(f"request body is not valid JSON: {exc.msg if hasattr(exc, 'msg') else exc}", 400) from None
+    if not isinstance(body, dict):
+        raise CommandError("request body must be a JSON object", 400)
+    return body
+
+
+def create_app(controller: Controller) -> Starlette:
+    """The control application bound to one controller."""
+
+    async def status(request: Request) -> JSONResponse:
+        return JSONResponse(controller.snapshot())
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse(controller.counters())
+
+    async def shutdown(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        controller.request_shutdown()
+        return JSONResponse({"ok": True})
+
+    async def events(request: Request) -> Response:
+        return event_stream(controller)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error("not found", 404)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return error("not found", 404)
+        if exc.status_code == 405:
+            return error(f"method {request.method} not allowed on {request.url.path}", 405)
+        return error(str(exc.detail), exc.status_code)
+
+    async def command_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, CommandError)
+        return error(str(exc), exc.status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # The traceback goes to the log; the client learns only that the command failed.
+        log.error("control request %s %s failed", request.method, request.url.path, exc_info=exc)
+        return error("internal error", 500)
+
+    routes = [
+        Route("/status", status, methods=["GET"]),
+        Route("/events", events, methods=["GET"]),
+        Route("/stats", stats, methods=["GET"]),
+        Route("/shutdown", shutdown, methods=["POST"]),
+    ]
+    return Starlette(
+        routes=routes,
+        exception_handlers={
+            404: not_found,
+            HTTPException: http_error,
+            CommandError: command_error,
+            Exception: server_error,
+        },
+    )

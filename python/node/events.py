@@ -1,0 +1,167 @@
+"""Events the node emits, and the in-process bus that fans them out.
+
+Every event is a frozen dataclass with a wire form (`to_json()`), the JSON object the spec's
+event table describes, with its `event` discriminator. Subscribers (SSE clients, the TUI, the
+announcer) each get a bounded queue. A subscriber that stops reading is dropped instead of ever
+blocking the controller: the node's state must not wait on a slow browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = [
+    "Event",
+    "EventBus",
+    "Hangup",
+    "IncomingCall",
+    "Registered",
+    "RegisterFailed",
+    "Shutdown",
+    "Snapshot",
+    "Subscription",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event. `name` is the value of the `event` field on the wire."""
+
+    name: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as the JSON object sent to clients."""
+        body: dict[str, Any] = {"event": self.name}
+        for key in self.__dataclass_fields__:
+            body[key] = getattr(self, key)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot(Event):
+    """The full status snapshot, sent whenever state changed and first on every connection."""
+
+    name: ClassVar[str] = "snapshot"
+    #: The snapshot object (`node_id`, `listening`, `registered`, `calls`, `links`, ...).
+    status: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.name, **self.status}
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingCall(Event):
+    """An inbound call arrived."""
+
+    name: ClassVar[str] = "incoming_call"
+    #: The caller's node number or name as it presented itself.
+    from_: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.name, "from": self.from_}
+
+
+@dataclass(frozen=True, slots=True)
+class Registered(Event):
+    """Registration with the registrar succeeded."""
+
+    name: ClassVar[str] = "registered"
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterFailed(Event):
+    """Registration failed; `reason` is safe to show (never a secret)."""
+
+    name: ClassVar[str] = "register_failed"
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Hangup(Event):
+    """A call ended."""
+
+    name: ClassVar[str] = "hangup"
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown(Event):
+    """The daemon is stopping: the last event every subscriber receives."""
+
+    name: ClassVar[str] = "shutdown"
+
+
+class Subscription:
+    """One subscriber's bounded queue. Iterate with `await sub.get()`; `closed` ends it."""
+
+    def __init__(self, bus: EventBus, maxsize: int) -> None:
+        self._bus = bus
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize)
+        self.closed = False
+        #: Set when the bus dropped this subscriber because it fell behind.
+        self.overflowed = False
+
+    async def get(self) -> Event | None:
+        """The next event, or None once the subscription is closed."""
+        if self.closed and self.queue.empty():
+            return None
+        return await self.queue.get()
+
+    def close(self) -> None:
+        self._bus.unsubscribe(self)
+
+
+class EventBus:
+    """Fan-out of events to bounded per-subscriber queues; `publish` never blocks."""
+
+    def __init__(self, queue_size: int = 256) -> None:
+        self._subs: list[Subscription] = []
+        self._queue_size = queue_size
+
+    def subscribe(self) -> Subscription:
+        sub = Subscription(self, self._queue_size)
+        self._subs.append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        if sub in self._subs:
+            self._subs.remove(sub)
+        if not sub.closed:
+            sub.closed = True
+            self._offer(sub, None)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subs)
+
+    def publish(self, event: Event) -> None:
+        for sub in list(self._subs):
+            try:
+                sub.queue.put_nowait(event)
+            except asyncio.QueueFull:
+                log.warning("event subscriber fell %d events behind; dropping it", sub.queue.qsize())
+                sub.overflowed = True
+                self.unsubscribe(sub)
+
+    def close(self) -> None:
+        """Send `Shutdown` to everyone, then end every subscription."""
+        self.publish(Shutdown())
+        for sub in list(self._subs):
+            self.unsubscribe(sub)
+
+    @staticmethod
+    def _offer(sub: Subscription, item: Event | None) -> None:
+        # The end marker must get through even to a full queue: make room by dropping the
+        # oldest event, which a closing subscriber no longer needs.
+        while True:
+            try:
+                sub.queue.put_nowait(item)
+                return
+            except asyncio.QueueFull:
+                sub.queue.get_nowait()

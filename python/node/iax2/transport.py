@@ -1,0 +1,72 @@
+"""The asyncio side of the Rust engine: wakeup descriptor, batched drain, send.
+
+This and `media/bridge.py` are the only modules that touch `node._core.Engine`. The engine thread
+parses every datagram; this class registers the engine's wakeup descriptor with the event loop and,
+when it becomes readable, hands the whole batch of full frames to one callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from node._core import Engine, FullFrame
+from node.errors import EngineError
+
+__all__ = ["Address", "EngineTransport", "FrameBatch"]
+
+log = logging.getLogger(__name__)
+
+Address = tuple[str, int]
+FrameBatch = list[tuple[Address, FullFrame]]
+
+
+class EngineTransport:
+    """Owns one running engine and feeds its drained batches to `on_frames`."""
+
+    def __init__(self, bind: str, on_frames: Callable[[FrameBatch], None]) -> None:
+        try:
+            self._engine = Engine(bind)
+        except OSError as exc:
+            # The engine reports the address it tried; the message is safe to show.
+            raise EngineError(str(exc)) from exc
+        self._on_frames = on_frames
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def local_addr(self) -> Address:
+        return self._engine.local_addr
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        loop.add_reader(self._engine.wakeup_fd(), self._readable)
+
+    def _readable(self) -> None:
+        batch = self._engine.drain()
+        if batch:
+            try:
+                self._on_frames(batch)
+            except Exception:
+                # One bad batch must not unregister the reader and leave the node deaf.
+                log.exception("error while handling %d received frames", len(batch))
+
+    def send(self, frame: FullFrame, addr: Address) -> None:
+        self.send_bytes(frame.to_bytes(), addr)
+
+    def send_bytes(self, data: bytes, addr: Address) -> None:
+        try:
+            self._engine.send_to(data, addr)
+        except OSError as exc:
+            # UDP send failures (unreachable host, full buffer) are the network's, not ours:
+            # retransmission timers cover the loss. Log without the payload.
+            log.warning("send to %s:%d failed: %s", addr[0], addr[1], exc)
+
+    def counters(self) -> dict[str, int]:
+        return self._engine.counters()
+
+    def close(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._engine.wakeup_fd())
+            self._loop = None
+        self._engine.stop()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install everything the tests need and run the whole suite: Rust checks and tests, the Python
+# package with its test extras, lint, stub check, pytest (including benchmark correctness checks).
+# This is the README's test command; .ci/run calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem).
+missing=()
+command -v tshark >/dev/null || missing+=(tshark)
+command -v iaxmodem >/dev/null || missing+=(iaxmodem)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "== note: ${missing[*]} not installed and not root; tests that need them are skipped" >&2
+  fi
+fi
+
+echo "== Python package (builds the Rust extension) with test extras"
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+
+echo "== Rust: format, lint, tests"
+cargo fmt --check
+cargo clippy -q --all-targets -- -D warnings
+cargo clippy -q --all-targets --features python -- -D warnings
+cargo test -q
+
+echo "== Python: lint and stubs"
+python3 -m ruff check python tests benches
+python3 -m ruff format --check python tests benches
+python3 -m mypy.stubtest node._core --allowlist .stubtest-allowlist
+
+echo "== pytest"
+set +e
+python3 -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
+rc=$?
+set -e
+if [ "$rc" = 5 ]; then
+  echo "pytest collected no tests" >&2
+  exit 1
+fi
+exit "$rc"

@@ -1,0 +1,112 @@
+"""Run the real `node serve` as a subprocess on free loopback ports, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from node._core import FullFrame, parse
+
+STARTUP_SECONDS = 30.0
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    """A port the kernel just gave out on 127.0.0.1 (free for TCP or UDP, as asked)."""
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(path: Path, *, udp_port: int, http_port: int, extra: str = "") -> Path:
+    path.write_text(
+        f"""
+[listener]
+bind = "127.0.0.1:{udp_port}"
+
+[control]
+bind = "127.0.0.1:{http_port}"
+
+[audio]
+backend = "none"
+{extra}
+"""
+    )
+    return path
+
+
+class NodeProcess:
+    """One `node serve` child process; stop it with `terminate()` or a control command."""
+
+    def __init__(self, config: Path, udp_port: int, http_port: int, env: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.udp_addr = ("127.0.0.1", udp_port)
+        self.base_url = f"http://127.0.0.1:{http_port}"
+        child_env = {k: v for k, v in os.environ.items() if not k.startswith("NET_")}
+        child_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "node", "serve", "--config", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child_env,
+        )
+        self._output: tuple[str, str] | None = None
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                out, err = self.communicate()
+                raise AssertionError(f"node exited early with {self.proc.returncode}:\n{err}")
+            try:
+                httpx.get(self.base_url + "/status", timeout=0.5)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        self.kill()
+        raise AssertionError("node did not answer /status in time:\n" + self.communicate()[1])
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.base_url + path, timeout=5)
+
+    def post(self, path: str, json: object | None = None, content: bytes | None = None) -> httpx.Response:
+        return httpx.post(self.base_url + path, json=json, content=content, timeout=5)
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout: float = 15.0) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def communicate(self) -> tuple[str, str]:
+        if self._output is None:
+            out, err = self.proc.communicate(timeout=15)
+            self._output = (out, err)
+        return self._output
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+    def iax_exchange(self, frame: FullFrame | bytes, timeout: float = 2.0) -> FullFrame | None:
+        """Send one datagram to the node from a fresh socket; return the parsed reply, if any."""
+        data = frame if isinstance(frame, bytes) else frame.to_bytes()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.settimeout(timeout)
+            s.sendto(data, self.udp_addr)
+            try:
+                reply, _ = s.recvfrom(4096)
+            except TimeoutError:
+                return None
+        parsed = parse(reply)
+        assert isinstance(parsed, FullFrame)
+        return parsed

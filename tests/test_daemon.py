@@ -1,0 +1,180 @@
+"""`node serve` end to end: a real subprocess, real HTTP, real UDP on loopback."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import socket
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from node._core import FullFrame
+from node.iax2.constants import FrameType, IaxSubclass
+from tests.node_process import NodeProcess, free_port, write_config
+
+
+@pytest.fixture
+def node(tmp_path: Path):
+    udp, http = free_port(socket.SOCK_DGRAM), free_port()
+    proc = NodeProcess(write_config(tmp_path / "node.toml", udp_port=udp, http_port=http), udp, http)
+    proc.wait_ready()
+    yield proc
+    proc.kill()
+
+
+def poke(scall: int = 0x1234, ts: int = 4242, oseq: int = 0) -> FullFrame:
+    return FullFrame(FrameType.IAX, IaxSubclass.POKE, scall=scall, dcall=0, ts=ts, oseq=oseq)
+
+
+def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
+    r = node.get("/status")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json() == {"node_id": None, "listening": True, "registered": False, "calls": [], "links": []}
+
+
+def test_poke_is_answered_with_pong_statelessly(node: NodeProcess) -> None:
+    reply = node.iax_exchange(poke(scall=0x1234, ts=4242, oseq=0))
+    assert reply is not None
+    assert (reply.ftype, reply.subclass) == (FrameType.IAX, IaxSubclass.PONG)
+    assert reply.scall == 1  # Asterisk's apathetic call number: no call is created
+    assert reply.dcall == 0x1234
+    assert reply.ts == 4242  # PONG echoes the POKE's timestamp
+    assert (reply.oseq, reply.iseq) == (0, 1)
+    # The prober's ACK of the PONG (to call 1) is absorbed: no reply, no call.
+    ack = FullFrame(FrameType.IAX, IaxSubclass.ACK, scall=0x1234, dcall=1, ts=4242, oseq=1, iseq=1)
+    assert node.iax_exchange(ack, timeout=0.3) is None
+    assert node.get("/status").json()["calls"] == []
+
+
+def test_garbage_burst_is_counted_and_survived(node: NodeProcess) -> None:
+    rng = random.Random(5456)
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _ in range(5000):
+            size = rng.choice([0, 1, 2, 3, 4, 11, 12, 13, 40, 200, 1400])
+            junk = bytes(rng.getrandbits(8) for _ in range(size))
+            s.sendto(junk, node.udp_addr)
+            sent += 1
+        # Hand-made malformed frames: full header cut short, IE overrunning its frame.
+        s.sendto(bytes.fromhex("8002000000000003000006"), node.udp_addr)
+        s.sendto(bytes.fromhex("800200000000000300000601" "0b0400"), node.udp_addr)
+        sent += 2
+    # The node is alive and still answers.
+    reply = node.iax_exchange(poke(scall=77))
+    assert reply is not None and reply.subclass == IaxSubclass.PONG
+    stats = node.get("/stats").json()
+    assert stats["datagrams_in"] >= sent  # loopback does not drop at this rate
+    assert stats["malformed"] >= 2
+    assert node.get("/status").status_code == 200
+
+
+def test_unknown_paths_and_methods_answer_json_errors(node: NodeProcess) -> None:
+    r = node.get("/no/such/thing")
+    assert r.status_code == 404 and r.json() == {"error": "not found"}
+    r = node.post("/no-such-command", json={})
+    assert r.status_code == 404 and r.json() == {"error": "not found"}
+    r = node.post("/status", json={})
+    assert r.status_code == 405 and "error" in r.json()
+
+
+def test_bad_body_is_a_400(node: NodeProcess) -> None:
+    r = node.post("/shutdown", content=b"{not json")
+    assert r.status_code == 400 and "JSON" in r.json()["error"]
+    r = node.post("/shutdown", content=b"[1, 2]")
+    assert r.status_code == 400
+    assert node.get("/status").status_code == 200  # still running
+
+
+def test_post_shutdown_exits_zero(node: NodeProcess) -> None:
+    r = node.post("/shutdown")
+    assert r.status_code == 200 and r.json() == {"ok": True}
+    assert node.wait() == 0
+    _, err = node.communicate()
+    assert "stopped" in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_exit_zero_after_cleanup(node: NodeProcess, sig: signal.Signals) -> None:
+    node.signal(sig)
+    assert node.wait() == 0
+    _, err = node.communicate()
+    assert "stopped" in err  # the cleanup after the HTTP server returned did run
+    assert "Traceback" not in err
+
+
+def test_sse_first_event_is_a_snapshot_and_shutdown_ends_the_stream(node: NodeProcess) -> None:
+    received: list[dict] = []
+    ready = threading.Event()
+
+    def listen() -> None:
+        with httpx.Client(timeout=10) as client, connect_sse(client, "GET", node.base_url + "/events") as source:
+            for sse in source.iter_sse():
+                received.append(json.loads(sse.data))
+                ready.set()
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    assert ready.wait(10)
+    node.signal(signal.SIGTERM)
+    t.join(10)
+    assert not t.is_alive(), "the SSE stream must end when the node stops"
+    assert node.wait() == 0
+    assert received[0]["event"] == "snapshot"
+    assert received[0]["listening"] is True
+    assert received[-1] == {"event": "shutdown"}
+
+
+def test_missing_config_writes_template_and_runs_on_defaults(tmp_path: Path) -> None:
+    # The template's defaults are the documented ports; this test needs them free.
+    for kind, port in ((socket.SOCK_DGRAM, 4569), (socket.SOCK_STREAM, 8730)):
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                pytest.skip(f"default port {port} is in use on this machine")
+    path = tmp_path / "etc" / "node.toml"
+    proc = NodeProcess(path, 4569, 8730)
+    try:
+        proc.wait_ready()
+        assert path.exists()
+        text = path.read_text()
+        assert "[listener]" in text and "[control]" in text and "[secrets]" in text
+        assert proc.get("/status").json()["listening"] is True
+        reply = proc.iax_exchange(poke())
+        assert reply is not None and reply.subclass == IaxSubclass.PONG
+        proc.signal(signal.SIGTERM)
+        assert proc.wait() == 0
+        _, err = proc.communicate()
+        assert "template" in err and str(path) in err
+    finally:
+        proc.kill()
+
+
+def test_config_error_names_file_and_key_and_exits_78(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path / "bad.toml",
+        udp_port=free_port(socket.SOCK_DGRAM),
+        http_port=free_port(),
+        extra='[bridge]\nmode = "party"\n',
+    )
+    proc = NodeProcess(path, 0, 0)
+    assert proc.wait() == 78
+    _, err = proc.communicate()
+    assert str(path) in err and "bridge.mode" in err and "conference" in err
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        udp = taken.getsockname()[1]
+        path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=free_port())
+        proc = NodeProcess(path, udp, 0)
+        assert proc.wait() == 1
+        _, err = proc.communicate()
+    assert "listener.bind" in err and str(udp) in err
