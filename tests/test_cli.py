@@ -1,0 +1,30 @@
+"""The command line accepts a subcommand, --config and --help, and nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from node.cli import cli
+
+
+def test_help_says_what_serve_does_and_where_the_config_lives() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    assert "serve" in result.output
+    result = CliRunner().invoke(cli, ["serve", "--help"])
+    assert result.exit_code == 0
+    assert "--config" in result.output and "node.toml" in result.output
+    assert "template" in result.output
+
+
+def test_unknown_options_and_commands_are_rejected() -> None:
+    assert CliRunner().invoke(cli, ["serve", "--verbose"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["bogus"]).exit_code == 2
+
+
+def test_python_dash_m_node_is_the_same_program() -> None:
+    out = subprocess.run([sys.executable, "-m", "node", "--help"], capture_output=True, text=True, check=True)
+    assert "serve" in out.stdout
