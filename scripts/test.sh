@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem).
+# Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem), and
+# PortAudio for the sounddevice backend (exercised on ALSA's null PCM).
 missing=()
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
+ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportaudio2)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${missing[*]}"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import uvicorn
 
-from node.config import NodeConfig, load_config, parse_socket_address, write_template
+from node.config import Address, NodeConfig, load_config, write_template
 from node.control.app import create_app
 from node.controller import Controller
 from node.errors import ConfigError, EngineError
@@ -60,9 +60,9 @@ def _configure_logging() -> logging.Handler:
     return handler
 
 
-def _control_socket(bind: str) -> socket.socket:
+def _control_socket(bind: Address) -> socket.socket:
     """Bind the control socket ourselves so a port in use is a clear error, not a sys.exit."""
-    host, port = parse_socket_address(bind)
+    host, port = bind.host, bind.port
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -91,7 +91,7 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
     controller = Controller(config, bus)
 
     try:
-        transport = EngineTransport(config.listener.bind, controller.on_frames)
+        transport = EngineTransport(str(config.listener.bind), controller.on_frames)
     except EngineError as exc:
         log.error("cannot open the IAX2 socket (listener.bind = %s): %s", config.listener.bind, exc)
         return EXIT_RUNTIME
@@ -146,7 +146,7 @@ def run(config_path: str | Path) -> int:
     path = Path(config_path)
     try:
         config = load_or_create(path)
-        secrets = SecretStore.from_config(config, path)
+        secrets = SecretStore(config)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
         return EXIT_CONFIG
