@@ -626,7 +626,7 @@ def _parse_control(r: _Reader, raw: object) -> ControlConfig:
             "must be a loopback address: the control channel has no authentication (for remote "
             "access put an authenticating layer such as an SSH tunnel, VPN or reverse proxy in "
             "front of it)",
-            "127.0.0.0/8, [::1] or localhost, e.g. 127.0.0.1:8730",
+            "a loopback address (127.0.0.0/8, [::1] or localhost), e.g. 127.0.0.1:8730",
         )
     return ControlConfig(bind=bind)
 
