@@ -123,8 +123,8 @@ class FrozenDict(dict[_K, _V]):
         raise TypeError("configuration mappings are read-only")
 
     __setitem__ = __delitem__ = _readonly
-    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
-    __ior__ = _readonly  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _readonly
+    __ior__ = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(self.items()))
