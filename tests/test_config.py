@@ -439,6 +439,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[tunnel]\nx = 1\n", "tunnel", "[listener]"),
     (MINIMAL + "[Listener]\n", "Listener", "[listener]"),
     ("stray = 1\n" + MINIMAL, "stray", "codec_policy"),
+    (MINIMAL + "codec_policy = 'ulaw_only'\n", "control.codec_policy", None),
     ("[listener]\nport = 4569\n[control]\n", "listener.port", "bind"),
     ("[listener]\n[control]\nbind = '127.0.0.1:8730'\nauth = 'off'\n", "control.auth", "bind"),
     (MINIMAL + "[secrets]\npassword = 'x'\n", "secrets.password", "source"),
@@ -835,3 +836,8 @@ def test_any_wrong_value_is_a_config_error(
     else:
         assert key != "unexpected_key"
         assert isinstance(config, NodeConfig)
+
+
+def test_top_level_key_inside_a_section_gets_a_hint(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="move it above the first"):
+        load_text(tmp_path, "[listener]\ncodec_policy = 'ulaw_only'\n[control]\n")

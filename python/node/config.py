@@ -439,6 +439,12 @@ class _Reader:
             self.fail(name, f"must be a table ([{name}]), got {_toml_type(raw)}")
         allowed = tuple(keys)
         for key in raw:
+            if key in _TOP_KEYS:
+                # TOML puts every key after a [header] into that table: the classic slip.
+                self.fail(
+                    f"{name}.{key}",
+                    f"{key} is a top-level key; move it above the first [section] of the file",
+                )
             if key not in allowed:
                 self.fail(f"{name}.{key}", f"unknown key in [{name}]", allowed)
         for key in required:
