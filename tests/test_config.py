@@ -841,3 +841,11 @@ def test_any_wrong_value_is_a_config_error(
 def test_top_level_key_inside_a_section_gets_a_hint(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="move it above the first"):
         load_text(tmp_path, "[listener]\ncodec_policy = 'ulaw_only'\n[control]\n")
+
+
+def test_docs_describe_every_key() -> None:
+    docs = Path(__file__).resolve().parent.parent / "docs" / "config.md"
+    text = docs.read_text(encoding="utf-8")
+    for dotted in iter_template_keys():
+        leaf = dotted.rsplit(".", 1)[-1]
+        assert f"`{leaf}`" in text or f" {leaf}`" in text, dotted

@@ -55,6 +55,7 @@ __all__ = [
     "RegisterConfig",
     "SecretsConfig",
     "TtsConfig",
+    "iter_template_keys",
     "load_config",
     "write_template",
 ]
