@@ -1,0 +1,538 @@
+//! The station's media path: legs, the conference and the local radio, one tick at a time.
+//!
+//! A leg is one call's audio: a jitter buffer for what the peer sends, codec and resampler at its
+//! edge, and the state needed to send mini frames back. Every 20 ms [`Station::tick`] pulls one
+//! frame from each leg (or concealment, or nothing when the peer is not talking), mixes at the
+//! station rate, and produces, per leg that has something to hear, one encoded frame ready to go
+//! out as a mini frame. When a frame cannot go as a mini frame (start of a talk spurt, a codec
+//! change, or a change of the timestamp's upper bits) the tick hands it to Python instead, which
+//! sends it as a full voice frame with the call's sequence numbers.
+//!
+//! Pure `&mut self` logic fed with `now_ms`: no socket, no clock, no thread (see `engine.rs`).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::codec::Codec;
+use crate::frame::MiniFrame;
+use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
+use crate::mixer::Conference;
+use crate::resample::{Downsampler, Upsampler};
+
+/// Frame duration of the whole media path.
+pub const FRAME_MS: u32 = 20;
+
+/// How a leg takes part in the conference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegMode {
+    /// Hears the conference and is heard (a call, or a `*3` link).
+    Transceive,
+    /// Is heard but hears nothing back (a `*2` monitor link dialled by us receives only).
+    ReceiveOnly,
+    /// Hears the conference but is not mixed in (a monitor link a peer holds on us).
+    TransmitOnly,
+}
+
+impl LegMode {
+    fn transmits(self) -> bool {
+        matches!(self, LegMode::Transceive | LegMode::TransmitOnly)
+    }
+    fn receives(self) -> bool {
+        matches!(self, LegMode::Transceive | LegMode::ReceiveOnly)
+    }
+}
+
+/// What Python tells the engine when a call's media starts.
+#[derive(Debug, Clone)]
+pub struct LegSpec {
+    /// Our call number (the `scall` of what we send).
+    pub callno: u16,
+    /// The peer's call number: mini frames from the peer carry it as their source.
+    pub peer_callno: u16,
+    pub peer: SocketAddr,
+    /// Codec of what we send (the negotiated format); what we receive follows the peer's full
+    /// voice frames.
+    pub codec: Codec,
+    pub mode: LegMode,
+    /// The call's own timestamp clock (ms since its first transmission) at `now_ms`, so mini
+    /// frames continue the timeline Python's full frames use.
+    pub call_ts_ms: u32,
+}
+
+/// Something Python must act on, produced by a tick or a received frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaEvent {
+    /// Send this payload as a full voice frame (the call's sequence numbers are Python's).
+    FullVoice {
+        callno: u16,
+        format: u64,
+        ts: u32,
+        payload: Vec<u8>,
+    },
+    /// The conference went quiet for this leg after a talk spurt (a radio link sends UNKEY).
+    SpurtEnded { callno: u16, ts: u32 },
+    /// A control event that travelled with the peer's audio reached the playout point.
+    Control {
+        callno: u16,
+        kind: ControlKind,
+        ts: u32,
+    },
+    /// A mini frame arrived before any full voice frame: Python answers with VNAK.
+    MiniBeforeFull { callno: u16 },
+}
+
+/// A frame ready to be sent as a mini frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub to: SocketAddr,
+    pub bytes: Vec<u8>,
+}
+
+/// The result of one tick.
+#[derive(Debug, Default)]
+pub struct TickOutput {
+    pub datagrams: Vec<Outgoing>,
+    pub events: Vec<MediaEvent>,
+}
+
+impl TickOutput {
+    pub fn clear(&mut self) {
+        self.datagrams.clear();
+        self.events.clear();
+    }
+}
+
+/// Which resampler sits at a leg's edge.
+#[derive(Debug)]
+enum Edge {
+    Same,
+    Up(Upsampler),
+    Down(Downsampler),
+}
+
+impl Edge {
+    fn new(from_rate: u32, to_rate: u32) -> Edge {
+        match (from_rate, to_rate) {
+            (a, b) if a == b => Edge::Same,
+            (8000, 16000) => Edge::Up(Upsampler::new()),
+            _ => Edge::Down(Downsampler::new()),
+        }
+    }
+
+    fn run(&mut self, input: &[i16], out: &mut Vec<i16>) {
+        out.clear();
+        match self {
+            Edge::Same => out.extend_from_slice(input),
+            Edge::Up(u) => u.process(input, out),
+            Edge::Down(d) => d.process(input, out),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Leg {
+    spec: LegSpec,
+    slot: usize,
+    jitter: JitterBuffer,
+    /// Codec of the peer's audio: the format of its last full voice frame.
+    rx_codec: Option<Codec>,
+    rx_edge: Edge,
+    tx_edge: Edge,
+    /// Timestamp of the peer's last full frame, for unwrapping mini frame timestamps.
+    rx_last_full_ts: u32,
+    /// Last good station-rate frame from this leg, for concealment.
+    last_pcm: Vec<i16>,
+    conceal_run: u32,
+    /// Our send clock: the call timestamp corresponding to `ts_origin_ms` of the engine clock.
+    ts_base: u32,
+    ts_origin_ms: u64,
+    talking_out: bool,
+    last_full_ts: Option<u32>,
+    last_tx_codec: Option<Codec>,
+    mini_before_full_reported: bool,
+    frames_out: u64,
+}
+
+/// The conference, its legs and the local radio.
+#[derive(Debug)]
+pub struct Station {
+    rate: u32,
+    frame_len: usize,
+    conference: Conference,
+    legs: Vec<Leg>,
+    by_callno: HashMap<u16, usize>,
+    by_peer: HashMap<(SocketAddr, u16), usize>,
+    local_slot: Option<usize>,
+    local_in: Option<Vec<i16>>,
+    local_out: Vec<i16>,
+    local_hears: bool,
+    jitter_cfg: JitterConfig,
+    // Scratch buffers reused every tick so steady state allocates nothing.
+    decoded: Vec<i16>,
+    resampled: Vec<i16>,
+    encoded: Vec<u8>,
+}
+
+/// Errors of the media path (commands naming a leg that does not exist, and the like).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MediaError {
+    NoSuchLeg(u16),
+    LegExists(u16),
+    BadPayload(u16),
+}
+
+impl std::fmt::Display for MediaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MediaError::NoSuchLeg(c) => write!(f, "no media leg for call {c}"),
+            MediaError::LegExists(c) => write!(f, "call {c} already has a media leg"),
+            MediaError::BadPayload(c) => write!(f, "voice payload for call {c} does not fit its codec"),
+        }
+    }
+}
+
+impl std::error::Error for MediaError {}
+
+fn wrap_diff(a: u32, b: u32) -> i64 {
+    i64::from(a.wrapping_sub(b) as i32)
+}
+
+impl Station {
+    /// A station mixing at `rate` (8000 or 16000).
+    pub fn new(rate: u32, mix_minus: bool) -> Station {
+        let frame_len = (rate / 1000 * FRAME_MS) as usize;
+        Station {
+            rate,
+            frame_len,
+            conference: Conference::new(frame_len, mix_minus),
+            legs: Vec::new(),
+            by_callno: HashMap::new(),
+            by_peer: HashMap::new(),
+            local_slot: None,
+            local_in: None,
+            local_out: vec![0; frame_len],
+            local_hears: false,
+            jitter_cfg: JitterConfig::default(),
+            decoded: Vec::with_capacity(frame_len * 2),
+            resampled: Vec::with_capacity(frame_len * 2),
+            encoded: Vec::with_capacity(frame_len * 2 * 2),
+        }
+    }
+
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    pub fn frame_len(&self) -> usize {
+        self.frame_len
+    }
+
+    pub fn leg_count(&self) -> usize {
+        self.legs.len()
+    }
+
+    pub fn set_mix_minus(&mut self, on: bool) {
+        self.conference.set_mix_minus(on);
+    }
+
+    /// Put the local radio in the conference, or take it out. Audio of legs is untouched.
+    pub fn set_local_radio(&mut self, on: bool) {
+        match (on, self.local_slot) {
+            (true, None) => self.local_slot = Some(self.conference.add()),
+            (false, Some(slot)) => {
+                let _ = self.conference.remove(slot);
+                self.local_slot = None;
+                self.local_in = None;
+                self.local_out.iter_mut().for_each(|s| *s = 0);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn local_radio(&self) -> bool {
+        self.local_slot.is_some()
+    }
+
+    /// The local microphone's frame for the next tick (station rate).
+    pub fn put_local(&mut self, pcm: &[i16]) {
+        if self.local_slot.is_some() && pcm.len() == self.frame_len {
+            // Only a frame with signal counts as talking, so an idle microphone does not hold
+            // every leg in a talk spurt.
+            if pcm.iter().any(|s| s.unsigned_abs() > 32) {
+                self.local_in = Some(pcm.to_vec());
+            }
+        }
+    }
+
+    /// What the local speaker plays for the last tick (silence when nobody talked).
+    pub fn local_output(&self) -> &[i16] {
+        &self.local_out
+    }
+
+    pub fn local_hears_audio(&self) -> bool {
+        self.local_hears
+    }
+
+    pub fn add_leg(&mut self, spec: LegSpec, now_ms: u64) -> Result<(), MediaError> {
+        if self.by_callno.contains_key(&spec.callno) {
+            return Err(MediaError::LegExists(spec.callno));
+        }
+        let slot = self.conference.add();
+        let idx = self.legs.len();
+        let leg = Leg {
+            rx_edge: Edge::new(spec.codec.rate(), self.rate),
+            tx_edge: Edge::new(self.rate, spec.codec.rate()),
+            ts_base: spec.call_ts_ms,
+            ts_origin_ms: now_ms,
+            slot,
+            jitter: JitterBuffer::new(self.jitter_cfg.clone()),
+            rx_codec: None,
+            rx_last_full_ts: 0,
+            last_pcm: vec![0; self.frame_len],
+            conceal_run: 0,
+            talking_out: false,
+            last_full_ts: None,
+            last_tx_codec: None,
+            mini_before_full_reported: false,
+            frames_out: 0,
+            spec,
+        };
+        self.by_callno.insert(leg.spec.callno, idx);
+        self.by_peer.insert((leg.spec.peer, leg.spec.peer_callno), idx);
+        self.legs.push(leg);
+        Ok(())
+    }
+
+    pub fn remove_leg(&mut self, callno: u16) -> Result<(), MediaError> {
+        let idx = self.by_callno.remove(&callno).ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self.legs.swap_remove(idx);
+        self.by_peer.remove(&(leg.spec.peer, leg.spec.peer_callno));
+        let _ = self.conference.remove(leg.slot);
+        // The leg that moved into `idx` needs its index updated in both maps.
+        if let Some(moved) = self.legs.get(idx) {
+            self.by_callno.insert(moved.spec.callno, idx);
+            self.by_peer.insert((moved.spec.peer, moved.spec.peer_callno), idx);
+        }
+        Ok(())
+    }
+
+    /// Change what a leg does (e.g. a monitor link upgraded to transceive) without re-adding it.
+    pub fn set_leg_mode(&mut self, callno: u16, mode: LegMode) -> Result<(), MediaError> {
+        let idx = *self.by_callno.get(&callno).ok_or(MediaError::NoSuchLeg(callno))?;
+        if let Some(leg) = self.legs.get_mut(idx) {
+            leg.spec.mode = mode;
+        }
+        Ok(())
+    }
+
+    /// Change the codec we send on a leg (the next frame goes out as a full voice frame).
+    pub fn set_leg_codec(&mut self, callno: u16, codec: Codec) -> Result<(), MediaError> {
+        let rate = self.rate;
+        let idx = *self.by_callno.get(&callno).ok_or(MediaError::NoSuchLeg(callno))?;
+        if let Some(leg) = self.legs.get_mut(idx) {
+            leg.spec.codec = codec;
+            leg.tx_edge = Edge::new(rate, codec.rate());
+        }
+        Ok(())
+    }
+
+    /// The payload of a full voice frame Python received (and acknowledged) for `callno`.
+    pub fn push_full_voice(
+        &mut self,
+        callno: u16,
+        codec: Codec,
+        ts: u32,
+        payload: &[u8],
+        now_ms: u64,
+    ) -> Result<(), MediaError> {
+        let rate = self.rate;
+        let idx = *self.by_callno.get(&callno).ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self.legs.get_mut(idx).ok_or(MediaError::NoSuchLeg(callno))?;
+        if codec.samples_for_bytes(payload.len()).is_err() {
+            return Err(MediaError::BadPayload(callno));
+        }
+        if leg.rx_codec != Some(codec) {
+            leg.rx_codec = Some(codec);
+            leg.rx_edge = Edge::new(codec.rate(), rate);
+        }
+        leg.rx_last_full_ts = ts;
+        leg.mini_before_full_reported = false;
+        if leg.spec.mode.receives() {
+            let _ = leg.jitter.put_voice(ts, payload, now_ms);
+        }
+        Ok(())
+    }
+
+    /// A control event from the peer that must stay in order with its audio (KEY/UNKEY...).
+    pub fn push_control(
+        &mut self,
+        callno: u16,
+        kind: ControlKind,
+        ts: u32,
+        now_ms: u64,
+    ) -> Result<(), MediaError> {
+        let idx = *self.by_callno.get(&callno).ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self.legs.get_mut(idx).ok_or(MediaError::NoSuchLeg(callno))?;
+        leg.rx_last_full_ts = ts;
+        leg.jitter.put_control(ts, kind, now_ms);
+        Ok(())
+    }
+
+    /// A mini frame from the network. Returns false when no leg matches (counted by the engine).
+    pub fn on_mini(
+        &mut self,
+        from: SocketAddr,
+        mini: &MiniFrame,
+        now_ms: u64,
+        events: &mut Vec<MediaEvent>,
+    ) -> bool {
+        let Some(&idx) = self.by_peer.get(&(from, mini.scall)) else {
+            return false;
+        };
+        let Some(leg) = self.legs.get_mut(idx) else {
+            return false;
+        };
+        if leg.rx_codec.is_none() {
+            // Asterisk answers a mini frame that precedes every full voice frame with VNAK so
+            // the peer resends the full frame that sets the codec.
+            if !leg.mini_before_full_reported {
+                leg.mini_before_full_reported = true;
+                events.push(MediaEvent::MiniBeforeFull {
+                    callno: leg.spec.callno,
+                });
+            }
+            return true;
+        }
+        let ts = crate::jitter::unwrap_mini(leg.rx_last_full_ts, mini.ts16);
+        if leg.spec.mode.receives() {
+            let _ = leg.jitter.put_voice(ts, &mini.payload, now_ms);
+        }
+        true
+    }
+
+    /// Every leg's jitter statistics, written into a reused buffer.
+    pub fn fill_jitter_stats(&self, out: &mut Vec<(u16, JitterStats)>) {
+        out.clear();
+        out.extend(self.legs.iter().map(|l| (l.spec.callno, l.jitter.stats())));
+    }
+
+    pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {
+        let idx = *self.by_callno.get(&callno)?;
+        self.legs.get(idx).map(|l| l.jitter.stats())
+    }
+
+    /// One 20 ms tick at `now_ms`.
+    pub fn tick(&mut self, now_ms: u64, out: &mut TickOutput) {
+        self.conference.begin_tick();
+        self.pull_legs(now_ms, out);
+        if let (Some(slot), Some(pcm)) = (self.local_slot, self.local_in.take()) {
+            let _ = self.conference.put(slot, &pcm);
+        }
+        self.conference.mix();
+        self.push_legs(now_ms, out);
+        self.local_hears = false;
+        if let Some(slot) = self.local_slot {
+            self.local_hears = self.conference.hears_audio(slot);
+            if let Ok(o) = self.conference.output(slot) {
+                self.local_out.copy_from_slice(o);
+            }
+        }
+    }
+
+    fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+        let frame_len = self.frame_len;
+        for leg in &mut self.legs {
+            // Control events due now come out ahead of the audio that follows them.
+            let pcm_ready = loop {
+                match leg.jitter.get(now_ms) {
+                    GetResult::Control(kind, ts) => out.events.push(MediaEvent::Control {
+                        callno: leg.spec.callno,
+                        kind,
+                        ts,
+                    }),
+                    GetResult::Voice(payload) => {
+                        let Some(codec) = leg.rx_codec else { break false };
+                        self.decoded.clear();
+                        if codec.decode(&payload, &mut self.decoded).is_err() {
+                            break false;
+                        }
+                        leg.rx_edge.run(&self.decoded, &mut self.resampled);
+                        fit(&mut self.resampled, frame_len);
+                        leg.last_pcm.copy_from_slice(&self.resampled);
+                        leg.conceal_run = 0;
+                        break true;
+                    }
+                    GetResult::Interpolate => {
+                        crate::jitter::conceal_in_place(&mut leg.last_pcm, leg.conceal_run);
+                        leg.conceal_run = leg.conceal_run.saturating_add(1);
+                        break true;
+                    }
+                    _ => break false,
+                }
+            };
+            if pcm_ready && leg.spec.mode.receives() {
+                let _ = self.conference.put(leg.slot, &leg.last_pcm);
+            }
+        }
+    }
+
+    fn push_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+        for leg in &mut self.legs {
+            let hears = leg.spec.mode.transmits() && self.conference.hears_audio(leg.slot);
+            let elapsed = now_ms.saturating_sub(leg.ts_origin_ms);
+            // Timestamps advance in whole frames so the peer's jitter buffer sees a steady clock.
+            let ts = leg
+                .ts_base
+                .wrapping_add((elapsed / u64::from(FRAME_MS) * u64::from(FRAME_MS)) as u32);
+            if !hears {
+                if leg.talking_out {
+                    leg.talking_out = false;
+                    out.events.push(MediaEvent::SpurtEnded {
+                        callno: leg.spec.callno,
+                        ts,
+                    });
+                }
+                continue;
+            }
+            let Ok(mix) = self.conference.output(leg.slot) else {
+                continue;
+            };
+            leg.tx_edge.run(mix, &mut self.resampled);
+            self.encoded.clear();
+            leg.spec.codec.encode(&self.resampled, &mut self.encoded);
+            let codec = leg.spec.codec;
+            let needs_full = !leg.talking_out
+                || leg.last_tx_codec != Some(codec)
+                || leg.last_full_ts.is_none_or(|f| (f >> 15) != (ts >> 15) || wrap_diff(ts, f) < 0);
+            leg.talking_out = true;
+            leg.frames_out += 1;
+            if needs_full {
+                leg.last_full_ts = Some(ts);
+                leg.last_tx_codec = Some(codec);
+                out.events.push(MediaEvent::FullVoice {
+                    callno: leg.spec.callno,
+                    format: codec.format_bit(),
+                    ts,
+                    payload: self.encoded.clone(),
+                });
+            } else {
+                let mini = MiniFrame {
+                    scall: leg.spec.callno,
+                    ts16: (ts & 0xFFFF) as u16,
+                    payload: self.encoded.clone(),
+                };
+                out.datagrams.push(Outgoing {
+                    to: leg.spec.peer,
+                    bytes: crate::frame::Frame::Mini(mini).to_bytes(),
+                });
+            }
+        }
+    }
+}
+
+/// Make a resampled frame exactly `len` samples (a resampler's first call may be short by its
+/// start-up delay; never longer in steady state).
+fn fit(buf: &mut Vec<i16>, len: usize) {
+    buf.resize(len, 0);
+}
