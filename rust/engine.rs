@@ -200,6 +200,7 @@ pub enum Command {
         callno: u16,
         kind: ControlKind,
         ts: u32,
+        payload: Vec<u8>,
     },
     SetMixMinus(bool),
     SetLocalRadio(bool),
@@ -356,9 +357,14 @@ impl Worker {
                 } => self
                     .station
                     .push_full_voice(callno, codec, ts, &payload, now_ms),
-                Command::PushControl { callno, kind, ts } => {
-                    self.station.push_control(callno, kind, ts, now_ms)
-                }
+                Command::PushControl {
+                    callno,
+                    kind,
+                    ts,
+                    payload,
+                } => self
+                    .station
+                    .push_control(callno, kind, ts, &payload, now_ms),
                 Command::SetMixMinus(on) => {
                     self.station.set_mix_minus(on);
                     Ok(())

@@ -76,6 +76,8 @@ pub enum MediaEvent {
         callno: u16,
         kind: ControlKind,
         ts: u32,
+        /// Text of a TEXT frame; empty for the others.
+        payload: Vec<u8>,
     },
     /// A mini frame arrived before any full voice frame: Python answers with VNAK.
     MiniBeforeFull { callno: u16 },
@@ -142,7 +144,8 @@ struct Leg {
     rx_last_full_ts: u32,
     /// Last good station-rate frame from this leg, for concealment.
     last_pcm: Vec<i16>,
-    conceal_run: u32,
+    /// This tick's frame of the leg (good or concealed).
+    pcm: Vec<i16>,
     /// Our send clock: the call timestamp corresponding to `ts_origin_ms` of the engine clock.
     ts_base: u32,
     ts_origin_ms: u64,
@@ -180,6 +183,8 @@ pub enum MediaError {
     NoSuchLeg(u16),
     LegExists(u16),
     BadPayload(u16),
+    /// The jitter buffer refused its configuration (a bug: the defaults are valid).
+    Jitter,
 }
 
 impl std::fmt::Display for MediaError {
@@ -188,6 +193,7 @@ impl std::fmt::Display for MediaError {
             MediaError::NoSuchLeg(c) => write!(f, "no media leg for call {c}"),
             MediaError::LegExists(c) => write!(f, "call {c} already has a media leg"),
             MediaError::BadPayload(c) => write!(f, "voice payload for call {c} does not fit its codec"),
+            MediaError::Jitter => write!(f, "jitter buffer configuration rejected"),
         }
     }
 }
@@ -286,11 +292,11 @@ impl Station {
             ts_base: spec.call_ts_ms,
             ts_origin_ms: now_ms,
             slot,
-            jitter: JitterBuffer::new(self.jitter_cfg.clone()),
+            jitter: JitterBuffer::new(self.jitter_cfg.clone()).map_err(|_| MediaError::Jitter)?,
             rx_codec: None,
             rx_last_full_ts: 0,
             last_pcm: vec![0; self.frame_len],
-            conceal_run: 0,
+            pcm: vec![0; self.frame_len],
             talking_out: false,
             last_full_ts: None,
             last_tx_codec: None,
@@ -364,18 +370,19 @@ impl Station {
         Ok(())
     }
 
-    /// A control event from the peer that must stay in order with its audio (KEY/UNKEY...).
+    /// A control event from the peer that must stay in order with its audio (KEY/UNKEY,
+    /// DTMF, TEXT with its text as payload).
     pub fn push_control(
         &mut self,
         callno: u16,
         kind: ControlKind,
         ts: u32,
+        payload: &[u8],
         now_ms: u64,
     ) -> Result<(), MediaError> {
         let idx = *self.by_callno.get(&callno).ok_or(MediaError::NoSuchLeg(callno))?;
         let leg = self.legs.get_mut(idx).ok_or(MediaError::NoSuchLeg(callno))?;
-        leg.rx_last_full_ts = ts;
-        leg.jitter.put_control(ts, kind, now_ms);
+        let _ = leg.jitter.put_control(ts, kind, payload, now_ms);
         Ok(())
     }
 
@@ -405,6 +412,8 @@ impl Station {
             return true;
         }
         let ts = crate::jitter::unwrap_mini(leg.rx_last_full_ts, mini.ts16);
+        // Every accepted timestamp becomes the reference, which keeps the unwrap exact.
+        leg.rx_last_full_ts = ts;
         if leg.spec.mode.receives() {
             let _ = leg.jitter.put_voice(ts, &mini.payload, now_ms);
         }
@@ -443,36 +452,41 @@ impl Station {
     fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
         let frame_len = self.frame_len;
         for leg in &mut self.legs {
-            // Control events due now come out ahead of the audio that follows them.
-            let pcm_ready = loop {
+            // Control events due now come out ahead of the audio that follows them; then one
+            // item fills the tick.
+            let mut ready = false;
+            loop {
                 match leg.jitter.get(now_ms) {
-                    GetResult::Control(kind, ts) => out.events.push(MediaEvent::Control {
+                    GetResult::Control { ts, kind, payload } => out.events.push(MediaEvent::Control {
                         callno: leg.spec.callno,
                         kind,
                         ts,
+                        payload: payload.to_vec(),
                     }),
-                    GetResult::Voice(payload) => {
-                        let Some(codec) = leg.rx_codec else { break false };
+                    GetResult::Dropped { .. } => {}
+                    GetResult::Voice { payload, .. } => {
+                        let Some(codec) = leg.rx_codec else { break };
                         self.decoded.clear();
-                        if codec.decode(&payload, &mut self.decoded).is_err() {
-                            break false;
+                        if codec.decode(payload, &mut self.decoded).is_err() {
+                            break;
                         }
                         leg.rx_edge.run(&self.decoded, &mut self.resampled);
                         fit(&mut self.resampled, frame_len);
                         leg.last_pcm.copy_from_slice(&self.resampled);
-                        leg.conceal_run = 0;
-                        break true;
+                        leg.pcm.copy_from_slice(&self.resampled);
+                        ready = true;
+                        break;
                     }
-                    GetResult::Interpolate => {
-                        crate::jitter::conceal_in_place(&mut leg.last_pcm, leg.conceal_run);
-                        leg.conceal_run = leg.conceal_run.saturating_add(1);
-                        break true;
+                    GetResult::Interpolate { nth } => {
+                        crate::jitter::conceal(&leg.last_pcm, &mut leg.pcm, nth);
+                        ready = nth < crate::jitter::CONCEAL_FADE_FRAMES;
+                        break;
                     }
-                    _ => break false,
+                    GetResult::Silence => break,
                 }
-            };
-            if pcm_ready && leg.spec.mode.receives() {
-                let _ = self.conference.put(leg.slot, &leg.last_pcm);
+            }
+            if ready && leg.spec.mode.receives() {
+                let _ = self.conference.put(leg.slot, &leg.pcm);
             }
         }
     }
