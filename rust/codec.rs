@@ -188,7 +188,10 @@ impl fmt::Display for CodecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CodecError::OddLength { len } => {
-                write!(f, "16-bit audio must have an even byte count, got {len} bytes")
+                write!(
+                    f,
+                    "16-bit audio must have an even byte count, got {len} bytes"
+                )
             }
             CodecError::OutputTooSmall { needed, available } => write!(
                 f,
@@ -411,7 +414,8 @@ impl Codec {
 
     /// Native-endian PCM byte count for a wire payload; errors on odd slin/slin16 payloads.
     pub fn ne_bytes_len_for_wire(self, wire_len: usize) -> Result<usize, CodecError> {
-        self.samples_for_bytes(wire_len).map(|n| n.saturating_mul(2))
+        self.samples_for_bytes(wire_len)
+            .map(|n| n.saturating_mul(2))
     }
 
     /// Encodes native-endian 16-bit PCM bytes into the front of `out`; returns bytes written.
@@ -516,7 +520,7 @@ mod tests {
     }
 
     fn all_inputs() -> impl Iterator<Item = i16> {
-        (i16::MIN..=i16::MAX).into_iter()
+        i16::MIN..=i16::MAX
     }
 
     // The fingerprints and spot values below were produced by CPython 3.11 `audioop`
@@ -603,14 +607,19 @@ mod tests {
             // 0x7F decodes to 0 (the µ-law "negative zero"), which encodes as 0xFF.
             let want = if c == 0x7F { 0xFF } else { c };
             assert_eq!(back, want, "ulaw code {c:#x}");
-            assert_eq!(alaw_encode_sample(alaw_decode_sample(c)), c, "alaw code {c:#x}");
+            assert_eq!(
+                alaw_encode_sample(alaw_decode_sample(c)),
+                c,
+                "alaw code {c:#x}"
+            );
         }
     }
 
     #[test]
     fn encode_is_monotonic_in_the_decoded_value() {
         // A larger input never decodes to a smaller value: the quantiser is order-preserving.
-        let pairs: [(fn(i16) -> u8, fn(u8) -> i16); 2] = [
+        type Pair = (fn(i16) -> u8, fn(u8) -> i16);
+        let pairs: [Pair; 2] = [
             (ulaw_encode_sample, ulaw_decode_sample),
             (alaw_encode_sample, alaw_decode_sample),
         ];
@@ -660,7 +669,9 @@ mod tests {
         Codec::Slin16.decode(&wire, &mut back).unwrap();
         assert_eq!(back, pcm);
         back.clear();
-        Codec::Slin.decode(&[0x80, 0x00, 0x7F, 0xFF], &mut back).unwrap();
+        Codec::Slin
+            .decode(&[0x80, 0x00, 0x7F, 0xFF], &mut back)
+            .unwrap();
         assert_eq!(back, [i16::MIN, i16::MAX]);
     }
 
@@ -708,7 +719,11 @@ mod tests {
         );
         let mut big = [0xAAu8; 12];
         assert_eq!(Codec::Ulaw.encode_into(&pcm, &mut big), Ok(10));
-        assert_eq!(big[10..], [0xAA, 0xAA], "bytes past the result are untouched");
+        assert_eq!(
+            big[10..],
+            [0xAA, 0xAA],
+            "bytes past the result are untouched"
+        );
     }
 
     #[test]
