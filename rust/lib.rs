@@ -8,6 +8,7 @@ pub mod codec;
 pub mod engine;
 pub mod frame;
 pub mod ie;
+pub mod jitter;
 
 #[cfg(feature = "python")]
 mod binding;
