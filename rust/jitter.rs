@@ -195,13 +195,21 @@ impl JitterConfig {
             "max_contig_interp",
             "0..=100000",
         )?;
-        check(self.target_extra_ms <= 10_000, "target_extra_ms", "0..=10000")?;
+        check(
+            self.target_extra_ms <= 10_000,
+            "target_extra_ms",
+            "0..=10000",
+        )?;
         check(
             (1..=MAX_PAYLOAD_LIMIT).contains(&self.max_payload),
             "max_payload",
             "1..=8192",
         )?;
-        check(self.grow_interval_ms <= 60_000, "grow_interval_ms", "0..=60000")?;
+        check(
+            self.grow_interval_ms <= 60_000,
+            "grow_interval_ms",
+            "0..=60000",
+        )?;
         check(
             self.shrink_interval_ms <= 60_000,
             "shrink_interval_ms",
@@ -1015,8 +1023,7 @@ impl JitterBuffer {
             jitter: u32::try_from(self.jitter.max(0)).unwrap_or(u32::MAX),
             loss: (pct << 24) | (low32(c.lost) & 0x00FF_FFFF),
             pkts: low32(c.frames_in),
-            delay: u16::try_from(self.current.saturating_sub(self.min).max(0))
-                .unwrap_or(u16::MAX),
+            delay: u16::try_from(self.current.saturating_sub(self.min).max(0)).unwrap_or(u16::MAX),
             dropped: low32(c.dropped),
             ooo: low32(c.reordered),
         }
@@ -1060,11 +1067,8 @@ impl JitterBuffer {
         }
 
         let diff = self.target.saturating_sub(self.current);
-        let since = self
-            .last_adjust
-            .map_or(i64::MAX, |t| now.saturating_sub(t));
-        if diff > 0
-            && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
+        let since = self.last_adjust.map_or(i64::MAX, |t| now.saturating_sub(t));
+        if diff > 0 && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
         {
             self.current = self.current.saturating_add(frame);
             self.last_adjust = Some(now);
@@ -1264,7 +1268,10 @@ impl JitterBuffer {
         // Frames mostly arrive in order, so search from the back.
         let mut pos = self.order.len();
         while pos > 0 {
-            let prev = self.order.get(pos - 1).map_or(i64::MIN, |&i| self.slot(i).ats);
+            let prev = self
+                .order
+                .get(pos - 1)
+                .map_or(i64::MIN, |&i| self.slot(i).ats);
             if prev <= ats {
                 break;
             }
@@ -1460,7 +1467,10 @@ mod tests {
         assert_eq!(unwrap_mini(0x0001_0000, 0xFFFF), 0x0000_FFFF);
         // Exactly 50 000 ms either side is kept as is; one more flips to the other period.
         assert_eq!(unwrap_mini(0x0000_0000, 50_000), 50_000);
-        assert_eq!(unwrap_mini(0x0000_0000, 50_001), 50_001u32.wrapping_sub(0x1_0000));
+        assert_eq!(
+            unwrap_mini(0x0000_0000, 50_001),
+            50_001u32.wrapping_sub(0x1_0000)
+        );
         assert_eq!(unwrap_mini(0x0000_FFFF, 0xFFFF - 50_000), 0xFFFF - 50_000);
         assert_eq!(unwrap_mini(0x0000_FFFF, 0xFFFF - 50_001), 0x1_FFFF - 50_001);
     }
@@ -1493,7 +1503,9 @@ mod tests {
 
     #[test]
     fn conceal_repeats_then_fades_to_silence() {
-        let last: Vec<i16> = (0..160).map(|i| if i % 2 == 0 { 10_000 } else { -10_000 }).collect();
+        let last: Vec<i16> = (0..160)
+            .map(|i| if i % 2 == 0 { 10_000 } else { -10_000 })
+            .collect();
         let mut frames = Vec::new();
         for nth in 0..5 {
             let mut out = vec![7i16; 160];
@@ -1502,12 +1514,25 @@ mod tests {
         }
         assert_eq!(frames[0][0], 10_000, "the first sample is the last frame's");
         assert_eq!(frames[0][1], -9_979);
-        let env: Vec<i32> = frames.iter().flatten().map(|&s| i32::from(s).abs()).collect();
-        assert!(env.windows(2).all(|w| w[1] <= w[0]), "the envelope only falls");
-        assert!(frames[2].iter().any(|&s| s != 0), "still audible in the 3rd frame");
+        let env: Vec<i32> = frames
+            .iter()
+            .flatten()
+            .map(|&s| i32::from(s).abs())
+            .collect();
+        assert!(
+            env.windows(2).all(|w| w[1] <= w[0]),
+            "the envelope only falls"
+        );
+        assert!(
+            frames[2].iter().any(|&s| s != 0),
+            "still audible in the 3rd frame"
+        );
         assert!(frames[3].iter().all(|&s| s == 0) && frames[4].iter().all(|&s| s == 0));
         // Same sign pattern as the repeated frame while audible.
-        assert!(frames[1].iter().zip(&last).all(|(&o, &l)| o == 0 || o.signum() == l.signum()));
+        assert!(frames[1]
+            .iter()
+            .zip(&last)
+            .all(|(&o, &l)| o == 0 || o.signum() == l.signum()));
     }
 
     #[test]
@@ -1531,19 +1556,56 @@ mod tests {
     fn config_defaults_and_validation() {
         let d = JitterConfig::default();
         assert_eq!(
-            (d.frame_ms, d.max_jitterbuf_ms, d.resync_threshold_ms, d.max_contig_interp, d.target_extra_ms),
+            (
+                d.frame_ms,
+                d.max_jitterbuf_ms,
+                d.resync_threshold_ms,
+                d.max_contig_interp,
+                d.target_extra_ms
+            ),
             (20, 1000, 1000, 10, 40)
         );
         assert!(d.validate().is_ok());
         let bad = JitterConfig { frame_ms: 0, ..d };
         let err = JitterBuffer::new(bad).unwrap_err();
-        assert_eq!(err, JitterError::InvalidConfig { field: "frame_ms", allowed: "1..=1000" });
-        assert_eq!(err.to_string(), "invalid jitter buffer config: frame_ms must be 1..=1000");
-        assert!(JitterBuffer::new(JitterConfig { max_jitterbuf_ms: 10, ..d }).is_err());
-        assert!(JitterBuffer::new(JitterConfig { max_payload: 0, ..d }).is_err());
-        assert!(JitterBuffer::new(JitterConfig { max_payload: 9000, ..d }).is_err());
-        assert!(JitterBuffer::new(JitterConfig { frame_ms: 1, max_jitterbuf_ms: 60_000, ..d }).is_err());
-        let big = JitterBuffer::new(JitterConfig { frame_ms: 10, max_jitterbuf_ms: 4000, ..d }).unwrap();
+        assert_eq!(
+            err,
+            JitterError::InvalidConfig {
+                field: "frame_ms",
+                allowed: "1..=1000"
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid jitter buffer config: frame_ms must be 1..=1000"
+        );
+        assert!(JitterBuffer::new(JitterConfig {
+            max_jitterbuf_ms: 10,
+            ..d
+        })
+        .is_err());
+        assert!(JitterBuffer::new(JitterConfig {
+            max_payload: 0,
+            ..d
+        })
+        .is_err());
+        assert!(JitterBuffer::new(JitterConfig {
+            max_payload: 9000,
+            ..d
+        })
+        .is_err());
+        assert!(JitterBuffer::new(JitterConfig {
+            frame_ms: 1,
+            max_jitterbuf_ms: 60_000,
+            ..d
+        })
+        .is_err());
+        let big = JitterBuffer::new(JitterConfig {
+            frame_ms: 10,
+            max_jitterbuf_ms: 4000,
+            ..d
+        })
+        .unwrap();
         assert_eq!(big.config().max_jitterbuf_ms, 4000);
     }
 
@@ -1565,16 +1627,31 @@ mod tests {
             assert_eq!(outs, &want, "tick {i}");
         }
         let s = jb.stats();
-        assert_eq!((s.frames_in, s.frames_out, s.lost, s.late, s.dropped), (100, 100, 0, 0, 0));
-        assert_eq!((s.interpolated, s.reordered, s.duplicate, s.resyncs), (0, 0, 0, 0));
-        assert_eq!((s.current_ms, s.target_ms, s.jitter_ms, s.min_ms, s.delay_ms), (40, 40, 0, 0, 40));
-        assert_eq!((s.control_in, s.control_out, s.queued, s.talking), (1, 1, 0, false));
+        assert_eq!(
+            (s.frames_in, s.frames_out, s.lost, s.late, s.dropped),
+            (100, 100, 0, 0, 0)
+        );
+        assert_eq!(
+            (s.interpolated, s.reordered, s.duplicate, s.resyncs),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(
+            (s.current_ms, s.target_ms, s.jitter_ms, s.min_ms, s.delay_ms),
+            (40, 40, 0, 0, 40)
+        );
+        assert_eq!(
+            (s.control_in, s.control_out, s.queued, s.talking),
+            (1, 1, 0, false)
+        );
     }
 
     #[test]
     fn single_loss_is_concealed_once_and_a_late_arrival_moves_it_to_late() {
         let mut jb = jb();
-        let mut arrivals: Vec<_> = stream(0, 0..60).into_iter().filter(|a| !matches!(a.1, Pkt::V(400))).collect();
+        let mut arrivals: Vec<_> = stream(0, 0..60)
+            .into_iter()
+            .filter(|a| !matches!(a.1, Pkt::V(400)))
+            .collect();
         let log = run(&mut jb, &arrivals, T0 + 20 * 40);
         let f = flat(&log);
         let at = f.iter().position(|o| *o == Out::Voice(380)).unwrap();
@@ -1592,7 +1669,10 @@ mod tests {
     #[test]
     fn burst_loss_interpolates_then_goes_silent_and_resumes_at_the_same_delay() {
         let mut jb = jb();
-        let arrivals: Vec<_> = stream(0, 0..80).into_iter().filter(|a| !matches!(a.1, Pkt::V(ts) if (400..700).contains(&ts))).collect();
+        let arrivals: Vec<_> = stream(0, 0..80)
+            .into_iter()
+            .filter(|a| !matches!(a.1, Pkt::V(ts) if (400..700).contains(&ts)))
+            .collect();
         let log = run(&mut jb, &arrivals, T0 + 20 * 60);
         // Frame k plays at tick k + 2 while the delay is 40 ms.
         for (i, (_, outs)) in log.iter().enumerate() {
@@ -1610,7 +1690,10 @@ mod tests {
 
     #[test]
     fn max_contig_interp_zero_conceals_forever() {
-        let cfg = JitterConfig { max_contig_interp: 0, ..JitterConfig::default() };
+        let cfg = JitterConfig {
+            max_contig_interp: 0,
+            ..JitterConfig::default()
+        };
         let mut jb = JitterBuffer::new(cfg).unwrap();
         let log = run(&mut jb, &stream(0, 0..10), T0 + 20 * 40);
         let f = flat(&log);
@@ -1631,7 +1714,9 @@ mod tests {
         arrivals.push((T0 + 20 * 99, Pkt::C(1983, ControlKind::Unkey)));
         let log = run(&mut jb, &arrivals, T0 + 20 * 101);
         assert_eq!(voices(&log), (0..100).map(|k| 20 * k).collect::<Vec<_>>());
-        assert!(flat(&log).iter().all(|o| matches!(o, Out::Voice(_) | Out::Silence)));
+        assert!(flat(&log)
+            .iter()
+            .all(|o| matches!(o, Out::Voice(_) | Out::Silence)));
         let s = jb.stats();
         assert_eq!((s.reordered, s.lost, s.late, s.interpolated), (1, 0, 0, 0));
     }
@@ -1640,7 +1725,10 @@ mod tests {
     fn early_reorder_grows_the_delay_instead_of_losing() {
         let mut jb = jb();
         // Frame 200 arrives right after frame 220, in the same millisecond.
-        let mut arrivals: Vec<_> = stream(0, 0..40).into_iter().filter(|a| !matches!(a.1, Pkt::V(200))).collect();
+        let mut arrivals: Vec<_> = stream(0, 0..40)
+            .into_iter()
+            .filter(|a| !matches!(a.1, Pkt::V(200)))
+            .collect();
         arrivals.push((T0 + 220, Pkt::V(200)));
         arrivals.push((T0 + 20 * 39, Pkt::C(783, ControlKind::Unkey)));
         let log = run(&mut jb, &arrivals, T0 + 20 * 45);
@@ -1667,7 +1755,10 @@ mod tests {
         let log = run(&mut jb, &arrivals, T0 + 20 * 101);
         assert_eq!(voices(&log), (0..100).map(|k| 20 * k).collect::<Vec<_>>());
         let s = jb.stats();
-        assert_eq!((s.duplicate, s.frames_in, s.frames_out, s.late, s.lost), (3, 103, 100, 0, 0));
+        assert_eq!(
+            (s.duplicate, s.frames_in, s.frames_out, s.late, s.lost),
+            (3, 103, 100, 0, 0)
+        );
         assert_eq!(s.reordered, 0, "duplicates are not reorders");
     }
 
@@ -1686,7 +1777,10 @@ mod tests {
         let log = run(&mut jb, &arrivals, T0 + 20 * 60);
         let f = flat(&log);
         let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
-        assert_eq!(f[at + 1..at + 3], [Out::Control(ControlKind::Unkey, 983), Out::Silence]);
+        assert_eq!(
+            f[at + 1..at + 3],
+            [Out::Control(ControlKind::Unkey, 983), Out::Silence]
+        );
         assert!(f[at + 3..].iter().all(|o| *o == Out::Silence));
         assert_eq!(jb.stats().lost, 0);
     }
@@ -1699,7 +1793,10 @@ mod tests {
         arrivals.push((T0 + 20 * 46 + 1, Pkt::C(983, ControlKind::Unkey)));
         let log = run(&mut jb, &arrivals, T0 + 20 * 60);
         let f = flat(&log);
-        let unkey = f.iter().position(|o| matches!(o, Out::Control(..))).unwrap();
+        let unkey = f
+            .iter()
+            .position(|o| matches!(o, Out::Control(..)))
+            .unwrap();
         assert_eq!(f[unkey - 1], Out::Voice(980));
         assert_eq!(voices(&log).len(), 50);
     }
@@ -1712,11 +1809,21 @@ mod tests {
         arrivals.push((T0 + 20 * 79, Pkt::C(983, ControlKind::Unkey)));
         let log = run(&mut jb, &arrivals, T0 + 20 * 90);
         assert_eq!(voices(&log).len(), 50);
-        let (when, outs) = log.iter().find(|(_, o)| o.iter().any(|x| matches!(x, Out::Control(..)))).unwrap();
+        let (when, outs) = log
+            .iter()
+            .find(|(_, o)| o.iter().any(|x| matches!(x, Out::Control(..))))
+            .unwrap();
         assert_eq!(*when, T0 + 20 * 79);
-        assert_eq!(outs, &vec![Out::Control(ControlKind::Unkey, 983), Out::Silence]);
+        assert_eq!(
+            outs,
+            &vec![Out::Control(ControlKind::Unkey, 983), Out::Silence]
+        );
         let s = jb.stats();
-        assert_eq!((s.control_out, s.lost), (1, 10), "the end of the spurt was concealed");
+        assert_eq!(
+            (s.control_out, s.lost),
+            (1, 10),
+            "the end of the spurt was concealed"
+        );
     }
 
     #[test]
@@ -1726,7 +1833,10 @@ mod tests {
         arrivals.push((T0 + 20 * 40 + 1, Pkt::C(503, ControlKind::Dtmf(b'5'))));
         let log = run(&mut jb, &arrivals, T0 + 20 * 102);
         let f = flat(&log);
-        let at = f.iter().position(|o| matches!(o, Out::Control(..))).unwrap();
+        let at = f
+            .iter()
+            .position(|o| matches!(o, Out::Control(..)))
+            .unwrap();
         assert_eq!(f[at], Out::Control(ControlKind::Dtmf(b'5'), 503));
         // The tick after arrival: the audio of slot 800 (k = 40 - 2 + 1 ... ) follows it.
         assert_eq!(f[at + 1], Out::Voice(780));
@@ -1736,9 +1846,15 @@ mod tests {
     #[test]
     fn key_at_spurt_start_precedes_its_audio_and_text_keeps_its_payload() {
         let mut jb = jb();
-        assert_eq!(jb.put_control(0, ControlKind::Key, &[], T0), PutResult::Queued);
+        assert_eq!(
+            jb.put_control(0, ControlKind::Key, &[], T0),
+            PutResult::Queued
+        );
         assert_eq!(put(&mut jb, Pkt::V(0), T0), PutResult::Queued);
-        assert_eq!(jb.put_control(5, ControlKind::Text, b"hello", T0 + 5), PutResult::Queued);
+        assert_eq!(
+            jb.put_control(5, ControlKind::Text, b"hello", T0 + 5),
+            PutResult::Queued
+        );
         assert_eq!(tick(&mut jb, T0), vec![Out::Silence]);
         assert_eq!(put(&mut jb, Pkt::V(20), T0 + 20), PutResult::Queued);
         assert_eq!(tick(&mut jb, T0 + 20), vec![Out::Silence]);
@@ -1762,9 +1878,20 @@ mod tests {
         let log = run(&mut jb, &stream(0, 0..10), T0 + 20 * 9);
         assert_eq!(voices(&log).last(), Some(&140));
         // A clock jump on a control frame must not block or resync anything.
-        assert_eq!(jb.put_control(500_000, ControlKind::Key, &[], T0 + 20 * 9 + 1), PutResult::Queued);
+        assert_eq!(
+            jb.put_control(500_000, ControlKind::Key, &[], T0 + 20 * 9 + 1),
+            PutResult::Queued
+        );
         let f: Vec<Out> = (10..13).flat_map(|k| tick(&mut jb, T0 + 20 * k)).collect();
-        assert_eq!(f, vec![Out::Voice(160), Out::Voice(180), Out::Control(ControlKind::Key, 500_000), Out::Interp(0)]);
+        assert_eq!(
+            f,
+            vec![
+                Out::Voice(160),
+                Out::Voice(180),
+                Out::Control(ControlKind::Key, 500_000),
+                Out::Interp(0)
+            ]
+        );
         assert_eq!(jb.stats().resyncs, 0);
     }
 
@@ -1772,10 +1899,19 @@ mod tests {
     fn control_queue_is_bounded_but_never_drops_for_lateness() {
         let mut jb = jb();
         for i in 0..CONTROL_SLOTS as u32 {
-            assert_eq!(jb.put_control(i, ControlKind::Dtmf(b'1'), &[], T0), PutResult::Queued);
+            assert_eq!(
+                jb.put_control(i, ControlKind::Dtmf(b'1'), &[], T0),
+                PutResult::Queued
+            );
         }
-        assert_eq!(jb.put_control(99, ControlKind::Text, &[], T0), PutResult::Dropped(DropReason::Full));
-        assert_eq!(jb.put_control(99, ControlKind::Text, &[0; 641], T0), PutResult::Dropped(DropReason::Oversize));
+        assert_eq!(
+            jb.put_control(99, ControlKind::Text, &[], T0),
+            PutResult::Dropped(DropReason::Full)
+        );
+        assert_eq!(
+            jb.put_control(99, ControlKind::Text, &[0; 641], T0),
+            PutResult::Dropped(DropReason::Oversize)
+        );
         assert_eq!(jb.stats().control_dropped, 2);
         let f = tick(&mut jb, T0 + 100);
         assert_eq!(f.len(), CONTROL_SLOTS + 1);
@@ -1797,7 +1933,10 @@ mod tests {
             arrivals.push((T0 + 20 * u64::from(k), Pkt::V(ts)));
         }
         let log = run(&mut jb, &arrivals, T0 + 20 * 151);
-        assert_eq!(voices(&log), (0..150).map(|k| base + 20 * k).collect::<Vec<_>>());
+        assert_eq!(
+            voices(&log),
+            (0..150).map(|k| base + 20 * k).collect::<Vec<_>>()
+        );
         assert_eq!(jb.stats().lost, 0);
     }
 
@@ -1816,9 +1955,12 @@ mod tests {
     fn clock_jump(new_base: u32) {
         let mut jb = jb();
         let mut arrivals = stream(0, 0..200);
-        arrivals.extend(
-            (200..400u32).map(|k| (T0 + 20 * u64::from(k), Pkt::V(new_base.wrapping_add(20 * (k - 200))))),
-        );
+        arrivals.extend((200..400u32).map(|k| {
+            (
+                T0 + 20 * u64::from(k),
+                Pkt::V(new_base.wrapping_add(20 * (k - 200))),
+            )
+        }));
         let mut results = Vec::new();
         let mut log = Vec::new();
         let mut now = T0;
@@ -1828,14 +1970,29 @@ mod tests {
             now += 20;
         }
         assert!(results[..200].iter().all(|r| *r == PutResult::Queued));
-        assert_eq!(results[200..203], [PutResult::Dropped(DropReason::Discontinuity); 3]);
+        assert_eq!(
+            results[200..203],
+            [PutResult::Dropped(DropReason::Discontinuity); 3]
+        );
         assert_eq!(results[203], PutResult::Resynced);
         assert!(results[204..].iter().all(|r| *r == PutResult::Queued));
         let f = flat(&log);
         let at = f.iter().position(|o| *o == Out::Voice(3980)).unwrap();
-        assert_eq!(f[at + 1..at + 5], [Out::Interp(0), Out::Interp(1), Out::Interp(2), Out::Voice(new_base.wrapping_add(60))]);
+        assert_eq!(
+            f[at + 1..at + 5],
+            [
+                Out::Interp(0),
+                Out::Interp(1),
+                Out::Interp(2),
+                Out::Voice(new_base.wrapping_add(60))
+            ]
+        );
         let played = voices(&log);
-        assert_eq!(played.len(), 200 + 197 - 2, "all but the 3 dropped (and the last 2 still queued)");
+        assert_eq!(
+            played.len(),
+            200 + 197 - 2,
+            "all but the 3 dropped (and the last 2 still queued)"
+        );
         let s = jb.stats();
         assert_eq!((s.resyncs, s.dropped, s.lost, s.late), (1, 3, 3, 0));
         assert_eq!(s.current_ms, 40);
@@ -1857,15 +2014,24 @@ mod tests {
         let mut jb = jb();
         let log = run(&mut jb, &stream(0, 0..20), T0 + 20 * 19);
         assert_eq!(voices(&log).len(), 18);
-        assert_eq!(put(&mut jb, Pkt::V(900_000), T0 + 20 * 20), PutResult::Dropped(DropReason::Discontinuity));
+        assert_eq!(
+            put(&mut jb, Pkt::V(900_000), T0 + 20 * 20),
+            PutResult::Dropped(DropReason::Discontinuity)
+        );
         assert_eq!(put(&mut jb, Pkt::V(400), T0 + 20 * 20), PutResult::Queued);
-        assert_eq!(put(&mut jb, Pkt::V(900_020), T0 + 20 * 21), PutResult::Dropped(DropReason::Discontinuity));
+        assert_eq!(
+            put(&mut jb, Pkt::V(900_020), T0 + 20 * 21),
+            PutResult::Dropped(DropReason::Discontinuity)
+        );
         assert_eq!(jb.stats().resyncs, 0);
     }
 
     #[test]
     fn resync_can_be_disabled() {
-        let cfg = JitterConfig { resync_threshold_ms: 0, ..JitterConfig::default() };
+        let cfg = JitterConfig {
+            resync_threshold_ms: 0,
+            ..JitterConfig::default()
+        };
         let mut jb = JitterBuffer::new(cfg).unwrap();
         let _ = run(&mut jb, &stream(0, 0..20), T0 + 20 * 19);
         for k in 20..30u32 {
@@ -1880,10 +2046,16 @@ mod tests {
     #[test]
     fn oversize_and_too_far_frames_are_dropped() {
         let mut jb = jb();
-        assert_eq!(jb.put_voice(0, &[0; 641], T0), PutResult::Dropped(DropReason::Oversize));
+        assert_eq!(
+            jb.put_voice(0, &[0; 641], T0),
+            PutResult::Dropped(DropReason::Oversize)
+        );
         assert_eq!(put(&mut jb, Pkt::V(0), T0), PutResult::Queued);
         // 1 s ahead of the queued audio on the same timeline, but within the resync window.
-        assert_eq!(put(&mut jb, Pkt::V(1000), T0 + 300), PutResult::Dropped(DropReason::TooFar));
+        assert_eq!(
+            put(&mut jb, Pkt::V(1000), T0 + 300),
+            PutResult::Dropped(DropReason::TooFar)
+        );
         assert_eq!(put(&mut jb, Pkt::V(980), T0 + 300), PutResult::Queued);
         assert_eq!(jb.stats().dropped, 2);
     }
@@ -1895,7 +2067,10 @@ mod tests {
         arrivals.push((T0 + 20 * 21, Pkt::C(383, ControlKind::Unkey)));
         let _ = run(&mut jb, &arrivals, T0 + 20 * 30);
         assert!(!jb.stats().talking);
-        assert_eq!(put(&mut jb, Pkt::V(360), T0 + 20 * 31), PutResult::Duplicate);
+        assert_eq!(
+            put(&mut jb, Pkt::V(360), T0 + 20 * 31),
+            PutResult::Duplicate
+        );
         assert_eq!(put(&mut jb, Pkt::V(370), T0 + 20 * 31), PutResult::Late);
         assert_eq!(put(&mut jb, Pkt::V(2000), T0 + 2000), PutResult::Queued);
     }
@@ -1903,7 +2078,13 @@ mod tests {
     #[test]
     fn rr_values_follow_the_counters() {
         let mut jb = jb();
-        assert_eq!(jb.rr_values(), RrValues { delay: 40, ..RrValues::default() });
+        assert_eq!(
+            jb.rr_values(),
+            RrValues {
+                delay: 40,
+                ..RrValues::default()
+            }
+        );
         // 100 frames, 4 of them never sent, 1 sent twice, 1 reordered.
         let mut arrivals: Vec<_> = stream(0, 0..100)
             .into_iter()
@@ -1918,7 +2099,10 @@ mod tests {
         arrivals.push((T0 + 20 * 99, Pkt::C(1983, ControlKind::Unkey)));
         let _ = run(&mut jb, &arrivals, T0 + 20 * 110);
         let s = jb.stats();
-        assert_eq!((s.lost, s.frames_out, s.duplicate, s.reordered), (4, 96, 1, 1));
+        assert_eq!(
+            (s.lost, s.frames_out, s.duplicate, s.reordered),
+            (4, 96, 1, 1)
+        );
         let rr = jb.rr_values();
         assert_eq!(rr.loss_percent(), 4);
         assert_eq!(rr.lost_frames(), 4);
@@ -1941,7 +2125,15 @@ mod tests {
         let _ = run(&mut jb, &stream(0, 0..30), T0 + 20 * 20);
         let caps = jb.capacities();
         jb.reset();
-        assert_eq!(jb.stats(), JitterStats { current_ms: 40, target_ms: 40, delay_ms: 40, ..JitterStats::default() });
+        assert_eq!(
+            jb.stats(),
+            JitterStats {
+                current_ms: 40,
+                target_ms: 40,
+                delay_ms: 40,
+                ..JitterStats::default()
+            }
+        );
         jb.check_invariants();
         assert_eq!(jb.capacities(), caps);
         let log = run(&mut jb, &stream(777, 0..10), T0 + 20 * 11);
@@ -1952,7 +2144,9 @@ mod tests {
 
     /// Frames `k in 0..n` sent every 20 ms, each delayed by `delay(k)` ms.
     fn jittered(n: u32, mut delay: impl FnMut(u32) -> u64) -> Vec<(u64, Pkt)> {
-        (0..n).map(|k| (T0 + 20 * u64::from(k) + delay(k), Pkt::V(20 * k))).collect()
+        (0..n)
+            .map(|k| (T0 + 20 * u64::from(k) + delay(k), Pkt::V(20 * k)))
+            .collect()
     }
 
     proptest! {
@@ -1983,7 +2177,13 @@ mod tests {
         let calm = |rng: &mut Rng| rng.below(11);
         let rough = |rng: &mut Rng| rng.below(201);
         let n = 3000; // 60 s: 10 s calm, 20 s rough, 30 s calm
-        let arrivals = jittered(n, |k| if (500..1500).contains(&k) { rough(&mut rng) } else { calm(&mut rng) });
+        let arrivals = jittered(n, |k| {
+            if (500..1500).contains(&k) {
+                rough(&mut rng)
+            } else {
+                calm(&mut rng)
+            }
+        });
         let mut jb = jb();
         let mut now = T0;
         let mut next = 0;
@@ -2013,10 +2213,20 @@ mod tests {
         let (calm1, rough_s, calm2) = (at_10s.unwrap(), at_30s.unwrap(), jb.stats());
         assert!(calm1.jitter_ms <= 10 && calm1.delay_ms <= 70, "{calm1:?}");
         assert!(rough_s.jitter_ms >= 150, "{rough_s:?}");
-        assert!(rough_s.delay_ms >= 190 && rough_s.target_ms >= calm1.target_ms + 150, "{rough_s:?}");
-        assert_eq!(rough_s.late + rough_s.lost, late_at_25s, "no loss once adapted");
+        assert!(
+            rough_s.delay_ms >= 190 && rough_s.target_ms >= calm1.target_ms + 150,
+            "{rough_s:?}"
+        );
+        assert_eq!(
+            rough_s.late + rough_s.lost,
+            late_at_25s,
+            "no loss once adapted"
+        );
         assert!(calm2.jitter_ms <= 10, "{calm2:?}");
-        assert!(calm2.delay_ms <= calm2.jitter_ms + 40 + 40 + 20, "shrunk back: {calm2:?}");
+        assert!(
+            calm2.delay_ms <= calm2.jitter_ms + 40 + 40 + 20,
+            "shrunk back: {calm2:?}"
+        );
         assert!(calm2.dropped > 0, "shrinking drops frames");
     }
 
@@ -2054,7 +2264,10 @@ mod tests {
                 let _ = put(&mut jb, pkt, at);
                 next += 1;
             }
-            played += tick(&mut jb, now).iter().filter(|o| matches!(o, Out::Voice(_))).count() as u64;
+            played += tick(&mut jb, now)
+                .iter()
+                .filter(|o| matches!(o, Out::Voice(_)))
+                .count() as u64;
             now += 20;
         }
         assert_eq!(jb.capacities(), caps);
@@ -2091,19 +2304,29 @@ mod tests {
     }
 
     fn config() -> impl Strategy<Value = JitterConfig> {
-        (1u32..=60, 1u32..=30, 0u32..=2, 0u32..=12, 0u32..=100, 0u32..=100).prop_map(
-            |(frame_ms, frames, resync, max_contig_interp, target_extra_ms, intervals)| JitterConfig {
-                frame_ms,
-                max_jitterbuf_ms: frame_ms * frames,
-                resync_threshold_ms: resync * 500,
-                max_contig_interp,
-                target_extra_ms,
-                max_payload: 640,
-                grow_interval_ms: intervals,
-                shrink_interval_ms: intervals * 5,
-                shrink_empty_interval_ms: intervals / 2,
-            },
+        (
+            1u32..=60,
+            1u32..=30,
+            0u32..=2,
+            0u32..=12,
+            0u32..=100,
+            0u32..=100,
         )
+            .prop_map(
+                |(frame_ms, frames, resync, max_contig_interp, target_extra_ms, intervals)| {
+                    JitterConfig {
+                        frame_ms,
+                        max_jitterbuf_ms: frame_ms * frames,
+                        resync_threshold_ms: resync * 500,
+                        max_contig_interp,
+                        target_extra_ms,
+                        max_payload: 640,
+                        grow_interval_ms: intervals,
+                        shrink_interval_ms: intervals * 5,
+                        shrink_empty_interval_ms: intervals / 2,
+                    }
+                },
+            )
     }
 
     proptest! {
