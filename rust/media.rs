@@ -451,6 +451,20 @@ impl Station {
         out.extend(self.legs.iter().map(|l| (l.spec.callno, l.jitter.stats())));
     }
 
+    /// Capacity of every buffer the tick touches, in elements (for the no-growth test).
+    pub fn buffer_capacity(&self) -> usize {
+        self.conference.capacity_samples()
+            + self.decoded.capacity()
+            + self.resampled.capacity()
+            + self.encoded.capacity()
+            + self.local_out.capacity()
+            + self
+                .legs
+                .iter()
+                .map(|l| l.last_pcm.capacity() + l.pcm.capacity())
+                .sum::<usize>()
+    }
+
     pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {
         let idx = *self.by_callno.get(&callno)?;
         self.legs.get(idx).map(|l| l.jitter.stats())
@@ -973,6 +987,45 @@ mod tests {
                 assert!(heard(&out, 81, addr(9301), Codec::Ulaw).is_some());
             }
         }
+    }
+
+    #[test]
+    fn no_buffer_growth_over_100k_ticks() {
+        let mut st = Station::new(16000, true);
+        let codecs = [Codec::Ulaw, Codec::Alaw, Codec::Slin, Codec::Slin16];
+        for c in 0..8u16 {
+            st.add_leg(spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]), 0)
+                .expect("leg");
+        }
+        st.set_local_radio(true);
+        let wires: Vec<Vec<u8>> = codecs
+            .iter()
+            .map(|c| {
+                let mut w = Vec::new();
+                c.encode(&tone(500.0, c.rate(), 0), &mut w);
+                w
+            })
+            .collect();
+        let mut out = TickOutput::default();
+        let mut cap = 0;
+        for n in 0..100_000usize {
+            let now = n as u64 * 20;
+            for c in 0..8u16 {
+                // Half the legs talk in bursts, so spurts start and end all the time.
+                if (n / 50 + usize::from(c)) % 2 == 0 {
+                    let i = usize::from(c) % 4;
+                    st.push_full_voice(100 + c, codecs[i], 100 + n as u32 * 20, &wires[i], now)
+                        .expect("voice");
+                }
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            if n == 1000 {
+                cap = st.buffer_capacity();
+            }
+        }
+        assert_eq!(st.buffer_capacity(), cap);
+        assert!(out.datagrams.capacity() < 64 && out.events.capacity() < 64);
     }
 
     #[test]
