@@ -26,10 +26,6 @@ pub const HISTORY_LEN: usize = 500;
 /// Percentage of the history ignored at each end as outliers: `min` is the delay at the
 /// 3rd percentile and `jitter` the spread up to the 97th.
 pub const HISTORY_DROP_PCT: usize = 3;
-/// How many of the largest and of the smallest delays are kept sorted. Must exceed the
-/// outlier index `HISTORY_LEN * HISTORY_DROP_PCT / 100` (15).
-const EXTREMES: usize = 20;
-const _: () = assert!(HISTORY_LEN * HISTORY_DROP_PCT / 100 < EXTREMES);
 /// A voice frame whose delay jumps this many times in a row resynchronises the timeline
 /// (the earlier ones are dropped).
 pub const RESYNC_AFTER: u32 = 4;
@@ -471,141 +467,102 @@ impl Timeline {
     }
 }
 
-/// The delay history with its sorted extremes.
+/// The delay history: a ring in arrival order plus the same values kept sorted.
 ///
-/// Only the largest and smallest `EXTREMES` delays matter for the percentiles. A new delay is
-/// inserted into them directly; they are rebuilt from the whole history (500 entries) only
-/// when an evicted delay may have been one of them, about `2 * EXTREMES / HISTORY_LEN` of the
-/// time once the history is full.
+/// Each push replaces the evicted delay by the new one in the sorted copy with one shift of
+/// the entries between their two positions (usually a few, at most the whole window), so the
+/// percentiles are plain lookups. Asterisk keeps only the top and bottom 20 sorted and
+/// rebuilds them from the whole history whenever an evicted delay was one of them, which
+/// with steady delays (all equal) happens on every frame.
 #[derive(Debug, Clone)]
 struct DelayHistory {
     ring: Box<[i64]>,
+    sorted: Box<[i64]>,
     len: usize,
     next: usize,
-    /// Largest delays, descending.
-    top: [i64; EXTREMES],
-    top_len: usize,
-    /// Smallest delays, ascending.
-    bottom: [i64; EXTREMES],
-    bottom_len: usize,
-    stale: bool,
 }
 
 impl DelayHistory {
     fn new() -> Self {
         Self {
             ring: vec![0; HISTORY_LEN].into_boxed_slice(),
+            sorted: vec![0; HISTORY_LEN].into_boxed_slice(),
             len: 0,
             next: 0,
-            top: [0; EXTREMES],
-            top_len: 0,
-            bottom: [0; EXTREMES],
-            bottom_len: 0,
-            stale: false,
         }
     }
 
     fn clear(&mut self) {
         self.len = 0;
         self.next = 0;
-        self.top_len = 0;
-        self.bottom_len = 0;
-        self.stale = false;
     }
 
     fn push(&mut self, delay: i64) {
-        let evicted = if self.len == HISTORY_LEN {
-            self.ring.get(self.next).copied()
-        } else {
-            None
+        let len = self.len;
+        let Some(cell) = self.ring.get_mut(self.next) else {
+            return;
         };
-        if let Some(cell) = self.ring.get_mut(self.next) {
-            *cell = delay;
-        }
+        let evicted = std::mem::replace(cell, delay);
         self.next = (self.next + 1) % HISTORY_LEN;
-        self.len = (self.len + 1).min(HISTORY_LEN);
-        if self.stale {
+        if len < HISTORY_LEN {
+            let Some(sorted) = self.sorted.get_mut(..=len) else {
+                return;
+            };
+            let pos = sorted
+                .get(..len)
+                .map_or(0, |s| s.partition_point(|&x| x < delay));
+            sorted.copy_within(pos..len, pos + 1);
+            if let Some(c) = sorted.get_mut(pos) {
+                *c = delay;
+            }
+            self.len = len + 1;
             return;
         }
-        if let Some(old) = evicted {
-            if self.among_extremes(old) {
-                self.stale = true;
-                return;
-            }
+        if evicted == delay {
+            return; // the sorted multiset does not change
         }
-        insert_desc(&mut self.top, &mut self.top_len, delay);
-        insert_asc(&mut self.bottom, &mut self.bottom_len, delay);
-    }
-
-    fn among_extremes(&self, v: i64) -> bool {
-        let top_edge = self.top_len.checked_sub(1).and_then(|i| self.top.get(i));
-        let bottom_edge = self
-            .bottom_len
-            .checked_sub(1)
-            .and_then(|i| self.bottom.get(i));
-        top_edge.is_some_and(|&e| v >= e) || bottom_edge.is_some_and(|&e| v <= e)
-    }
-
-    fn rebuild(&mut self) {
-        self.top_len = 0;
-        self.bottom_len = 0;
-        for &v in self.ring.iter().take(self.len) {
-            insert_desc(&mut self.top, &mut self.top_len, v);
-            insert_asc(&mut self.bottom, &mut self.bottom_len, v);
+        let sorted = &mut self.sorted[..];
+        // Take the copy of the evicted delay nearest to where the new one goes, so the shift
+        // only spans the values in between (none when the delays are steady).
+        let (old, at) = if delay > evicted {
+            let old = sorted.partition_point(|&x| x <= evicted).saturating_sub(1);
+            let new = sorted.partition_point(|&x| x < delay);
+            (old, new.saturating_sub(1))
+        } else {
+            let old = sorted.partition_point(|&x| x < evicted);
+            let new = sorted.partition_point(|&x| x <= delay);
+            (old, new)
+        };
+        if sorted.get(old) != Some(&evicted) {
+            // Cannot happen while ring and sorted hold the same values; recover anyway.
+            sorted.copy_from_slice(&self.ring);
+            sorted.sort_unstable();
+            return;
         }
-        self.stale = false;
+        if at > old {
+            sorted.copy_within(old + 1..=at, old);
+        } else {
+            sorted.copy_within(at..old, at + 1);
+        }
+        if let Some(c) = sorted.get_mut(at) {
+            *c = delay;
+        }
     }
 
     /// `(min, jitter)`: the delay at the 3rd percentile and the spread to the 97th.
-    fn estimate(&mut self) -> (i64, i64) {
-        if self.stale {
-            self.rebuild();
-        }
-        if self.len == 0 {
-            return (0, 0);
-        }
-        let idx = (self.len * HISTORY_DROP_PCT / 100).min(EXTREMES - 1);
-        let hi = self.top.get(idx.min(self.top_len.saturating_sub(1)));
-        let lo = self.bottom.get(idx.min(self.bottom_len.saturating_sub(1)));
-        match (hi, lo) {
-            (Some(&hi), Some(&lo)) => (lo, hi.saturating_sub(lo).max(0)),
+    fn estimate(&self) -> (i64, i64) {
+        let idx = self.len * HISTORY_DROP_PCT / 100;
+        let lo = self.sorted.get(idx).copied();
+        let hi = self
+            .len
+            .checked_sub(idx + 1)
+            .and_then(|i| self.sorted.get(i))
+            .copied();
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if self.len > 0 => (lo, hi.saturating_sub(lo).max(0)),
             _ => (0, 0),
         }
     }
-}
-
-/// Inserts `v` into the descending array `buf[..*len]`, keeping at most `EXTREMES` values.
-fn insert_desc(buf: &mut [i64; EXTREMES], len: &mut usize, v: i64) {
-    let n = *len;
-    if n == EXTREMES && buf.last().is_some_and(|&last| v <= last) {
-        return;
-    }
-    let pos = buf.iter().take(n).position(|&x| v > x).unwrap_or(n);
-    let new_len = (n + 1).min(EXTREMES);
-    if pos + 1 < new_len {
-        buf.copy_within(pos..new_len - 1, pos + 1);
-    }
-    if let Some(cell) = buf.get_mut(pos) {
-        *cell = v;
-    }
-    *len = new_len;
-}
-
-/// Inserts `v` into the ascending array `buf[..*len]`, keeping at most `EXTREMES` values.
-fn insert_asc(buf: &mut [i64; EXTREMES], len: &mut usize, v: i64) {
-    let n = *len;
-    if n == EXTREMES && buf.last().is_some_and(|&last| v >= last) {
-        return;
-    }
-    let pos = buf.iter().take(n).position(|&x| v < x).unwrap_or(n);
-    let new_len = (n + 1).min(EXTREMES);
-    if pos + 1 < new_len {
-        buf.copy_within(pos..new_len - 1, pos + 1);
-    }
-    if let Some(cell) = buf.get_mut(pos) {
-        *cell = v;
-    }
-    *len = new_len;
 }
 
 /// A fixed ring of recent values.
@@ -1295,14 +1252,26 @@ impl JitterBuffer {
         assert!(self.control_queued <= CONTROL_SLOTS);
         let ats: Vec<i64> = self.order.iter().map(|&i| self.slot(i).ats).collect();
         assert!(ats.windows(2).all(|w| w[0] <= w[1]), "queue out of order");
-        assert!(self.history.len <= HISTORY_LEN);
-        assert!(self.history.top_len <= EXTREMES && self.history.bottom_len <= EXTREMES);
+        let h = &self.history;
+        assert!(h.len <= HISTORY_LEN);
+        assert!(h.sorted[..h.len].windows(2).all(|w| w[0] <= w[1]));
+        if self.counters.frames_in % 61 != 0 {
+            return; // the full comparison below is slow in long debug runs
+        }
+        let mut ring: Vec<i64> = if h.len < HISTORY_LEN {
+            h.ring[..h.len].to_vec()
+        } else {
+            h.ring.to_vec()
+        };
+        ring.sort_unstable();
+        assert_eq!(ring, h.sorted[..h.len], "sorted history out of step");
     }
 
     /// Capacities of every growable container, to prove steady state never allocates.
     #[cfg(test)]
-    fn capacities(&self) -> [usize; 5] {
+    fn capacities(&self) -> [usize; 6] {
         [
+            self.history.sorted.len(),
             self.slots.capacity(),
             self.data.capacity(),
             self.order.capacity(),
@@ -1497,6 +1466,48 @@ mod tests {
             let d = r.wrapping_sub(last) as i32;
             prop_assert!((-MINI_TS_WINDOW_MS..=MINI_TS_WINDOW_MS).contains(&d));
         }
+    }
+
+    // ---------------------------------------------------------------- delay history
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn history_matches_a_naive_window(
+            delays in prop::collection::vec(prop_oneof![-300i64..300, Just(0i64), any::<i64>()], 0..1100),
+        ) {
+            let mut h = DelayHistory::new();
+            for (n, &d) in delays.iter().enumerate() {
+                h.push(d);
+                let mut window: Vec<i64> = delays[(n + 1).saturating_sub(HISTORY_LEN)..=n].to_vec();
+                window.sort_unstable();
+                prop_assert_eq!(&h.sorted[..h.len], &window[..]);
+                let idx = window.len() * HISTORY_DROP_PCT / 100;
+                let lo = window[idx];
+                let hi = window[window.len() - 1 - idx];
+                prop_assert_eq!(h.estimate(), (lo, hi.saturating_sub(lo).max(0)));
+            }
+        }
+    }
+
+    #[test]
+    fn history_percentiles_ignore_three_percent_outliers() {
+        let mut h = DelayHistory::new();
+        assert_eq!(h.estimate(), (0, 0));
+        for k in 0..500 {
+            // 15 very late and 15 very early frames among steady 30 ms delays.
+            h.push(match k % 100 {
+                50..=52 => 900,
+                53..=55 => -900,
+                _ => 30,
+            });
+        }
+        assert_eq!(h.estimate(), (30, 0));
+        h.push(900); // a 16th late one replaces a steady delay and now counts
+        assert_eq!(h.estimate(), (30, 870));
+        h.clear();
+        assert_eq!(h.estimate(), (0, 0));
     }
 
     // ---------------------------------------------------------------- conceal
