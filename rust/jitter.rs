@@ -1017,7 +1017,15 @@ impl JitterBuffer {
 
         if let Some((_, head)) = self.front() {
             if let Entry::Control(kind) = head.entry {
-                if head.ats < p.saturating_add(frame) {
+                // A spurt-ending event with no audio left in the queue ends the spurt now
+                // rather than concealing up to its timestamp: senders stamp voice with a
+                // predicted clock and control frames with the real one, which may run ahead.
+                // Audio older than the event that still turns up is then late.
+                let ends_now = kind.ends_spurt() && self.voice_queued == 0;
+                if ends_now {
+                    self.play = Some(p.max(head.ats));
+                }
+                if ends_now || head.ats < p.saturating_add(frame) {
                     return self.pop_control(kind);
                 }
             }
@@ -1810,6 +1818,43 @@ mod tests {
             .unwrap();
         assert_eq!(f[unkey - 1], Out::Voice(980));
         assert_eq!(voices(&log).len(), 50);
+    }
+
+    #[test]
+    fn unkey_stamped_ahead_of_the_audio_ends_the_spurt_without_concealment() {
+        let mut jb = jb();
+        let mut arrivals = stream(0, 0..50);
+        // Control frames carry the sender's real clock, here 150 ms ahead of its voice clock.
+        arrivals.push((T0 + 20 * 49 + 1, Pkt::C(980 + 150, ControlKind::Unkey)));
+        let log = run(&mut jb, &arrivals, T0 + 20 * 60);
+        let f = flat(&log);
+        let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
+        assert_eq!(
+            f[at + 1..at + 3],
+            [Out::Control(ControlKind::Unkey, 1130), Out::Silence]
+        );
+        assert_eq!((jb.stats().lost, jb.stats().interpolated), (0, 0));
+        // Audio from before the UNKEY that still turns up is late, not a new spurt.
+        assert_eq!(put(&mut jb, Pkt::V(1100), T0 + 20 * 61), PutResult::Late);
+    }
+
+    #[test]
+    fn non_final_control_stamped_ahead_waits_for_its_time() {
+        let mut jb = jb();
+        let mut arrivals = stream(0, 0..50);
+        arrivals.push((T0 + 20 * 49 + 1, Pkt::C(980 + 70, ControlKind::Dtmf(b'1'))));
+        let log = run(&mut jb, &arrivals, T0 + 20 * 60);
+        let f = flat(&log);
+        let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
+        assert_eq!(
+            f[at + 1..at + 5],
+            [
+                Out::Interp(0),
+                Out::Interp(1),
+                Out::Control(ControlKind::Dtmf(b'1'), 1050),
+                Out::Interp(2)
+            ]
+        );
     }
 
     #[test]
