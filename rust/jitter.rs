@@ -56,8 +56,10 @@ const MAX_NOW_MS: u64 = 1 << 52;
 /// All arithmetic wraps, so the rule also holds across the 32-bit wrap.
 ///
 /// The result is exact whenever the true timestamp lies within ±15 535 ms of `last_ts`
-/// (only one candidate is then in range); feeding every accepted frame's timestamp back as
-/// `last_ts`, not only full frames', keeps it there.
+/// (no other value with the same low 16 bits then lies inside the ±50 000 ms window).
+/// Feeding every accepted frame's timestamp back as `last_ts`, not only full frames', keeps
+/// it there; with full frames alone a mini frame more than 15 535 ms past the next 65 536 ms
+/// boundary would be unwrapped one period short.
 pub fn unwrap_mini(last_ts: u32, ts16: u16) -> u32 {
     let candidate = (last_ts & 0xFFFF_0000) | u32::from(ts16);
     // Both values share the upper 16 bits, so the difference fits easily in an i32.
