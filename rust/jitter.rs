@@ -780,7 +780,9 @@ impl JitterBuffer {
             self.counters.dropped += 1;
             return PutResult::Dropped(DropReason::Oversize);
         }
-        let fresh = self.timeline.is_none();
+        // The first voice frame has no delay to be continuous with, even if control frames
+        // started the timeline.
+        let fresh = self.history.len == 0;
         let tl = *self.timeline.get_or_insert(Timeline::start(ts, now));
         let ext = tl.extend(ts);
         if self.highest_voice.is_some_and(|h| ext <= h) && self.seen.contains(ext) {
@@ -835,7 +837,7 @@ impl JitterBuffer {
                 return PutResult::Late;
             }
         }
-        if let (Some(lo), Some(hi)) = (self.front_ats(), self.back_ats()) {
+        if let Some((lo, hi)) = self.voice_bounds() {
             let span = hi.max(ats).saturating_sub(lo.min(ats));
             if span >= i64::from(self.cfg.max_jitterbuf_ms) {
                 self.counters.dropped += 1;
@@ -1191,6 +1193,14 @@ impl JitterBuffer {
 
     fn back_ats(&self) -> Option<i64> {
         self.order.back().map(|&idx| self.slot(idx).ats)
+    }
+
+    /// Adjusted timestamps of the first and last queued voice frames.
+    fn voice_bounds(&self) -> Option<(i64, i64)> {
+        let voice = |&&i: &&u16| self.slot(i).entry == Entry::Voice;
+        let lo = self.order.iter().find(voice)?;
+        let hi = self.order.iter().rev().find(voice)?;
+        Some((self.slot(*lo).ats, self.slot(*hi).ats))
     }
 
     fn queued_span(&self) -> i64 {
@@ -1953,6 +1963,25 @@ mod tests {
             other => panic!("expected the text, got {other:?}"),
         }
         assert_eq!(tick(&mut jb, T0 + 60), vec![Out::Voice(20)]);
+    }
+
+    #[test]
+    fn the_first_voice_frame_is_never_a_discontinuity() {
+        let mut jb = jb();
+        // A text frame starts the timeline; the voice that follows uses a base 3 s away.
+        assert_eq!(
+            jb.put_control(10, ControlKind::Text, b"!NEWKEY1!", T0),
+            PutResult::Queued
+        );
+        assert_eq!(put(&mut jb, Pkt::V(3000), T0 + 10), PutResult::Queued);
+        let log = run_from(&mut jb, &stream(3000, 1..10), T0 + 20, T0 + 20 * 12);
+        let f = flat(&log);
+        assert_eq!(f[0], Out::Control(ControlKind::Text, 10));
+        assert_eq!(
+            voices(&log),
+            (0..10).map(|k| 3000 + 20 * k).collect::<Vec<_>>()
+        );
+        assert_eq!(jb.stats().dropped, 0);
     }
 
     #[test]
