@@ -94,7 +94,7 @@ class NodeProcess:
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(timeout=5)
+        self.communicate()  # reaps the child and closes its pipes
 
     def iax_exchange(self, frame: FullFrame | bytes, timeout: float = 2.0) -> FullFrame | None:
         """Send one datagram to the node from a fresh socket; return the parsed reply, if any."""

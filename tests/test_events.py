@@ -44,6 +44,7 @@ def test_a_slow_subscriber_is_dropped_and_never_blocks_publish() -> None:
             assert await fast.get() == Hangup(reason=str(i))
         for i in range(3, 10):
             bus.publish(Hangup(reason=str(i)))  # never blocks
+            assert await fast.get() == Hangup(reason=str(i))
         assert slow.overflowed and slow.closed
         assert bus.subscriber_count == 1
         # The dropped subscriber drains what it had, then sees the end.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 __all__ = [
@@ -38,8 +38,8 @@ class Event:
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object sent to clients."""
         body: dict[str, Any] = {"event": self.name}
-        for key in self.__dataclass_fields__:
-            body[key] = getattr(self, key)
+        for f in fields(self):
+            body[f.name] = getattr(self, f.name)
         return body
 
 
