@@ -183,15 +183,16 @@ fn ulaw_decode_formula(code: u8) -> i16 {
     ((r ^ neg) - neg) as i16
 }
 
-/// A-law decode by arithmetic, equal to [`alaw_decode_sample`] for every code.
+/// A-law decode by arithmetic, equal to [`alaw_decode_sample`] for every code. Kept in 16-bit
+/// lanes (every intermediate fits), which halves the vector work against 32-bit lanes.
 #[inline(always)]
 fn alaw_decode_formula(code: u8) -> i16 {
-    let a = i32::from(code ^ 0x55);
+    let a = u16::from(code ^ 0x55);
     let seg = (a >> 4) & 7;
-    let above0 = i32::from(seg != 0);
-    let t = (((a & 0x0F) << 4) + 8 + (above0 << 8)) << (seg - above0);
-    let neg = ((a >> 7) & 1) - 1;
-    ((t ^ neg) - neg) as i16
+    // Segment 0 is linear (16m + 8); segment s >= 1 is (16m + 8 + 256) << (s - 1).
+    let t = ((((a & 0x0F) << 4) | 8) + (seg.min(1) << 8)) << seg.saturating_sub(1);
+    let neg = ((a >> 7) & 1) as i16 - 1;
+    ((t as i16) ^ neg) - neg
 }
 
 #[derive(Clone, Copy)]

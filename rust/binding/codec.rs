@@ -133,19 +133,13 @@ fn slin_to_wire<'py>(py: Python<'py>, pcm: &Bound<'py, PyAny>) -> PyResult<Bound
 
 /// slin wire bytes (big-endian) to native-endian PCM.
 #[pyfunction]
-fn slin_from_wire<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyBytes>> {
+fn slin_from_wire<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     with_bytes(data, |b| decode(py, Codec::Slin, b))
 }
 
 /// Native-endian PCM to slin16 wire bytes (16 kHz, little-endian).
 #[pyfunction]
-fn slin16_to_wire<'py>(
-    py: Python<'py>,
-    pcm: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyBytes>> {
+fn slin16_to_wire<'py>(py: Python<'py>, pcm: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     with_bytes(pcm, |b| encode(py, Codec::Slin16, b))
 }
 
