@@ -629,6 +629,30 @@ mod tests {
     const AMP: f64 = 16000.0;
 
     #[test]
+    fn rounding_is_to_nearest_even_and_saturating() {
+        let cases = [
+            (0.0, 0),
+            (0.49, 0),
+            (0.5, 0),
+            (1.5, 2),
+            (2.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (-2.51, -3),
+            (32766.5, 32766),
+            (32767.4, 32767),
+            (40000.0, 32767),
+            (-32768.6, -32768),
+            (-1.0e9, -32768),
+            (f32::INFINITY, 32767),
+            (f32::NEG_INFINITY, -32768),
+        ];
+        for (v, want) in cases {
+            assert_eq!(to_i16(v), want, "{v}");
+        }
+    }
+
+    #[test]
     fn passband_tones_survive_within_a_fraction_of_a_db() {
         for f in [100.0, 300.0, 1000.0, 2000.0, 3000.0, 3400.0] {
             // 8 kHz → 16 kHz: skip 0.1 s of warm-up, measure over 1 s.
