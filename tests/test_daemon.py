@@ -22,7 +22,9 @@ from tests.node_process import NodeProcess, free_port, write_config
 @pytest.fixture
 def node(tmp_path: Path):
     udp, http = free_port(socket.SOCK_DGRAM), free_port()
-    proc = NodeProcess(write_config(tmp_path / "node.toml", udp_port=udp, http_port=http), udp, http)
+    proc = NodeProcess(
+        write_config(tmp_path / "node.toml", udp_port=udp, http_port=http), udp, http
+    )
     proc.wait_ready()
     yield proc
     proc.kill()
@@ -38,7 +40,13 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
     assert r.headers["content-type"].startswith("application/json")
     snap = r.json()
     spec_fields = {k: snap.pop(k) for k in ("node_id", "listening", "registered", "calls", "links")}
-    assert spec_fields == {"node_id": None, "listening": True, "registered": False, "calls": [], "links": []}
+    assert spec_fields == {
+        "node_id": None,
+        "listening": True,
+        "registered": False,
+        "calls": [],
+        "links": [],
+    }
     # Extensions beyond the spec (documented in the README): the bridge and the audio device.
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
@@ -62,10 +70,18 @@ def test_poke_is_answered_with_pong_statelessly(node: NodeProcess) -> None:
 
 def test_garbage_burst_is_counted_and_survived(node: NodeProcess) -> None:
     rng = random.Random(5456)
-    junk = [bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 1, 2, 3, 4, 11, 12, 13, 40, 200, 1400])))
-            for _ in range(5000)]
+    junk = [
+        bytes(
+            rng.getrandbits(8)
+            for _ in range(rng.choice([0, 1, 2, 3, 4, 11, 12, 13, 40, 200, 1400]))
+        )
+        for _ in range(5000)
+    ]
     # Hand-made malformed frames: full header cut short, IE overrunning its frame.
-    junk += [bytes.fromhex("8002000000000003000006"), bytes.fromhex("800200000000000300000601" "0b0400")]
+    junk += [
+        bytes.fromhex("8002000000000003000006"),
+        bytes.fromhex("8002000000000003000006010b0400"),
+    ]
     expected_malformed = 0
     for data in junk:
         try:
@@ -127,7 +143,10 @@ def test_sse_first_event_is_a_snapshot_and_shutdown_ends_the_stream(node: NodePr
     ready = threading.Event()
 
     def listen() -> None:
-        with httpx.Client(timeout=10) as client, connect_sse(client, "GET", node.base_url + "/events") as source:
+        with (
+            httpx.Client(timeout=10) as client,
+            connect_sse(client, "GET", node.base_url + "/events") as source,
+        ):
             for sse in source.iter_sse():
                 received.append(json.loads(sse.data))
                 ready.set()

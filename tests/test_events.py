@@ -15,7 +15,10 @@ def test_wire_forms_follow_the_spec() -> None:
     }
     assert IncomingCall(from_="1999").to_json() == {"event": "incoming_call", "from": "1999"}
     assert Registered().to_json() == {"event": "registered"}
-    assert RegisterFailed(reason="timeout").to_json() == {"event": "register_failed", "reason": "timeout"}
+    assert RegisterFailed(reason="timeout").to_json() == {
+        "event": "register_failed",
+        "reason": "timeout",
+    }
     assert Hangup(reason="peer hung up").to_json() == {"event": "hangup", "reason": "peer hung up"}
 
 

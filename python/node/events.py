@@ -19,8 +19,8 @@ __all__ = [
     "EventBus",
     "Hangup",
     "IncomingCall",
-    "Registered",
     "RegisterFailed",
+    "Registered",
     "Shutdown",
     "Snapshot",
     "Subscription",
@@ -145,7 +145,9 @@ class EventBus:
             try:
                 sub.queue.put_nowait(event)
             except asyncio.QueueFull:
-                log.warning("event subscriber fell %d events behind; dropping it", sub.queue.qsize())
+                log.warning(
+                    "event subscriber fell %d events behind; dropping it", sub.queue.qsize()
+                )
                 sub.overflowed = True
                 self.unsubscribe(sub)
 
