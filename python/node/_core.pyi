@@ -3,6 +3,7 @@
 from collections.abc import Iterable
 from typing import TypeAlias, final
 
+# Every section adds its public names here (stubtest compares this with the runtime list).
 __all__ = [
     "EngineError",
     "FrameError",
