@@ -76,7 +76,7 @@ def _no_surrogates(ies: list[tuple[int, Any]]) -> bool:
 
 
 @given(st.lists(typed_ies, max_size=8).filter(_no_surrogates))
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=800, deadline=None)
 def test_typed_ies_round_trip(ies: list[tuple[int, Any]]) -> None:
     f = FullFrame(FrameType.IAX, IaxSubclass.NEW, ies=ies)
     again = parse(f.to_bytes())

@@ -7,6 +7,7 @@ from typing import final as _final
 
 from typing_extensions import Buffer as _Buffer
 
+# Every section adds its public names here (stubtest compares this with the runtime list).
 __all__ = [
     "CodecError",
     "Downsampler",
