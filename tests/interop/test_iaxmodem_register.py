@@ -8,7 +8,6 @@ including the call-token round that iaxmodem does not know.
 
 from __future__ import annotations
 
-import os
 import select
 import shutil
 import socket
@@ -29,6 +28,7 @@ from node.iax2.registration import (
     RegistrationEvent,
     RegistrationFailed,
 )
+from tests.conftest import require_tool
 from tests.interop.iaxmodem import IaxModem
 from tests.interop.registrar import Registrar
 
@@ -37,15 +37,6 @@ from tests.interop.registrar import Registrar
 LIBSTDBUF = Path("/usr/libexec/coreutils/libstdbuf.so")
 REG_SUCCESS = "Registration completed successfully"
 REG_FAILED = "Registration failed"
-
-
-def require_tool(name: str) -> None:
-    """Skip when `name` is not installed; under CI (env CI set) a missing tool is a failure."""
-    if shutil.which(name) is None:
-        message = f"{name} is not installed"
-        if os.environ.get("CI"):
-            pytest.fail(message + " (required under CI)")
-        pytest.skip(message)
 
 
 def free_udp_port() -> int:
@@ -67,8 +58,7 @@ def wait_log(modem: IaxModem, text: str, timeout: float = 10.0) -> str:
 @pytest.fixture
 def modem_env(monkeypatch: pytest.MonkeyPatch) -> None:
     require_tool("iaxmodem")
-    if not LIBSTDBUF.exists():
-        pytest.fail(f"{LIBSTDBUF} (coreutils) is missing")
+    require_tool(str(LIBSTDBUF), check=LIBSTDBUF.exists)
     monkeypatch.setenv("LD_PRELOAD", str(LIBSTDBUF))
     monkeypatch.setenv("_STDBUF_O", "L")
 
