@@ -699,3 +699,12 @@ def test_canary_secret_never_appears_anywhere(caplog: pytest.LogCaptureFixture) 
     blob = "\n".join(texts)
     assert CANARY not in blob
     assert "registration 2000" in caplog.text  # the log was exercised, not empty
+
+
+def test_time_must_not_go_backwards() -> None:
+    reg = make(now=10.0)
+    with pytest.raises(LocalProtocolError):
+        reg.register(9.0)
+    reg.register(10.0)
+    with pytest.raises(LocalProtocolError):
+        reg.timer(9.5)

@@ -363,7 +363,7 @@ class Registration:
     def register(self, now: float) -> Output:
         """Start registering now (or refresh now, if registered). A no-op while an attempt is
         already under way."""
-        self._now = now
+        self._advance(now)
         if self._state in (RegistrationState.REGISTERING, RegistrationState.REFRESHING):
             return self._output()
         frames: list[FullFrame] = []
@@ -380,7 +380,7 @@ class Registration:
         """Stop being registered: send REGREL (answering a challenge again if asked) and stop
         refreshing. `Deregistered` follows when that dialog ends. From `RETRY_WAIT` nothing is
         held at the registrar, so this ends at once. A no-op while already releasing."""
-        self._now = now
+        self._advance(now)
         if self._state == RegistrationState.RELEASING:
             return self._output()
         if self._state == RegistrationState.IDLE:
@@ -400,7 +400,7 @@ class Registration:
 
     def timer(self, now: float) -> Output:
         """Fire every deadline that has passed."""
-        self._now = now
+        self._advance(now)
         frames: list[FullFrame] = []
         events: list[RegistrationEvent] = []
         while True:
@@ -422,7 +422,7 @@ class Registration:
     def receive(self, frame: FullFrame, now: float) -> Output:
         """Handle a full frame from the registrar. Peer faults never raise: unexpected frames
         are ignored (or re-ACKed when they repeat something already handled)."""
-        self._now = now
+        self._advance(now)
         if not isinstance(frame, FullFrame) or frame.ftype != FrameType.IAX:
             return self._output()
         dialog = self._dialog
@@ -763,6 +763,11 @@ class Registration:
         return clean
 
     # --- plumbing ---
+
+    def _advance(self, now: float) -> None:
+        if now < self._now:
+            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
+        self._now = now
 
     def _move(self, move: _Move) -> None:
         try:
