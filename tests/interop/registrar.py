@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from node._core import FrameError, FullFrame, parse
 from node.iax2.constants import IE, FrameType, IaxSubclass
@@ -268,7 +269,7 @@ class Registrar:
                 return
             dialog.authenticated = True
         now = time.gmtime()
-        ies: list[tuple[int, object]] = [
+        ies: list[tuple[int, Any]] = [
             (IE.USERNAME, username),
             (
                 IE.DATETIME,
@@ -292,7 +293,7 @@ class Registrar:
         subclass: int,
         *,
         ts: int | None = None,
-        ies: list[tuple[int, object]] | None = None,
+        ies: list[tuple[int, Any]] | None = None,
     ) -> None:
         if ts is None:
             elapsed = int((time.monotonic() - dialog.origin) * 1000)
@@ -318,7 +319,7 @@ class Registrar:
         request: FullFrame,
         subclass: int,
         *,
-        ies: list[tuple[int, object]] | None = None,
+        ies: list[tuple[int, Any]] | None = None,
     ) -> FullFrame:
         """A reply from call number 1 that creates no dialog (Asterisk `send_apathetic_reply`)."""
         return FullFrame(

@@ -86,6 +86,8 @@ MAX_CAUSE_LEN = 120
 #: FACILITY_NOT_SUBSCRIBED, what Asterisk sends in the same situation).
 CAUSE_FACILITY_NOT_SUBSCRIBED = 50
 
+#: IE values as this module builds them (the frame core accepts these for any IE kind it uses).
+_IeValue = str | int | bytes
 _PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
 
 
@@ -232,7 +234,7 @@ class _Request:
     """The one reliable frame a dialog has in flight (REGREQ or REGREL)."""
 
     subclass: int
-    ies: list[tuple[int, object]]
+    ies: list[tuple[int, _IeValue]]
     ts: int
     oseq: int
     dcall: int
@@ -497,8 +499,8 @@ class Registration:
         self._dialog = None
         self._timers.pop(_Timer.RETRANSMIT, None)
 
-    def _request_ies(self, dialog: _Dialog) -> list[tuple[int, object]]:
-        ies: list[tuple[int, object]] = [(IE.USERNAME, self.username)]
+    def _request_ies(self, dialog: _Dialog) -> list[tuple[int, _IeValue]]:
+        ies: list[tuple[int, _IeValue]] = [(IE.USERNAME, self.username)]
         if dialog.subclass == IaxSubclass.REGREQ:
             ies.append((IE.REFRESH, self.refresh))
         if dialog.md5 is not None:
@@ -541,7 +543,7 @@ class Registration:
             # A retransmission carries the current iseq (Asterisk `update_packet`).
             iseq=dialog.iseq,
             retrans=retrans,
-            ies=request.ies,
+            ies=[*request.ies],
         )
 
     def _retransmit(
