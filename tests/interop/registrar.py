@@ -11,8 +11,9 @@ gets the last reply again, so a client's retransmissions are answered.
 `fake_ack = True` makes it answer good credentials with the AllStarLink-style fake REGACK
 (APPARENT_ADDR 255.255.255.255). Every frame received is recorded in `received`.
 
-Runs in a daemon thread; use it as a context manager. Test code only: it never retransmits
-its own frames (loopback does not lose them).
+`RegistrarCore` is the protocol alone (`handle(frame, addr, now)` returns what to send), for
+simulated links; `Registrar` serves it on a socket from a daemon thread (use it as a context
+manager). Test code only: it never retransmits its own frames on a timer.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ class _Dialog:
     replies: list[FullFrame] = field(default_factory=list)
 
 
-class Registrar:
-    """The registrar. `users` maps username -> password ("" = no authentication)."""
+class RegistrarCore:
+    """The registrar's protocol logic without a socket or a clock (so tests can also drive it
+    over a simulated link). `users` maps username -> password ("" = no authentication)."""
 
     def __init__(
         self,
@@ -75,7 +77,6 @@ class Registrar:
         fake_ack: bool = False,
         grant_refresh: int | None = None,
         auth_methods: int = AUTH_MD5,
-        host: str = "127.0.0.1",
     ) -> None:
         self.users = dict(users)
         self.calltokens = calltokens
@@ -87,83 +88,26 @@ class Registrar:
         self.sent: list[tuple[FullFrame, tuple[str, int]]] = []
         #: username -> (address, refresh) of every current registration.
         self.registrations: dict[str, tuple[tuple[str, int], int]] = {}
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.bind((host, 0))
-        self._sock.settimeout(0.05)
         self._key = secrets.token_bytes(32)
         self._callnos = itertools.count(2)
         self._by_peer: dict[tuple[tuple[str, int], int], _Dialog] = {}
         self._by_callno: dict[int, _Dialog] = {}
-        self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="test-registrar", daemon=True)
+        self._now = 0.0
+        self._out: list[tuple[FullFrame, tuple[str, int]]] = []
 
-    # --- lifecycle ---
-
-    @property
-    def addr(self) -> tuple[str, int]:
-        host, port = self._sock.getsockname()[:2]
-        return (host, port)
-
-    def start(self) -> Registrar:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self._sock.close()
-
-    def __enter__(self) -> Registrar:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # --- inspection ---
-
-    def wait_for(self, predicate: Callable[[Registrar], bool], timeout: float = 10.0) -> bool:
-        """Wait until `predicate(self)` holds (checked after every frame); False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
-
-    def subclasses(self) -> list[int]:
-        """IAX subclasses of every received IAX frame, in order."""
-        with self._cond:
-            return [r.frame.subclass for r in self.received if r.frame.ftype == FrameType.IAX]
-
-    # --- the loop ---
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                data, addr = self._sock.recvfrom(4096)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                frame = parse(data)
-            except FrameError:
-                continue
-            if not isinstance(frame, FullFrame):
-                continue
-            peer = (addr[0], addr[1])
-            with self._cond:
-                self.received.append(Received(frame, peer, time.monotonic()))
-                self._handle(frame, peer)
-                self._cond.notify_all()
+    def handle(
+        self, frame: FullFrame, addr: tuple[str, int], now: float
+    ) -> list[tuple[FullFrame, tuple[str, int]]]:
+        """Take one received frame at time `now`; return the frames to send, with addresses."""
+        self._now = now
+        self._out = []
+        self.received.append(Received(frame, addr, now))
+        self._handle(frame, addr)
+        return self._out
 
     def _send(self, frame: FullFrame, addr: tuple[str, int]) -> None:
         self.sent.append((frame, addr))
-        self._sock.sendto(frame.to_bytes(), addr)
+        self._out.append((frame, addr))
 
     # --- protocol ---
 
@@ -176,7 +120,7 @@ class Registrar:
             if dialog is None:
                 if not self._token_ok(frame, addr):
                     return
-                dialog = _Dialog(next(self._callnos), frame.scall, addr, time.monotonic())
+                dialog = _Dialog(next(self._callnos), frame.scall, addr, self._now)
                 self._by_peer[(addr, frame.scall)] = dialog
                 self._by_callno[dialog.callno] = dialog
         else:
@@ -224,13 +168,13 @@ class Registrar:
         return True
 
     def _issue(self, addr: tuple[str, int]) -> str:
-        epoch = str(int(time.time()))
+        epoch = str(int(self._now))
         mac = hmac.new(self._key, f"{addr[0]}:{addr[1]}{epoch}".encode(), hashlib.sha1)
         return f"{epoch}?{mac.hexdigest()}"
 
     def _verify(self, token: bytes, addr: tuple[str, int]) -> bool:
         epoch, sep, mac = token.decode(errors="replace").partition("?")
-        if not sep or not epoch.isdigit() or time.time() - int(epoch) > TOKEN_LIFETIME:
+        if not sep or not epoch.isdigit() or self._now - int(epoch) > TOKEN_LIFETIME:
             return False
         want = hmac.new(self._key, f"{addr[0]}:{addr[1]}{epoch}".encode(), hashlib.sha1)
         return hmac.compare_digest(want.hexdigest(), mac)
@@ -296,7 +240,7 @@ class Registrar:
         ies: list[tuple[int, Any]] | None = None,
     ) -> None:
         if ts is None:
-            elapsed = int((time.monotonic() - dialog.origin) * 1000)
+            elapsed = int((self._now - dialog.origin) * 1000)
             ts = dialog.last_ts = max(elapsed, dialog.last_ts + 1)
         frame = FullFrame(
             FrameType.IAX,
@@ -332,3 +276,96 @@ class Registrar:
             iseq=(request.oseq + 1) & 0xFF,
             ies=ies,
         )
+
+
+class Registrar(RegistrarCore):
+    """`RegistrarCore` on a loopback UDP socket, served by a daemon thread."""
+
+    def __init__(
+        self,
+        users: Mapping[str, str],
+        *,
+        calltokens: bool = True,
+        require_token: bool = False,
+        fake_ack: bool = False,
+        grant_refresh: int | None = None,
+        auth_methods: int = AUTH_MD5,
+        host: str = "127.0.0.1",
+    ) -> None:
+        super().__init__(
+            users,
+            calltokens=calltokens,
+            require_token=require_token,
+            fake_ack=fake_ack,
+            grant_refresh=grant_refresh,
+            auth_methods=auth_methods,
+        )
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.bind((host, 0))
+        self._sock.settimeout(0.05)
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="test-registrar", daemon=True)
+
+    # --- lifecycle ---
+
+    @property
+    def addr(self) -> tuple[str, int]:
+        host, port = self._sock.getsockname()[:2]
+        return (host, port)
+
+    def start(self) -> Registrar:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self._sock.close()
+
+    def __enter__(self) -> Registrar:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- inspection ---
+
+    def wait_for(self, predicate: Callable[[Registrar], bool], timeout: float = 10.0) -> bool:
+        """Wait until `predicate(self)` holds (checked after every frame); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def frames_from(self, port: int) -> list[FullFrame]:
+        """Every frame received from the loopback port `port`, in order."""
+        with self._cond:
+            return [r.frame for r in self.received if r.addr[1] == port]
+
+    # --- the loop ---
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, addr = self._sock.recvfrom(4096)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                frame = parse(data)
+            except FrameError:
+                continue
+            if not isinstance(frame, FullFrame):
+                continue
+            with self._cond:
+                replies = self.handle(frame, (addr[0], addr[1]), time.monotonic())
+                for reply, to in replies:
+                    self._sock.sendto(reply.to_bytes(), to)
+                self._cond.notify_all()

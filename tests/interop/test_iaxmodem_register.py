@@ -92,11 +92,6 @@ def iax(frames: list[FullFrame]) -> list[int]:
     return [f.subclass for f in frames if f.ftype == FrameType.IAX]
 
 
-def frames_from(reg: Registrar, port: int) -> list[FullFrame]:
-    with reg._cond:
-        return [r.frame for r in reg.received if r.addr[1] == port]
-
-
 # --- iaxmodem ---
 
 
@@ -114,9 +109,9 @@ def test_iaxmodem_registers_with_md5(modem_dir: Path, registrar: Registrar) -> N
     )
     with running(modem):
         wait_log(modem, REG_SUCCESS)
-        assert registrar.wait_for(lambda r: IaxSubclass.ACK in iax(frames_from(r, port)))
+        assert registrar.wait_for(lambda r: IaxSubclass.ACK in iax(r.frames_from(port)))
         assert registrar.registrations["modem"] == (("127.0.0.1", port), 60)
-        first, second, ack = frames_from(registrar, port)[:3]
+        first, second, ack = registrar.frames_from(port)[:3]
     assert iax([first, second, ack]) == [IaxSubclass.REGREQ, IaxSubclass.REGREQ, IaxSubclass.ACK]
     # libiax2 predates call tokens: the registrar let the token-less request through.
     assert not first.has_ie(IE.CALLTOKEN) and not first.has_ie(IE.MD5_RESULT)
@@ -136,13 +131,13 @@ def test_iaxmodem_with_a_wrong_password_is_rejected(modem_dir: Path, registrar: 
     )
     with running(modem):
         log = wait_log(modem, REG_FAILED)
-        assert registrar.wait_for(lambda r: IaxSubclass.ACK in iax(frames_from(r, port)))
+        assert registrar.wait_for(lambda r: IaxSubclass.ACK in iax(r.frames_from(port)))
         # Before iaxmodem exits (it sends REGREL then).
         sent = [f.subclass for f, addr in registrar.sent if addr[1] == port]
     assert REG_SUCCESS not in log
     assert "modem" not in registrar.registrations
     assert sent == [IaxSubclass.REGAUTH, IaxSubclass.REGREJ]
-    assert iax(frames_from(registrar, port))[:3] == [
+    assert iax(registrar.frames_from(port))[:3] == [
         IaxSubclass.REGREQ,
         IaxSubclass.REGREQ,
         IaxSubclass.ACK,
@@ -224,10 +219,10 @@ def test_our_registration_with_token_round_and_md5_then_deregister(
     (registered,) = d.events
     assert registered == Registered(60, ("127.0.0.1", d.port))
     assert d.reg.registered and d.reg.apparent_addr == ("127.0.0.1", d.port)
-    assert registrar.wait_for(lambda r: len(frames_from(r, d.port)) >= 4)
+    assert registrar.wait_for(lambda r: len(r.frames_from(d.port)) >= 4)
     assert registrar.registrations["2000"] == (("127.0.0.1", d.port), 60)
 
-    seen = frames_from(registrar, d.port)
+    seen = registrar.frames_from(d.port)
     assert iax(seen) == [IaxSubclass.REGREQ] * 3 + [IaxSubclass.ACK]
     empty, tokened, answered, _ = seen
     assert dict(empty.ies)[IE.CALLTOKEN] == b""
@@ -240,8 +235,8 @@ def test_our_registration_with_token_round_and_md5_then_deregister(
     assert not d.reg.registered
     d.run_until(lambda ev: any(isinstance(e, Deregistered) for e in ev))
     assert registrar.wait_for(lambda r: "2000" not in r.registrations)
-    assert registrar.wait_for(lambda r: len(frames_from(r, d.port)) >= 8)
-    released = iax(frames_from(registrar, d.port))[4:]
+    assert registrar.wait_for(lambda r: len(r.frames_from(d.port)) >= 8)
+    released = iax(registrar.frames_from(d.port))[4:]
     assert released == [IaxSubclass.REGREL] * 3 + [IaxSubclass.ACK]
     assert d.reg.next_deadline() is None
 
@@ -254,7 +249,7 @@ def test_our_registration_with_a_wrong_password_fails(
     d.run_until(lambda ev: bool(ev))
     assert d.events == [RegistrationFailed("rejected by registrar: Registration Refused")]
     assert not d.reg.registered and "2000" not in registrar.registrations
-    assert registrar.wait_for(lambda r: iax(frames_from(r, d.port))[-1:] == [IaxSubclass.ACK])
+    assert registrar.wait_for(lambda r: iax(r.frames_from(d.port))[-1:] == [IaxSubclass.ACK])
 
 
 def test_our_registration_refuses_a_fake_acknowledgement(
@@ -277,7 +272,7 @@ def test_our_registration_refuses_plaintext_only(
     d.run_until(lambda ev: bool(ev))
     (failed,) = d.events
     assert isinstance(failed, RegistrationFailed) and "plaintext" in failed.reason
-    assert registrar.wait_for(lambda r: IaxSubclass.REJECT in iax(frames_from(r, d.port)))
-    for r in frames_from(registrar, d.port):
+    assert registrar.wait_for(lambda r: IaxSubclass.REJECT in iax(r.frames_from(d.port)))
+    for r in registrar.frames_from(d.port):
         assert not r.has_ie(IE.PASSWORD)
         assert b"node-pass" not in r.to_bytes()
