@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from node._core import FullFrame, parse
 from node.errors import LocalProtocolError
@@ -20,10 +23,12 @@ from node.iax2.registration import (
     Output,
     Registered,
     Registration,
+    RegistrationEvent,
     RegistrationFailed,
     RegistrationState,
 )
 from node.secrets import Secret
+from tests.interop.registrar import RegistrarCore
 
 PEER = ("127.0.0.1", 4569)
 US = ("127.0.0.1", 4570)
@@ -315,6 +320,7 @@ def test_stateless_regrej_for_a_bad_token_has_no_cause() -> None:
     ack = only(out)
     assert (ack.subclass, ack.dcall) == (IaxSubclass.ACK, 1)
     assert out.events == (RegistrationFailed("rejected by registrar (no cause given)"),)
+    assert out.deadline == pytest.approx(0.2 + 30)  # a token problem is worth a retry soon
 
 
 def test_fake_acknowledgement_is_a_failure() -> None:
@@ -715,3 +721,104 @@ def test_time_must_not_go_backwards() -> None:
     reg.register(10.0)
     with pytest.raises(LocalProtocolError):
         reg.timer(9.5)
+
+
+# --- a lossy link to the test registrar ---
+
+
+class LossyLink:
+    """Our machine and the test registrar's protocol core over a simulated link.
+
+    Each datagram, in either direction, meets the next fate from `fates` ("ok", "drop" or
+    "dup"); once the list runs out every datagram arrives. Delivery takes `DELAY`; `step()`
+    jumps the clock to the next delivery or the machine's deadline, whichever is first.
+    """
+
+    DELAY = 0.01
+
+    def __init__(self, reg: Registration, core: RegistrarCore, fates: list[str]) -> None:
+        self.reg = reg
+        self.core = core
+        self.fates = iter(fates)
+        self.now = 0.0
+        self.flight: list[tuple[float, int, str, bytes]] = []
+        self.order = itertools.count()
+        self.ours: list[FullFrame] = []
+        self.events: list[RegistrationEvent] = []
+
+    def _launch(self, direction: str, frame: FullFrame) -> None:
+        fate = next(self.fates, "ok")
+        copies = {"ok": 1, "drop": 0, "dup": 2}[fate]
+        for _ in range(copies):
+            self.flight.append(
+                (self.now + self.DELAY, next(self.order), direction, frame.to_bytes())
+            )
+
+    def apply(self, out: Output) -> None:
+        for frame in out.frames:
+            self.ours.append(frame)
+            self._launch("up", frame)
+        self.events.extend(out.events)
+
+    def step(self) -> bool:
+        """Advance to the next happening; False when nothing is left to happen."""
+        deadline = self.reg.next_deadline()
+        arrival = min(self.flight) if self.flight else None
+        if arrival is not None and (deadline is None or arrival[0] <= deadline):
+            self.flight.remove(arrival)
+            self.now = arrival[0]
+            frame = parse(arrival[3])
+            assert isinstance(frame, FullFrame)
+            if arrival[2] == "up":
+                for reply, _ in self.core.handle(frame, US, self.now):
+                    self._launch("down", reply)
+            else:
+                self.apply(self.reg.receive(frame, self.now))
+            return True
+        if deadline is None:
+            return False
+        self.now = max(self.now, deadline)
+        self.apply(self.reg.timer(self.now))
+        return True
+
+    def run_until(self, done: Callable[[], bool], steps: int = 5000) -> None:
+        for _ in range(steps):
+            if done() or not self.step():
+                break
+
+
+KNOWN_FAILURES = {
+    "no reply from registrar",
+    "rejected by registrar (no cause given)",  # a token gone stale while we retransmitted
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["ok", "drop", "dup"]), max_size=40))
+def test_lossy_link_still_registers_and_deregisters(fates: list[str]) -> None:
+    core = RegistrarCore({"2000": "password"})
+    reg = Registration(PEER, "2000", "password", 60, itertools.count(100).__next__, 0.0)
+    link = LossyLink(reg, core, fates)
+    link.apply(reg.register(0.0))
+    link.run_until(lambda: reg.registered)
+
+    assert reg.registered, link.events
+    assert core.registrations["2000"] == (US, 60)
+    assert sum(isinstance(e, Registered) for e in link.events) == 1
+    assert isinstance(link.events[-1], Registered)
+    for event in link.events[:-1]:
+        assert isinstance(event, RegistrationFailed) and event.reason in KNOWN_FAILURES
+
+    link.apply(reg.deregister(link.now))
+    link.run_until(lambda: any(isinstance(e, Deregistered) for e in link.events))
+    assert isinstance(link.events[-1], Deregistered)
+    assert state(reg) is RegistrationState.IDLE and reg.next_deadline() is None
+
+    # Wire discipline over everything we sent.
+    last_ts: dict[int, int] = {}
+    for frame in link.ours:
+        assert not frame.has_ie(IE.PASSWORD)
+        if frame.subclass == IaxSubclass.ACK or frame.retrans:
+            continue
+        assert frame.ts > last_ts.get(frame.scall, 0)
+        last_ts[frame.scall] = frame.ts

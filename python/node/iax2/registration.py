@@ -441,11 +441,13 @@ class Registration:
         elif sub == IaxSubclass.CALLTOKEN:
             self._on_calltoken(dialog, frame, now, frames, events)
         elif sub == IaxSubclass.REGREJ and frame.scall == APATHETIC_CALLNO:
-            # A stateless refusal (bad or missing call token) is outside the dialog's
-            # sequence numbering: Asterisk sends it with oseq 0 whatever we sent.
+            # A stateless refusal of our call token (Asterisk's answer to a token that is bad or
+            # older than 10 s, e.g. on a late retransmission) is outside the dialog's sequence
+            # numbering: it comes with oseq 0 whatever we sent. A fresh token may well work, so
+            # this is retried as soon as silence would be.
             self._note_acked(dialog, frame, now)
             frames.append(self._ack(dialog, frame))
-            self._finish_failed(dialog, self._reject_reason(frame), now, events, retry_soon=False)
+            self._finish_failed(dialog, self._reject_reason(frame), now, events, retry_soon=True)
         elif sub == IaxSubclass.ACK:
             self._note_acked(dialog, frame, now)
         elif sub == IaxSubclass.INVAL:
