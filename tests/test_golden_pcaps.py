@@ -184,7 +184,7 @@ def test_full_frames_agree_with_reference_decode(decode: Path) -> None:
         elif frame.ftype == FrameType.CONTROL:
             assert rest.split("(")[0] == ControlSubclass(frame.subclass).name, head
         elif frame.ftype == FrameType.VOICE:
-            assert rest.split()[0] == Format(frame.subclass).name.lower(), head
+            assert rest.split()[0] == str(Format(frame.subclass).name).lower(), head
             assert f"({len(frame.payload)} bytes payload)" in rest
         elif frame.ftype == FrameType.TEXT:
             assert rest == f"text={frame.payload!r}", head

@@ -341,7 +341,7 @@ impl PyFullFrame {
         ftype, subclass, *, scall = IntArg(0), dcall = IntArg(0), ts = IntArg(0),
         oseq = IntArg(0), iseq = IntArg(0), retrans = BoolArg(false), ies = None,
         payload = BytesArg(Vec::new())
-    ))]
+    ), text_signature = "(ftype, subclass, *, scall=0, dcall=0, ts=0, oseq=0, iseq=0, retrans=False, ies=None, payload=b'')")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         ftype: IntArg,
