@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from node._core import FullFrame
 from node.errors import LocalProtocolError
 from node.iax2.constants import IE, FrameType, IaxSubclass
+from node.iax2.stateless import APATHETIC_CALLNO
 from node.secrets import Secret
 
 __all__ = [
-    "APATHETIC_CALLNO",
     "AUTH_MD5",
     "FAKE_ACK_ADDR",
     "Deregistered",
@@ -56,9 +56,6 @@ logger = logging.getLogger(__name__)
 AUTH_PLAINTEXT = 0x1
 AUTH_MD5 = 0x2
 AUTH_RSA = 0x4
-
-#: The source call number Asterisk uses for replies that create no call (CALLTOKEN, REGREJ).
-APATHETIC_CALLNO = 1
 
 #: The APPARENT_ADDR host of an acknowledgement that does not register anything (the
 #: AllStarLink registrar answers some refused registrations this way).
