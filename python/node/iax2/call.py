@@ -728,12 +728,11 @@ class Call:
 
     def answer(self, now: float) -> Output:
         """Answer a ringing inbound call (`answer = "manual"`)."""
-        if not self.is_inbound or self.state is not _S.ACCEPTED:
+        if not self.is_inbound or self.state is not _S.ACCEPTED or not self._confirmed:
             raise LocalProtocolError(
                 f"call {self.callno}: only a ringing inbound call can be answered "
                 f"(this one is {self.direction.value}, {self.state.value})"
             )
-        self._confirmed = True
         self._send_answer(now)
         return self._output()
 

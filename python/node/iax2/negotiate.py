@@ -66,15 +66,17 @@ _PREF_CHAR: dict[int, str] = {
     bit: chr(ord("A") + index) for index, bit in enumerate(_ASTERISK_PREF_ORDER, start=1)
 }
 
-_NAMES = {Format.ULAW: "ulaw", Format.ALAW: "alaw", Format.SLIN: "slin", Format.SLIN16: "slin16"}
+_NAMES: dict[int, str] = {
+    Format.ULAW: "ulaw",
+    Format.ALAW: "alaw",
+    Format.SLIN: "slin",
+    Format.SLIN16: "slin16",
+}
 
 
 def format_name(fmt: int) -> str:
     """A short name for logs and events ("ulaw", "slin16", or the hex bits)."""
-    try:
-        return _NAMES[Format(fmt)]
-    except ValueError:
-        return f"0x{fmt:x}"
+    return _NAMES.get(fmt, f"0x{fmt:x}")
 
 
 @dataclass(frozen=True, slots=True)
