@@ -1,1 +1,1493 @@
-//! (being written)
+//! IAX2 datagrams: classification, parsing and building.
+//!
+//! One UDP port carries four kinds of datagram. [`parse`] tells them apart in Asterisk's order
+//! (`socket_process_helper`): a first u16 of zero means a meta frame (then bit 15 of the second
+//! u16 means a video mini frame, otherwise it must be a trunk frame), else the F bit means a
+//! full frame, else it is a mini voice frame. Everything kept from the wire is kept raw (the
+//! compressed subclass byte, IE bytes in order, trunk call numbers), so for every datagram that
+//! parses, [`Frame::to_bytes`] gives back exactly the same bytes.
+
+use std::fmt;
+
+use crate::ie::{self, Ie, IeKind};
+
+/// Bytes before the body of a full frame.
+pub const FULL_HEADER_LEN: usize = 12;
+/// Bytes before the payload of a mini voice frame.
+pub const MINI_HEADER_LEN: usize = 4;
+/// Bytes before the payload of a video mini frame.
+pub const VIDEO_HEADER_LEN: usize = 6;
+/// Bytes before the first entry of a trunk frame.
+pub const TRUNK_HEADER_LEN: usize = 8;
+/// Call numbers are 15 bits; bit 15 is a flag (F, R or the video bit).
+pub const CALLNO_MASK: u16 = 0x7FFF;
+/// Largest 15-bit value (call numbers, video timestamps).
+const MAX15: u16 = 0x7FFF;
+
+const FLAG_HIGH: u16 = 0x8000;
+const META_TRUNK: u8 = 1;
+const TRUNK_TIMESTAMPS: u8 = 0x01;
+const SC_LOG: u8 = 0x80;
+const SC_MAX_SHIFT: u8 = 0x3F;
+const SC_MINUS_ONE: u8 = 0xFF;
+const VIDEO_MARKER: u8 = 0x40;
+
+/// Frame types (byte 10 of a full frame): Asterisk's `enum ast_frame_type`, sent as is.
+pub mod frame_type {
+    /// DTMF digit complete (Asterisk's DTMF_END).
+    pub const DTMF: u8 = 1;
+    pub const DTMF_END: u8 = 1;
+    pub const VOICE: u8 = 2;
+    pub const VIDEO: u8 = 3;
+    pub const CONTROL: u8 = 4;
+    pub const NULL: u8 = 5;
+    pub const IAX: u8 = 6;
+    pub const TEXT: u8 = 7;
+    pub const IMAGE: u8 = 8;
+    pub const HTML: u8 = 9;
+    pub const CNG: u8 = 10;
+    pub const MODEM: u8 = 11;
+    pub const DTMF_BEGIN: u8 = 12;
+}
+
+/// Subclasses of IAX (type 6) frames: Asterisk's `enum iax_frame_subclass`.
+pub mod iax_subclass {
+    pub const NEW: i64 = 1;
+    pub const PING: i64 = 2;
+    pub const PONG: i64 = 3;
+    pub const ACK: i64 = 4;
+    pub const HANGUP: i64 = 5;
+    pub const REJECT: i64 = 6;
+    pub const ACCEPT: i64 = 7;
+    pub const AUTHREQ: i64 = 8;
+    pub const AUTHREP: i64 = 9;
+    pub const INVAL: i64 = 10;
+    pub const LAGRQ: i64 = 11;
+    pub const LAGRP: i64 = 12;
+    pub const REGREQ: i64 = 13;
+    pub const REGAUTH: i64 = 14;
+    pub const REGACK: i64 = 15;
+    pub const REGREJ: i64 = 16;
+    pub const REGREL: i64 = 17;
+    pub const VNAK: i64 = 18;
+    pub const DPREQ: i64 = 19;
+    pub const DPREP: i64 = 20;
+    pub const DIAL: i64 = 21;
+    pub const TXREQ: i64 = 22;
+    pub const TXCNT: i64 = 23;
+    pub const TXACC: i64 = 24;
+    pub const TXREADY: i64 = 25;
+    pub const TXREL: i64 = 26;
+    pub const TXREJ: i64 = 27;
+    pub const QUELCH: i64 = 28;
+    pub const UNQUELCH: i64 = 29;
+    pub const POKE: i64 = 30;
+    pub const PAGE: i64 = 31;
+    pub const MWI: i64 = 32;
+    pub const UNSUPPORT: i64 = 33;
+    pub const TRANSFER: i64 = 34;
+    pub const PROVISION: i64 = 35;
+    pub const FWDOWNL: i64 = 36;
+    pub const FWDATA: i64 = 37;
+    pub const TXMEDIA: i64 = 38;
+    pub const RTKEY: i64 = 39;
+    pub const CALLTOKEN: i64 = 40;
+
+    pub(crate) const NAMES: [&str; 40] = [
+        "NEW",
+        "PING",
+        "PONG",
+        "ACK",
+        "HANGUP",
+        "REJECT",
+        "ACCEPT",
+        "AUTHREQ",
+        "AUTHREP",
+        "INVAL",
+        "LAGRQ",
+        "LAGRP",
+        "REGREQ",
+        "REGAUTH",
+        "REGACK",
+        "REGREJ",
+        "REGREL",
+        "VNAK",
+        "DPREQ",
+        "DPREP",
+        "DIAL",
+        "TXREQ",
+        "TXCNT",
+        "TXACC",
+        "TXREADY",
+        "TXREL",
+        "TXREJ",
+        "QUELCH",
+        "UNQUELCH",
+        "POKE",
+        "PAGE",
+        "MWI",
+        "UNSUPPORT",
+        "TRANSFER",
+        "PROVISION",
+        "FWDOWNL",
+        "FWDATA",
+        "TXMEDIA",
+        "RTKEY",
+        "CALLTOKEN",
+    ];
+}
+
+/// Subclasses of CONTROL (type 4) frames: Asterisk's `enum ast_control_frame_type`.
+pub mod control_subclass {
+    pub const HANGUP: i64 = 1;
+    pub const RING: i64 = 2;
+    pub const RINGING: i64 = 3;
+    pub const ANSWER: i64 = 4;
+    pub const BUSY: i64 = 5;
+    pub const TAKEOFFHOOK: i64 = 6;
+    pub const OFFHOOK: i64 = 7;
+    pub const CONGESTION: i64 = 8;
+    pub const FLASH: i64 = 9;
+    pub const WINK: i64 = 10;
+    pub const OPTION: i64 = 11;
+    /// Push-to-talk on (AllStarLink / app_rpt).
+    pub const RADIO_KEY: i64 = 12;
+    /// Push-to-talk off.
+    pub const RADIO_UNKEY: i64 = 13;
+    pub const PROGRESS: i64 = 14;
+    pub const PROCEEDING: i64 = 15;
+    pub const HOLD: i64 = 16;
+    pub const UNHOLD: i64 = 17;
+    pub const VIDUPDATE: i64 = 18;
+    pub const SRCUPDATE: i64 = 20;
+    pub const TRANSFER: i64 = 21;
+    pub const CONNECTED_LINE: i64 = 22;
+    pub const REDIRECTING: i64 = 23;
+    /// "Stop sounds", sent as csub 0xFF (AllStarLink sends it right after ANSWER).
+    pub const STOP_SOUNDS: i64 = -1;
+}
+
+/// The name of frame type `t`, if it is one of Asterisk's wire types.
+pub fn frame_type_name(t: u8) -> Option<&'static str> {
+    const NAMES: [&str; 12] = [
+        "DTMF",
+        "VOICE",
+        "VIDEO",
+        "CONTROL",
+        "NULL",
+        "IAX",
+        "TEXT",
+        "IMAGE",
+        "HTML",
+        "CNG",
+        "MODEM",
+        "DTMF_BEGIN",
+    ];
+    NAMES.get(usize::from(t).checked_sub(1)?).copied()
+}
+
+/// The name of IAX subclass `s`, if known.
+pub fn iax_subclass_name(s: i64) -> Option<&'static str> {
+    let index = usize::try_from(s.checked_sub(1)?).ok()?;
+    iax_subclass::NAMES.get(index).copied()
+}
+
+/// The name of control subclass `s`, if known.
+pub fn control_subclass_name(s: i64) -> Option<&'static str> {
+    use control_subclass as c;
+    Some(match s {
+        c::HANGUP => "HANGUP",
+        c::RING => "RING",
+        c::RINGING => "RINGING",
+        c::ANSWER => "ANSWER",
+        c::BUSY => "BUSY",
+        c::TAKEOFFHOOK => "TAKEOFFHOOK",
+        c::OFFHOOK => "OFFHOOK",
+        c::CONGESTION => "CONGESTION",
+        c::FLASH => "FLASH",
+        c::WINK => "WINK",
+        c::OPTION => "OPTION",
+        c::RADIO_KEY => "RADIO_KEY",
+        c::RADIO_UNKEY => "RADIO_UNKEY",
+        c::PROGRESS => "PROGRESS",
+        c::PROCEEDING => "PROCEEDING",
+        c::HOLD => "HOLD",
+        c::UNHOLD => "UNHOLD",
+        c::VIDUPDATE => "VIDUPDATE",
+        c::SRCUPDATE => "SRCUPDATE",
+        c::TRANSFER => "TRANSFER",
+        c::CONNECTED_LINE => "CONNECTED_LINE",
+        c::REDIRECTING => "REDIRECTING",
+        c::STOP_SOUNDS => "STOP_SOUNDS",
+        _ => return None,
+    })
+}
+
+/// Why bytes are not an IAX2 frame, or why a value cannot be encoded as one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The datagram ends inside `what`, which starts at `offset` and needs `needed` bytes.
+    Truncated {
+        what: &'static str,
+        offset: usize,
+        needed: usize,
+        available: usize,
+    },
+    /// The IE at `offset` declares `len` body bytes but only `available` follow.
+    IeOverrun {
+        id: u8,
+        offset: usize,
+        len: usize,
+        available: usize,
+    },
+    /// A meta frame (first u16 zero) whose command is not trunk (1).
+    BadMetaCommand { metacmd: u8 },
+    /// A trunk frame with flag bits other than bit 0 ("trunk timestamps") set.
+    BadTrunkFlags { cmddata: u8 },
+    /// A subclass that is not 0..=127, -1 or a single power of two.
+    BadSubclass { value: i64 },
+    /// An IE body over 255 bytes.
+    IeTooLong { id: u8, len: usize },
+    /// A typed IE value of the wrong kind for its id.
+    IeKindMismatch {
+        id: u8,
+        expected: IeKind,
+        got: IeKind,
+    },
+    /// Format bits that are not one format of the CODEC_PREFS table.
+    UnknownFormat { bits: u64 },
+    /// A field value outside what the wire can carry.
+    OutOfRange {
+        what: &'static str,
+        value: i64,
+        min: i64,
+        max: i64,
+    },
+    /// A variable-length part longer than its length field allows.
+    TooLong {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// Parts that cannot go together (IEs on a non-IAX frame, a payload on an IAX frame, ...).
+    Inconsistent { what: &'static str },
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Truncated { what, offset, needed, available } => write!(
+                f,
+                "truncated {what} at offset {offset}: needs {needed} bytes, {available} left"
+            ),
+            FrameError::IeOverrun { id, offset, len, available } => write!(
+                f,
+                "IE {id} at offset {offset} declares {len} bytes but only {available} follow"
+            ),
+            FrameError::BadMetaCommand { metacmd } => {
+                write!(f, "unknown meta command {metacmd} at offset 2 (only 1 = trunk exists)")
+            }
+            FrameError::BadTrunkFlags { cmddata } => {
+                write!(f, "unknown trunk flags {cmddata:#04x} at offset 3")
+            }
+            FrameError::BadSubclass { value } => write!(
+                f,
+                "subclass {value} cannot be encoded: it must be 0..=127, -1 or a single power of two"
+            ),
+            FrameError::IeTooLong { id, len } => {
+                write!(f, "IE {id} body is {len} bytes; at most {} fit", ie::MAX_IE_LEN)
+            }
+            FrameError::IeKindMismatch { id, expected, got } => {
+                write!(f, "IE {id} takes a {expected:?} value, not {got:?}")
+            }
+            FrameError::UnknownFormat { bits } => {
+                write!(f, "format bits {bits:#x} are not one format IAX2 can name")
+            }
+            FrameError::OutOfRange { what, value, min, max } => {
+                write!(f, "{what} {value} is out of range {min}..={max}")
+            }
+            FrameError::TooLong { what, len, max } => {
+                write!(f, "{what} is {len} bytes; at most {max} fit")
+            }
+            FrameError::Inconsistent { what } => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Encodes a subclass the way Asterisk does (`compress_subclass`): values below 0x80 as is,
+/// a single power of two as `0x80 | log2`, and -1 as 0xFF. `i64::MIN` is read as bit 63.
+pub fn compress_subclass(value: i64) -> Result<u8, FrameError> {
+    if value == -1 {
+        return Ok(SC_MINUS_ONE);
+    }
+    if let Ok(small) = u8::try_from(value) {
+        if small < SC_LOG {
+            return Ok(small);
+        }
+    }
+    // Reinterpreting the bits makes i64::MIN (the image of 1 << 63) a power of two too;
+    // every other negative value has several bits set and is refused.
+    let bits = value as u64;
+    if bits.is_power_of_two() {
+        // trailing_zeros() of a u64 power of two is at most 63, so it fits the 6-bit field.
+        Ok(SC_LOG | bits.trailing_zeros() as u8)
+    } else {
+        Err(FrameError::BadSubclass { value })
+    }
+}
+
+/// Decodes a subclass byte (`uncompress_subclass`): bit 7 clear means the value itself,
+/// 0xFF means -1, otherwise `1 << (csub & 0x3F)` (bit 63 reads as `i64::MIN`).
+pub fn uncompress_subclass(csub: u8) -> i64 {
+    if csub & SC_LOG == 0 {
+        i64::from(csub)
+    } else if csub == SC_MINUS_ONE {
+        -1
+    } else {
+        1i64 << (csub & SC_MAX_SHIFT)
+    }
+}
+
+fn be16(buf: &[u8], at: usize) -> Option<u16> {
+    let end = at.checked_add(2)?;
+    Some(u16::from_be_bytes(buf.get(at..end)?.try_into().ok()?))
+}
+
+fn be32(buf: &[u8], at: usize) -> Option<u32> {
+    let end = at.checked_add(4)?;
+    Some(u32::from_be_bytes(buf.get(at..end)?.try_into().ok()?))
+}
+
+fn truncated(what: &'static str, buf: &[u8], offset: usize, needed: usize) -> FrameError {
+    FrameError::Truncated {
+        what,
+        offset,
+        needed,
+        available: buf.len().saturating_sub(offset),
+    }
+}
+
+fn check_range(what: &'static str, value: u16, max: u16) -> Result<(), FrameError> {
+    if value <= max {
+        Ok(())
+    } else {
+        Err(FrameError::OutOfRange {
+            what,
+            value: value.into(),
+            min: 0,
+            max: max.into(),
+        })
+    }
+}
+
+/// A full frame: reliable, sequenced, with a 12-byte header.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FullFrame {
+    /// Source call number (15 bits).
+    pub scall: u16,
+    /// Destination call number (15 bits); 0 means "not yet known".
+    pub dcall: u16,
+    /// The R bit: this is a retransmission.
+    pub retrans: bool,
+    /// Milliseconds since the sender's call start.
+    pub ts: u32,
+    pub oseq: u8,
+    pub iseq: u8,
+    pub ftype: u8,
+    /// The subclass byte exactly as on the wire; see [`FullFrame::subclass`].
+    pub csub: u8,
+    /// IEs of an IAX (type 6) frame, in wire order; empty for every other type.
+    pub ies: Vec<Ie>,
+    /// The body of every non-IAX frame; empty for IAX frames.
+    pub payload: Vec<u8>,
+}
+
+impl FullFrame {
+    /// A frame with a zero header and no body; the subclass is encoded Asterisk-style. For
+    /// VIDEO frames a subclass whose encoding would set the end-of-frame bit (0x40..=0x7F, -1)
+    /// is refused, since it could not be read back.
+    pub fn new(ftype: u8, subclass: i64) -> Result<Self, FrameError> {
+        let csub = compress_subclass(subclass)?;
+        if ftype == frame_type::VIDEO && csub & VIDEO_MARKER != 0 {
+            return Err(FrameError::BadSubclass { value: subclass });
+        }
+        Ok(FullFrame {
+            scall: 0,
+            dcall: 0,
+            retrans: false,
+            ts: 0,
+            oseq: 0,
+            iseq: 0,
+            ftype,
+            csub,
+            ies: Vec::new(),
+            payload: Vec::new(),
+        })
+    }
+
+    /// The decoded subclass; for VIDEO frames the end-of-frame bit is left out first.
+    pub fn subclass(&self) -> i64 {
+        if self.ftype == frame_type::VIDEO {
+            uncompress_subclass(self.csub & !VIDEO_MARKER)
+        } else {
+            uncompress_subclass(self.csub)
+        }
+    }
+
+    /// The end-of-frame marker of a VIDEO frame (always false for other types).
+    pub fn video_marker(&self) -> bool {
+        self.ftype == frame_type::VIDEO && self.csub & VIDEO_MARKER != 0
+    }
+
+    /// Whether this is an IAX (type 6) frame, whose body is IEs.
+    pub fn is_iax(&self) -> bool {
+        self.ftype == frame_type::IAX
+    }
+
+    /// The first IE with this id.
+    pub fn ie(&self, id: u8) -> Option<&Ie> {
+        self.ies.iter().find(|ie| ie.id == id)
+    }
+
+    /// Bytes [`FullFrame::write_to`] appends.
+    pub fn encoded_len(&self) -> usize {
+        let ies: usize = self
+            .ies
+            .iter()
+            .map(|ie| 2 + ie.data.len().min(ie::MAX_IE_LEN))
+            .sum();
+        FULL_HEADER_LEN + ies + self.payload.len()
+    }
+
+    /// Appends the frame: header, then IEs, then payload. Call numbers are masked to 15 bits.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        out.extend_from_slice(&(FLAG_HIGH | (self.scall & CALLNO_MASK)).to_be_bytes());
+        let r = if self.retrans { FLAG_HIGH } else { 0 };
+        out.extend_from_slice(&(r | (self.dcall & CALLNO_MASK)).to_be_bytes());
+        out.extend_from_slice(&self.ts.to_be_bytes());
+        out.extend_from_slice(&[self.oseq, self.iseq, self.ftype, self.csub]);
+        ie::write_ies(&self.ies, out);
+        out.extend_from_slice(&self.payload);
+    }
+
+    fn parse(buf: &[u8]) -> Result<Self, FrameError> {
+        let header: &[u8; FULL_HEADER_LEN] = buf
+            .get(..FULL_HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| truncated("full frame header", buf, 0, FULL_HEADER_LEN))?;
+        let [s0, s1, d0, d1, t0, t1, t2, t3, oseq, iseq, ftype, csub] = *header;
+        let dcall_word = u16::from_be_bytes([d0, d1]);
+        let body = buf.get(FULL_HEADER_LEN..).unwrap_or_default();
+        let (ies, payload) = if ftype == frame_type::IAX {
+            (ie::parse_ies(body, FULL_HEADER_LEN)?, Vec::new())
+        } else {
+            (Vec::new(), body.to_vec())
+        };
+        Ok(FullFrame {
+            scall: u16::from_be_bytes([s0, s1]) & CALLNO_MASK,
+            dcall: dcall_word & CALLNO_MASK,
+            retrans: dcall_word & FLAG_HIGH != 0,
+            ts: u32::from_be_bytes([t0, t1, t2, t3]),
+            oseq,
+            iseq,
+            ftype,
+            csub,
+            ies,
+            payload,
+        })
+    }
+}
+
+/// A mini voice frame: `0 | scall(15) | ts16 | payload`, codec from the last full voice frame.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MiniFrame {
+    /// Source call number, 1..=0x7FFF (0 would read as a meta frame).
+    pub scall: u16,
+    /// Low 16 bits of the sender's timestamp.
+    pub ts16: u16,
+    pub payload: Vec<u8>,
+}
+
+impl MiniFrame {
+    pub fn new(scall: u16, ts16: u16, payload: Vec<u8>) -> Result<Self, FrameError> {
+        if scall == 0 || scall > CALLNO_MASK {
+            return Err(FrameError::OutOfRange {
+                what: "mini frame source call number",
+                value: scall.into(),
+                min: 1,
+                max: CALLNO_MASK.into(),
+            });
+        }
+        Ok(MiniFrame {
+            scall,
+            ts16,
+            payload,
+        })
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        MINI_HEADER_LEN + self.payload.len()
+    }
+
+    /// Appends the frame; the call number is masked to 15 bits.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        out.extend_from_slice(&(self.scall & CALLNO_MASK).to_be_bytes());
+        out.extend_from_slice(&self.ts16.to_be_bytes());
+        out.extend_from_slice(&self.payload);
+    }
+
+    fn parse(buf: &[u8], scall: u16) -> Result<Self, FrameError> {
+        let ts16 = be16(buf, 2).ok_or_else(|| truncated("mini frame header", buf, 0, 4))?;
+        Ok(MiniFrame {
+            scall,
+            ts16,
+            payload: buf.get(MINI_HEADER_LEN..).unwrap_or_default().to_vec(),
+        })
+    }
+}
+
+/// A video mini frame (`0x0000 | 0x8000|scall | M|ts15 | payload`). Recognised so that a
+/// voice-only node can drop it without misreading it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VideoFrame {
+    pub scall: u16,
+    /// End-of-frame marker.
+    pub marker: bool,
+    /// Low 15 bits of the sender's timestamp.
+    pub ts15: u16,
+    pub payload: Vec<u8>,
+}
+
+impl VideoFrame {
+    pub fn new(scall: u16, marker: bool, ts15: u16, payload: Vec<u8>) -> Result<Self, FrameError> {
+        check_range("video frame source call number", scall, MAX15)?;
+        check_range("video frame timestamp", ts15, MAX15)?;
+        Ok(VideoFrame {
+            scall,
+            marker,
+            ts15,
+            payload,
+        })
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        VIDEO_HEADER_LEN + self.payload.len()
+    }
+
+    /// Appends the frame; call number and timestamp are masked to 15 bits.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&(FLAG_HIGH | (self.scall & CALLNO_MASK)).to_be_bytes());
+        let m = if self.marker { FLAG_HIGH } else { 0 };
+        out.extend_from_slice(&(m | (self.ts15 & MAX15)).to_be_bytes());
+        out.extend_from_slice(&self.payload);
+    }
+
+    fn parse(buf: &[u8], word1: u16) -> Result<Self, FrameError> {
+        let word2 = be16(buf, 4).ok_or_else(|| truncated("video frame header", buf, 0, 6))?;
+        Ok(VideoFrame {
+            scall: word1 & CALLNO_MASK,
+            marker: word2 & FLAG_HIGH != 0,
+            ts15: word2 & MAX15,
+            payload: buf.get(VIDEO_HEADER_LEN..).unwrap_or_default().to_vec(),
+        })
+    }
+}
+
+/// One call's data inside a trunk frame.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TrunkEntry {
+    /// The call number as sent (16 bits, not masked, so that rebuilding is exact).
+    pub callno: u16,
+    /// The entry's own timestamp (trunk frames with timestamps only).
+    pub ts16: Option<u16>,
+    pub payload: Vec<u8>,
+}
+
+/// A meta trunk frame: several calls' voice in one datagram.
+///
+/// With `timestamps` (flag bit 0) each entry is `u16 len | u16 callno | u16 ts16 | data`,
+/// without it `u16 callno | u16 len | data`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TrunkFrame {
+    /// The trunk frame's own 32-bit timestamp.
+    pub ts: u32,
+    pub timestamps: bool,
+    pub entries: Vec<TrunkEntry>,
+}
+
+impl TrunkFrame {
+    /// Checks that every entry has a timestamp exactly when `timestamps` is set and that no
+    /// payload exceeds the 16-bit length field.
+    pub fn new(ts: u32, timestamps: bool, entries: Vec<TrunkEntry>) -> Result<Self, FrameError> {
+        for e in &entries {
+            if e.ts16.is_some() != timestamps {
+                return Err(FrameError::Inconsistent {
+                    what: if timestamps {
+                        "a trunk frame with timestamps needs a ts16 in every entry"
+                    } else {
+                        "a trunk frame without timestamps takes no per-entry ts16"
+                    },
+                });
+            }
+            if e.payload.len() > usize::from(u16::MAX) {
+                return Err(FrameError::TooLong {
+                    what: "trunk entry payload",
+                    len: e.payload.len(),
+                    max: u16::MAX.into(),
+                });
+            }
+        }
+        Ok(TrunkFrame {
+            ts,
+            timestamps,
+            entries,
+        })
+    }
+
+    /// Per-call mini frames, in entry order. Entries whose 15-bit call number is 0 are
+    /// skipped (no call can have that number). Without per-entry timestamps each mini frame
+    /// gets the low 16 bits of the trunk timestamp: the sender's trunk clock, which is what
+    /// Asterisk uses for such entries too.
+    pub fn minis(&self) -> impl Iterator<Item = MiniFrame> + '_ {
+        // Masked to 16 bits first, so the cast is lossless.
+        let trunk_ts16 = (self.ts & 0xFFFF) as u16;
+        self.entries.iter().filter_map(move |e| {
+            let scall = e.callno & CALLNO_MASK;
+            (scall != 0).then(|| MiniFrame {
+                scall,
+                ts16: if self.timestamps {
+                    e.ts16.unwrap_or(trunk_ts16)
+                } else {
+                    trunk_ts16
+                },
+                payload: e.payload.clone(),
+            })
+        })
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        let per_entry = if self.timestamps { 6 } else { 4 };
+        TRUNK_HEADER_LEN
+            + self
+                .entries
+                .iter()
+                .map(|e| per_entry + e.payload.len().min(usize::from(u16::MAX)))
+                .sum::<usize>()
+    }
+
+    /// Appends the frame. A payload over 65 535 bytes (possible only by building the struct
+    /// literally, since [`TrunkFrame::new`] refuses it) is cut so the frame stays parseable;
+    /// a missing ts16 in a frame with timestamps is written as the trunk timestamp's low bits.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        let flags = if self.timestamps { TRUNK_TIMESTAMPS } else { 0 };
+        out.extend_from_slice(&[0, 0, META_TRUNK, flags]);
+        out.extend_from_slice(&self.ts.to_be_bytes());
+        let trunk_ts16 = (self.ts & 0xFFFF) as u16;
+        for e in &self.entries {
+            let data = e.payload.get(..usize::from(u16::MAX)).unwrap_or(&e.payload);
+            // `data` is at most u16::MAX bytes long.
+            let len = data.len() as u16;
+            if self.timestamps {
+                out.extend_from_slice(&len.to_be_bytes());
+                out.extend_from_slice(&e.callno.to_be_bytes());
+                out.extend_from_slice(&e.ts16.unwrap_or(trunk_ts16).to_be_bytes());
+            } else {
+                out.extend_from_slice(&e.callno.to_be_bytes());
+                out.extend_from_slice(&len.to_be_bytes());
+            }
+            out.extend_from_slice(data);
+        }
+    }
+
+    fn parse(buf: &[u8]) -> Result<Self, FrameError> {
+        let metacmd = *buf
+            .get(2)
+            .ok_or_else(|| truncated("meta frame header", buf, 0, 4))?;
+        if metacmd != META_TRUNK {
+            return Err(FrameError::BadMetaCommand { metacmd });
+        }
+        let ts = be32(buf, 4)
+            .ok_or_else(|| truncated("trunk frame header", buf, 0, TRUNK_HEADER_LEN))?;
+        let cmddata = buf.get(3).copied().unwrap_or_default();
+        if cmddata & !TRUNK_TIMESTAMPS != 0 {
+            return Err(FrameError::BadTrunkFlags { cmddata });
+        }
+        let timestamps = cmddata & TRUNK_TIMESTAMPS != 0;
+        let head = if timestamps { 6 } else { 4 };
+        let mut entries = Vec::new();
+        let mut pos = TRUNK_HEADER_LEN;
+        while pos < buf.len() {
+            let entry = |at: usize| be16(buf, pos + at);
+            let (len, callno, ts16) = if timestamps {
+                match (entry(0), entry(2), entry(4)) {
+                    (Some(len), Some(callno), Some(ts16)) => (len, callno, Some(ts16)),
+                    _ => return Err(truncated("trunk entry header", buf, pos, head)),
+                }
+            } else {
+                match (entry(0), entry(2)) {
+                    (Some(callno), Some(len)) => (len, callno, None),
+                    _ => return Err(truncated("trunk entry header", buf, pos, head)),
+                }
+            };
+            let start = pos + head;
+            let end = start + usize::from(len);
+            let payload = buf
+                .get(start..end)
+                .ok_or_else(|| truncated("trunk entry payload", buf, start, len.into()))?;
+            entries.push(TrunkEntry {
+                callno,
+                ts16,
+                payload: payload.to_vec(),
+            });
+            pos = end;
+        }
+        Ok(TrunkFrame {
+            ts,
+            timestamps,
+            entries,
+        })
+    }
+}
+
+/// Any IAX2 datagram.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Frame {
+    Full(FullFrame),
+    Mini(MiniFrame),
+    Trunk(TrunkFrame),
+    Video(VideoFrame),
+}
+
+impl Frame {
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Frame::Full(f) => f.encoded_len(),
+            Frame::Mini(f) => f.encoded_len(),
+            Frame::Trunk(f) => f.encoded_len(),
+            Frame::Video(f) => f.encoded_len(),
+        }
+    }
+
+    /// Appends the datagram to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Frame::Full(f) => f.write_to(out),
+            Frame::Mini(f) => f.write_to(out),
+            Frame::Trunk(f) => f.write_to(out),
+            Frame::Video(f) => f.write_to(out),
+        }
+    }
+
+    /// The datagram as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.write_to(&mut out);
+        out
+    }
+}
+
+impl From<FullFrame> for Frame {
+    fn from(f: FullFrame) -> Self {
+        Frame::Full(f)
+    }
+}
+
+impl From<MiniFrame> for Frame {
+    fn from(f: MiniFrame) -> Self {
+        Frame::Mini(f)
+    }
+}
+
+impl From<TrunkFrame> for Frame {
+    fn from(f: TrunkFrame) -> Self {
+        Frame::Trunk(f)
+    }
+}
+
+impl From<VideoFrame> for Frame {
+    fn from(f: VideoFrame) -> Self {
+        Frame::Video(f)
+    }
+}
+
+/// Parses one datagram, classifying it in Asterisk's order.
+pub fn parse(buf: &[u8]) -> Result<Frame, FrameError> {
+    let word0 = be16(buf, 0).ok_or_else(|| truncated("frame header", buf, 0, 2))?;
+    if word0 == 0 {
+        let word1 = be16(buf, 2).ok_or_else(|| truncated("meta frame header", buf, 0, 4))?;
+        if word1 & FLAG_HIGH != 0 {
+            VideoFrame::parse(buf, word1).map(Frame::Video)
+        } else {
+            TrunkFrame::parse(buf).map(Frame::Trunk)
+        }
+    } else if word0 & FLAG_HIGH != 0 {
+        FullFrame::parse(buf).map(Frame::Full)
+    } else {
+        MiniFrame::parse(buf, word0).map(Frame::Mini)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ie::{format, IeValue};
+    use proptest::prelude::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let digits: Vec<u8> = s.bytes().filter(u8::is_ascii_hexdigit).collect();
+        digits
+            .chunks(2)
+            .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
+            .collect()
+    }
+
+    fn full(buf: &[u8]) -> FullFrame {
+        match parse(buf).unwrap() {
+            Frame::Full(f) => f,
+            other => panic!("not a full frame: {other:?}"),
+        }
+    }
+
+    fn golden_new() -> Vec<u8> {
+        hex(
+            "80 02 00 00 00 00 00 03 00 00 06 01 0b 02 00 02 01 04 31 30 30 30
+             09 04 00 00 00 04 08 04 00 00 00 0c 36 00",
+        )
+    }
+
+    fn golden_reject() -> Vec<u8> {
+        let mut v = hex("80 06 00 03 00 00 00 08 00 01 06 06 16 19");
+        v.extend_from_slice(b"Unable to negotiate codec");
+        v.extend_from_slice(&hex("2a 01 3a"));
+        v
+    }
+
+    fn golden_trunk() -> Vec<u8> {
+        hex("00 00 01 01 00 00 03 e8  00 03 00 02 00 14 aa bb cc  00 00 00 07 00 28")
+    }
+
+    #[test]
+    fn golden_new_builds_and_parses() {
+        let mut f = FullFrame::new(frame_type::IAX, iax_subclass::NEW).unwrap();
+        f.scall = 2;
+        f.ts = 3;
+        f.ies = vec![
+            Ie::from_value(ie::VERSION, &IeValue::U16(2)).unwrap(),
+            Ie::from_value(ie::CALLED_NUMBER, &IeValue::Str("1000".into())).unwrap(),
+            Ie::from_value(ie::FORMAT, &IeValue::U32(format::ULAW as u32)).unwrap(),
+            Ie::from_value(
+                ie::CAPABILITY,
+                &IeValue::U32((format::ULAW | format::ALAW) as u32),
+            )
+            .unwrap(),
+            Ie::from_value(ie::CALLTOKEN, &IeValue::Str(String::new())).unwrap(),
+        ];
+        assert_eq!(Frame::Full(f.clone()).to_bytes(), golden_new());
+        let p = full(&golden_new());
+        assert_eq!(p, f);
+        assert_eq!(p.subclass(), iax_subclass::NEW);
+        assert_eq!(
+            p.ie(ie::CALLED_NUMBER).unwrap().value(),
+            Some(IeValue::Str("1000".into()))
+        );
+        assert_eq!(p.ie(ie::CALLTOKEN).unwrap().data, b"");
+        assert!(p.payload.is_empty());
+    }
+
+    #[test]
+    fn golden_ack() {
+        let bytes = hex("80 02 00 05 00 00 00 0c 02 02 06 04");
+        let mut f = FullFrame::new(frame_type::IAX, iax_subclass::ACK).unwrap();
+        (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (2, 5, 12, 2, 2);
+        assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
+        assert_eq!(full(&bytes), f);
+        assert!(f.ies.is_empty());
+    }
+
+    #[test]
+    fn golden_voice_and_mini() {
+        let mut bytes = hex("80 05 00 02 00 00 00 28 04 02 02 04");
+        bytes.extend_from_slice(&[0xFF; 160]);
+        let mut f = FullFrame::new(frame_type::VOICE, format::ULAW as i64).unwrap();
+        (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (5, 2, 40, 4, 2);
+        f.payload = vec![0xFF; 160];
+        assert_eq!(f.csub, 0x04, "Asterisk sends ulaw raw, not 0x82");
+        assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
+        assert_eq!(full(&bytes), f);
+
+        let mut mini_bytes = hex("00 05 00 3c");
+        mini_bytes.extend_from_slice(&[0x7F; 160]);
+        let m = MiniFrame::new(5, 60, vec![0x7F; 160]).unwrap();
+        assert_eq!(Frame::from(m.clone()).to_bytes(), mini_bytes);
+        assert_eq!(parse(&mini_bytes).unwrap(), Frame::Mini(m));
+    }
+
+    #[test]
+    fn golden_key() {
+        let bytes = hex("80 02 00 05 00 00 00 64 02 05 04 0c");
+        let mut f = FullFrame::new(frame_type::CONTROL, control_subclass::RADIO_KEY).unwrap();
+        (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (2, 5, 100, 2, 5);
+        assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
+        assert_eq!(full(&bytes), f);
+    }
+
+    #[test]
+    fn golden_reject_frame() {
+        let mut f = FullFrame::new(frame_type::IAX, iax_subclass::REJECT).unwrap();
+        (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (6, 3, 8, 0, 1);
+        f.ies = vec![
+            Ie::from_value(ie::CAUSE, &IeValue::Str("Unable to negotiate codec".into())).unwrap(),
+            Ie::from_value(ie::CAUSECODE, &IeValue::U8(58)).unwrap(),
+        ];
+        assert_eq!(Frame::from(f.clone()).to_bytes(), golden_reject());
+        assert_eq!(full(&golden_reject()), f);
+    }
+
+    #[test]
+    fn golden_ies_inside_a_frame() {
+        let mut f = FullFrame::new(frame_type::IAX, iax_subclass::REGACK).unwrap();
+        f.ies = vec![
+            Ie::from_value(
+                ie::FORMAT2,
+                &IeValue::Versioned {
+                    version: 0,
+                    value: format::SLIN16,
+                },
+            )
+            .unwrap(),
+            Ie::from_value(
+                ie::APPARENT_ADDR,
+                &IeValue::Addr("127.0.0.1:4570".parse().unwrap()),
+            )
+            .unwrap(),
+        ];
+        let bytes = Frame::from(f.clone()).to_bytes();
+        assert_eq!(
+            &bytes[12..],
+            hex("38 09 00 00 00 00 00 00 00 80 00
+                 12 10 02 00 11 da 7f 00 00 01 00 00 00 00 00 00 00 00")
+        );
+        assert_eq!(full(&bytes), f);
+    }
+
+    #[test]
+    fn subclass_compression_like_asterisk() {
+        assert_eq!(compress_subclass(format::ULAW as i64), Ok(0x04));
+        assert_eq!(compress_subclass(format::ALAW as i64), Ok(0x08));
+        assert_eq!(compress_subclass(format::GSM as i64), Ok(0x02));
+        assert_eq!(compress_subclass(format::SLIN as i64), Ok(0x40));
+        assert_eq!(compress_subclass(format::G722 as i64), Ok(0x8C));
+        assert_eq!(compress_subclass(format::SLIN16 as i64), Ok(0x8F));
+        assert_eq!(compress_subclass(format::G729 as i64), Ok(0x88));
+        assert_eq!(compress_subclass(format::OPUS as i64), Ok(0xA2));
+        assert_eq!(compress_subclass(0x80), Ok(0x87));
+        assert_eq!(compress_subclass(0), Ok(0));
+        assert_eq!(compress_subclass(0x7F), Ok(0x7F));
+        assert_eq!(compress_subclass(-1), Ok(0xFF));
+        assert_eq!(compress_subclass(i64::MIN), Ok(0xBF));
+        for bad in [0x81, 0xC0, -2, i64::MAX, 0x8004] {
+            assert_eq!(
+                compress_subclass(bad),
+                Err(FrameError::BadSubclass { value: bad })
+            );
+        }
+        assert_eq!(uncompress_subclass(0x82), 4, "RFC-style ulaw");
+        assert_eq!(uncompress_subclass(0x04), 4);
+        assert_eq!(uncompress_subclass(0x8F), 0x8000);
+        assert_eq!(uncompress_subclass(0xFF), -1);
+        assert_eq!(
+            uncompress_subclass(0xC2),
+            4,
+            "bit 6 is ignored like Asterisk's 0x3F mask"
+        );
+        assert_eq!(uncompress_subclass(0xBF), i64::MIN);
+        for csub in 0..=255u8 {
+            let v = uncompress_subclass(csub);
+            let again = compress_subclass(v).unwrap();
+            assert_eq!(uncompress_subclass(again), v, "csub {csub:#x}");
+        }
+    }
+
+    #[test]
+    fn stop_sounds_and_video_marker() {
+        let f = FullFrame::new(frame_type::CONTROL, control_subclass::STOP_SOUNDS).unwrap();
+        assert_eq!(f.csub, 0xFF);
+        assert_eq!(f.subclass(), -1);
+        assert!(!f.video_marker());
+
+        let mut v = FullFrame::new(frame_type::VIDEO, format::H263 as i64).unwrap();
+        assert_eq!(v.csub, 0x93);
+        assert!(!v.video_marker());
+        v.csub |= 0x40;
+        assert!(v.video_marker());
+        assert_eq!(v.subclass(), format::H263 as i64);
+        assert_eq!(full(&Frame::from(v.clone()).to_bytes()), v);
+        for bad in [0x40, 0x7F, -1] {
+            assert_eq!(
+                FullFrame::new(frame_type::VIDEO, bad),
+                Err(FrameError::BadSubclass { value: bad })
+            );
+        }
+        // 0x44 on a voice frame is just a subclass; on video it is ulaw with the marker.
+        let mut g = FullFrame::new(frame_type::VOICE, 0x44).unwrap();
+        assert_eq!(g.subclass(), 0x44);
+        g.ftype = frame_type::VIDEO;
+        assert_eq!(g.subclass(), 4);
+        assert!(g.video_marker());
+    }
+
+    #[test]
+    fn flags_and_masks() {
+        let bytes = hex("ff ff ff ff 00 00 00 01 07 08 02 04");
+        let f = full(&bytes);
+        assert_eq!((f.scall, f.dcall, f.retrans), (0x7FFF, 0x7FFF, true));
+        assert_eq!(Frame::from(f).to_bytes(), bytes);
+        let f = full(&hex("80 00 00 00 00 00 00 00 00 00 02 04"));
+        assert_eq!((f.scall, f.dcall, f.retrans), (0, 0, false));
+        // Builders mask 15-bit fields rather than corrupting the flag bits.
+        let mut g = FullFrame::new(frame_type::TEXT, 0).unwrap();
+        g.scall = 0xFFFF;
+        g.dcall = 0x8001;
+        let b = Frame::from(g).to_bytes();
+        assert_eq!(&b[..4], &hex("ff ff 00 01"));
+        let m = parse(&hex("7f ff 12 34")).unwrap();
+        assert_eq!(
+            m,
+            Frame::Mini(MiniFrame {
+                scall: 0x7FFF,
+                ts16: 0x1234,
+                payload: vec![]
+            })
+        );
+    }
+
+    #[test]
+    fn video_mini_frames() {
+        let bytes = hex("00 00 80 07 80 10 de ad");
+        let v = VideoFrame::new(7, true, 0x10, vec![0xde, 0xad]).unwrap();
+        assert_eq!(parse(&bytes).unwrap(), Frame::Video(v.clone()));
+        assert_eq!(Frame::from(v).to_bytes(), bytes);
+        let bytes = hex("00 00 ff ff 7f ff");
+        let v = VideoFrame {
+            scall: 0x7FFF,
+            marker: false,
+            ts15: 0x7FFF,
+            payload: vec![],
+        };
+        assert_eq!(parse(&bytes).unwrap(), Frame::Video(v));
+        assert!(VideoFrame::new(0x8000, false, 0, vec![]).is_err());
+        assert!(VideoFrame::new(1, false, 0x8000, vec![]).is_err());
+    }
+
+    #[test]
+    fn trunk_with_timestamps() {
+        let t = match parse(&golden_trunk()).unwrap() {
+            Frame::Trunk(t) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(t.ts, 1000);
+        assert!(t.timestamps);
+        assert_eq!(
+            t.entries,
+            [
+                TrunkEntry {
+                    callno: 2,
+                    ts16: Some(20),
+                    payload: vec![0xaa, 0xbb, 0xcc]
+                },
+                TrunkEntry {
+                    callno: 7,
+                    ts16: Some(40),
+                    payload: vec![]
+                },
+            ]
+        );
+        let minis: Vec<MiniFrame> = t.minis().collect();
+        assert_eq!(
+            minis,
+            [
+                MiniFrame {
+                    scall: 2,
+                    ts16: 20,
+                    payload: vec![0xaa, 0xbb, 0xcc]
+                },
+                MiniFrame {
+                    scall: 7,
+                    ts16: 40,
+                    payload: vec![]
+                },
+            ]
+        );
+        assert_eq!(Frame::from(t).to_bytes(), golden_trunk());
+    }
+
+    #[test]
+    fn trunk_without_timestamps() {
+        let bytes = hex("00 00 01 00 00 01 23 45  00 09 00 02 11 22  80 00 00 01 33  00 00 00 00");
+        let t = match parse(&bytes).unwrap() {
+            Frame::Trunk(t) => t,
+            other => panic!("{other:?}"),
+        };
+        assert!(!t.timestamps);
+        assert_eq!(t.entries.len(), 3);
+        assert_eq!(
+            t.entries[1],
+            TrunkEntry {
+                callno: 0x8000,
+                ts16: None,
+                payload: vec![0x33]
+            }
+        );
+        // Call number 0 (0x8000 masked) is skipped; the rest take the trunk ts's low bits.
+        let minis: Vec<MiniFrame> = t.minis().collect();
+        assert_eq!(
+            minis,
+            [MiniFrame {
+                scall: 9,
+                ts16: 0x2345,
+                payload: vec![0x11, 0x22]
+            }]
+        );
+        assert_eq!(Frame::from(t).to_bytes(), bytes);
+    }
+
+    #[test]
+    fn trunk_new_checks_consistency() {
+        let with = TrunkEntry {
+            callno: 2,
+            ts16: Some(1),
+            payload: vec![],
+        };
+        let without = TrunkEntry {
+            callno: 2,
+            ts16: None,
+            payload: vec![],
+        };
+        assert!(TrunkFrame::new(0, true, vec![with.clone()]).is_ok());
+        assert!(TrunkFrame::new(0, false, vec![without.clone()]).is_ok());
+        assert!(matches!(
+            TrunkFrame::new(0, true, vec![without]),
+            Err(FrameError::Inconsistent { .. })
+        ));
+        assert!(matches!(
+            TrunkFrame::new(0, false, vec![with]),
+            Err(FrameError::Inconsistent { .. })
+        ));
+        let big = TrunkEntry {
+            callno: 2,
+            ts16: None,
+            payload: vec![0; 65536],
+        };
+        assert_eq!(
+            TrunkFrame::new(0, false, vec![big]),
+            Err(FrameError::TooLong {
+                what: "trunk entry payload",
+                len: 65536,
+                max: 65535
+            })
+        );
+        assert!(TrunkFrame::new(0, true, vec![]).is_ok());
+    }
+
+    #[test]
+    fn mini_new_refuses_call_zero() {
+        assert!(MiniFrame::new(0, 0, vec![]).is_err());
+        assert!(MiniFrame::new(0x8000, 0, vec![]).is_err());
+        assert!(MiniFrame::new(1, 0, vec![]).is_ok());
+    }
+
+    #[test]
+    fn every_truncation_of_fixed_headers_fails() {
+        let cases: [(Vec<u8>, usize); 4] = [
+            (hex("80 02 00 05 00 00 00 0c 02 02 06 04"), 12),
+            (hex("00 05 00 3c"), 4),
+            (hex("00 00 80 07 80 10"), 6),
+            (hex("00 00 01 01 00 00 03 e8"), 8),
+        ];
+        for (bytes, header) in cases {
+            for cut in 0..header {
+                let err = parse(&bytes[..cut]).unwrap_err();
+                assert!(
+                    matches!(err, FrameError::Truncated { .. }),
+                    "{bytes:02x?} cut {cut}: {err}"
+                );
+            }
+            assert!(parse(&bytes).is_ok());
+        }
+        assert_eq!(
+            parse(&[]),
+            Err(FrameError::Truncated {
+                what: "frame header",
+                offset: 0,
+                needed: 2,
+                available: 0
+            })
+        );
+    }
+
+    #[test]
+    fn every_truncation_inside_ies_fails_except_on_boundaries() {
+        for bytes in [golden_new(), golden_reject()] {
+            let mut boundaries = vec![FULL_HEADER_LEN];
+            let mut pos = FULL_HEADER_LEN;
+            while pos < bytes.len() {
+                pos += 2 + usize::from(bytes[pos + 1]);
+                boundaries.push(pos);
+            }
+            for cut in FULL_HEADER_LEN..=bytes.len() {
+                let r = parse(&bytes[..cut]);
+                if boundaries.contains(&cut) {
+                    let f = full(&bytes[..cut]);
+                    assert_eq!(Frame::from(f).to_bytes(), &bytes[..cut]);
+                } else {
+                    let err = r.unwrap_err();
+                    assert!(
+                        matches!(
+                            err,
+                            FrameError::Truncated { .. } | FrameError::IeOverrun { .. }
+                        ),
+                        "cut {cut}: {err}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ie_overrun_fails_the_frame() {
+        let mut bytes = golden_reject();
+        // CAUSE one byte too long swallows CAUSECODE's id; its length byte then reads as
+        // the header of IE 1 with 0x3a bytes that are not there.
+        bytes[13] = 0x1A;
+        assert_eq!(
+            parse(&bytes),
+            Err(FrameError::IeOverrun {
+                id: 1,
+                offset: 40,
+                len: 0x3a,
+                available: 0
+            })
+        );
+        bytes[13] = 0x40;
+        assert_eq!(
+            parse(&bytes),
+            Err(FrameError::IeOverrun {
+                id: 0x16,
+                offset: 12,
+                len: 0x40,
+                available: 28
+            })
+        );
+        let msg = parse(&bytes).unwrap_err().to_string();
+        assert!(msg.contains("offset 12"), "{msg}");
+    }
+
+    #[test]
+    fn non_iax_bodies_are_not_split_into_ies() {
+        let mut bytes = hex("80 02 00 05 00 00 00 0c 02 02 07 00");
+        bytes.extend_from_slice(b"\x01\xff!NEWKEY!\x00");
+        let f = full(&bytes);
+        assert!(f.ies.is_empty());
+        assert_eq!(f.payload, b"\x01\xff!NEWKEY!\x00");
+    }
+
+    #[test]
+    fn every_truncation_of_trunk_entries_fails() {
+        let bytes = golden_trunk();
+        let boundaries = [8usize, 17, 23];
+        for cut in 8..=bytes.len() {
+            let r = parse(&bytes[..cut]);
+            if boundaries.contains(&cut) {
+                assert!(r.is_ok(), "cut {cut}");
+            } else {
+                assert!(
+                    matches!(r, Err(FrameError::Truncated { .. })),
+                    "cut {cut}: {r:?}"
+                );
+            }
+        }
+        let nots = hex("00 00 01 00 00 00 00 00  00 09 00 02 11 22");
+        for cut in 9..nots.len() {
+            assert!(parse(&nots[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn bad_meta_commands_and_flags() {
+        for cmd in [0u8, 2, 3, 0x7F] {
+            assert_eq!(
+                parse(&[0, 0, cmd, 0, 0, 0, 0, 0]),
+                Err(FrameError::BadMetaCommand { metacmd: cmd })
+            );
+        }
+        assert_eq!(
+            parse(&[0, 0, 2, 0]),
+            Err(FrameError::BadMetaCommand { metacmd: 2 })
+        );
+        assert_eq!(
+            parse(&[0, 0, 1, 2, 0, 0, 0, 0]),
+            Err(FrameError::BadTrunkFlags { cmddata: 2 })
+        );
+        assert!(parse(&[0, 0, 1, 0, 0, 0, 0, 0]).is_ok());
+    }
+
+    #[test]
+    fn display_names_offset_and_what() {
+        let e = parse(&[0x80, 1, 0]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "truncated full frame header at offset 0: needs 12 bytes, 3 left"
+        );
+        assert!(FrameError::BadMetaCommand { metacmd: 9 }
+            .to_string()
+            .contains("offset 2"));
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(frame_type_name(frame_type::IAX), Some("IAX"));
+        assert_eq!(frame_type_name(frame_type::DTMF_BEGIN), Some("DTMF_BEGIN"));
+        assert_eq!(frame_type_name(0), None);
+        assert_eq!(frame_type_name(13), None);
+        assert_eq!(
+            iax_subclass_name(iax_subclass::CALLTOKEN),
+            Some("CALLTOKEN")
+        );
+        assert_eq!(iax_subclass_name(iax_subclass::NEW), Some("NEW"));
+        assert_eq!(iax_subclass_name(0), None);
+        assert_eq!(iax_subclass_name(41), None);
+        assert_eq!(iax_subclass_name(-1), None);
+        assert_eq!(control_subclass_name(-1), Some("STOP_SOUNDS"));
+        assert_eq!(control_subclass_name(12), Some("RADIO_KEY"));
+        assert_eq!(control_subclass_name(19), None);
+    }
+
+    fn arb_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..=max)
+    }
+
+    fn arb_full() -> impl Strategy<Value = FullFrame> {
+        let header = (
+            0..=CALLNO_MASK,
+            0..=CALLNO_MASK,
+            any::<bool>(),
+            any::<u32>(),
+            any::<u8>(),
+            any::<u8>(),
+            any::<u8>(),
+            any::<u8>(),
+        );
+        let ies = proptest::collection::vec(
+            prop_oneof![
+                crate::ie::tests::arb_typed_ie()
+                    .prop_map(|(id, v)| Ie::from_value(id, &v).unwrap()),
+                (any::<u8>(), arb_bytes(255)).prop_map(|(id, data)| Ie { id, data }),
+            ],
+            0..6,
+        );
+        (header, ies, arb_bytes(300)).prop_map(
+            |((scall, dcall, retrans, ts, oseq, iseq, ftype, csub), ies, payload)| {
+                let iax = ftype == frame_type::IAX;
+                FullFrame {
+                    scall,
+                    dcall,
+                    retrans,
+                    ts,
+                    oseq,
+                    iseq,
+                    ftype,
+                    csub,
+                    ies: if iax { ies } else { Vec::new() },
+                    payload: if iax { Vec::new() } else { payload },
+                }
+            },
+        )
+    }
+
+    fn arb_frame() -> impl Strategy<Value = Frame> {
+        prop_oneof![
+            arb_full().prop_map(Frame::Full),
+            // Weighted so IAX frames (type 6, with IEs) are common.
+            arb_full().prop_map(|mut f| {
+                f.ftype = frame_type::IAX;
+                f.payload.clear();
+                Frame::Full(f)
+            }),
+            (1..=CALLNO_MASK, any::<u16>(), arb_bytes(300))
+                .prop_map(|(s, t, p)| Frame::Mini(MiniFrame::new(s, t, p).unwrap())),
+            (0..=MAX15, any::<bool>(), 0..=MAX15, arb_bytes(300))
+                .prop_map(|(s, m, t, p)| { Frame::Video(VideoFrame::new(s, m, t, p).unwrap()) }),
+            (any::<u32>(), any::<bool>()).prop_flat_map(|(ts, timestamps)| {
+                proptest::collection::vec(
+                    (any::<u16>(), any::<u16>(), arb_bytes(200)).prop_map(move |(c, t, p)| {
+                        TrunkEntry {
+                            callno: c,
+                            ts16: timestamps.then_some(t),
+                            payload: p,
+                        }
+                    }),
+                    0..5,
+                )
+                .prop_map(move |entries| {
+                    Frame::Trunk(TrunkFrame::new(ts, timestamps, entries).unwrap())
+                })
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn build_then_parse_is_identity(frame in arb_frame()) {
+            let bytes = frame.to_bytes();
+            prop_assert_eq!(bytes.len(), frame.encoded_len());
+            prop_assert_eq!(parse(&bytes).unwrap(), frame);
+        }
+
+        #[test]
+        fn parse_never_panics_and_accepted_bytes_rebuild_exactly(bytes in arb_bytes(400)) {
+            if let Ok(frame) = parse(&bytes) {
+                prop_assert_eq!(frame.to_bytes(), bytes);
+            }
+        }
+
+        #[test]
+        fn parse_never_panics_on_plausible_headers(
+            head in prop_oneof![
+                Just(vec![0u8, 0, 1, 0]),
+                Just(vec![0u8, 0, 1, 1]),
+                Just(vec![0x80u8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 1]),
+            ],
+            tail in arb_bytes(300),
+        ) {
+            let mut bytes = head;
+            bytes.extend_from_slice(&tail);
+            if let Ok(frame) = parse(&bytes) {
+                prop_assert_eq!(frame.to_bytes(), bytes);
+            }
+        }
+
+        #[test]
+        fn minis_follow_entries(frame in arb_frame()) {
+            if let Frame::Trunk(t) = frame {
+                let minis: Vec<MiniFrame> = t.minis().collect();
+                let live = t.entries.iter().filter(|e| e.callno & CALLNO_MASK != 0).count();
+                prop_assert_eq!(minis.len(), live);
+                for m in minis {
+                    prop_assert!(m.scall != 0);
+                    let again = parse(&Frame::Mini(m.clone()).to_bytes()).unwrap();
+                    prop_assert_eq!(again, Frame::Mini(m));
+                }
+            }
+        }
+    }
+}

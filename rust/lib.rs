@@ -8,7 +8,10 @@ pub mod codec;
 pub mod engine;
 pub mod frame;
 pub mod ie;
+pub mod jitter;
+pub mod media;
 pub mod mixer;
+pub mod resample;
 
 #[cfg(feature = "python")]
 mod binding;

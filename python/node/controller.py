@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from node.config import NodeConfig
+from node.errors import CommandError
 from node.events import EventBus, Snapshot
 from node.iax2.stateless import stateless_reply
-from node.iax2.transport import EngineTransport, FrameBatch
+from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
+from node.media.bridge import MediaBridge
 
 __all__ = ["Controller"]
 
@@ -30,15 +32,28 @@ class Controller:
         self.listening = True
         self.registered = False
         self._transport: EngineTransport | None = None
+        self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
         self.stopping = asyncio.Event()
 
     # --- wiring -------------------------------------------------------------------------------
 
-    def attach(self, transport: EngineTransport, request_stop: Callable[[], None]) -> None:
-        """Connect the engine transport and the daemon's stop trigger."""
+    def attach(
+        self,
+        transport: EngineTransport,
+        bridge: MediaBridge,
+        request_stop: Callable[[], None],
+    ) -> None:
+        """Connect the engine transport, the media bridge and the daemon's stop trigger."""
         self._transport = transport
+        self._bridge = bridge
         self._stop_requested = request_stop
+
+    @property
+    def bridge(self) -> MediaBridge:
+        if self._bridge is None:
+            raise CommandError("the media bridge is not running", 500)
+        return self._bridge
 
     # --- state --------------------------------------------------------------------------------
 
@@ -49,16 +64,22 @@ class Controller:
 
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
-        return {
+        snap: dict[str, Any] = {
             "node_id": self.node_id,
             "listening": self.listening,
             "registered": self.registered,
             "calls": [],
             "links": [],
         }
+        if self._bridge is not None:
+            snap["bridge"] = self._bridge.topology.to_json()
+            snap["audio"] = self._bridge.audio()
+        return snap
 
-    def counters(self) -> dict[str, int]:
-        return self._transport.counters() if self._transport is not None else {}
+    def counters(self) -> dict[str, Any]:
+        if self._transport is None:
+            return {}
+        return {**self._transport.counters(), "tick": self._transport.engine.tick_stats()}
 
     def _changed(self) -> None:
         self.bus.publish(Snapshot(self.snapshot()))
@@ -75,7 +96,30 @@ class Controller:
             if not reply.handled:
                 log.debug("no handler for %r from %s:%d", frame, addr[0], addr[1])
 
+    def on_engine_events(self, events: EngineEvents) -> None:
+        """Media events from the engine; calls act on them once call handling is attached."""
+        for event in events:
+            if event[0] == "command_failed":
+                log.warning("media command failed: %s", event[1])
+
     # --- commands -----------------------------------------------------------------------------
+
+    def set_bridge(
+        self,
+        mode: str | None = None,
+        mix_minus: bool | None = None,
+        include_local_radio: bool | None = None,
+    ) -> dict[str, Any]:
+        """Re-wire the conference live; omitted settings keep their value."""
+        self.bridge.set_topology(mode, mix_minus, include_local_radio)
+        self._changed()
+        return self.snapshot()
+
+    def set_devices(self, input: str | None = None, output: str | None = None) -> dict[str, Any]:
+        """Switch the local radio's audio devices without a restart."""
+        self.bridge.set_devices(input, output)
+        self._changed()
+        return self.snapshot()
 
     def request_shutdown(self) -> None:
         """Stop the daemon cleanly, as SIGINT and SIGTERM do."""
@@ -83,6 +127,8 @@ class Controller:
             self._stop_requested()
 
     def close(self) -> None:
-        """Final step of shutdown: tell every subscriber, then end their streams."""
+        """Final step of shutdown: stop audio, tell every subscriber, then end their streams."""
         self.stopping.set()
+        if self._bridge is not None:
+            self._bridge.close()
         self.bus.close()

@@ -21,9 +21,10 @@ import uvicorn
 from node.config import Address, NodeConfig, load_config, write_template
 from node.control.app import create_app
 from node.controller import Controller
-from node.errors import ConfigError, EngineError
+from node.errors import CommandError, ConfigError, EngineError
 from node.events import EventBus
 from node.iax2.transport import EngineTransport
+from node.media.bridge import MediaBridge, Topology
 from node.secrets import RedactingFilter, SecretStore
 
 __all__ = ["EXIT_CONFIG", "EXIT_OK", "EXIT_RUNTIME", "run"]
@@ -90,8 +91,15 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
     bus = EventBus()
     controller = Controller(config, bus)
 
+    topology = Topology(config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio)
     try:
-        transport = EngineTransport(str(config.listener.bind), controller.on_frames)
+        transport = EngineTransport(
+            str(config.listener.bind),
+            controller.on_frames,
+            controller.on_engine_events,
+            rate=config.station_rate,
+            mix_minus=topology.effective_mix_minus,
+        )
     except EngineError as exc:
         log.error("cannot open the IAX2 socket (listener.bind = %s): %s", config.listener.bind, exc)
         return EXIT_RUNTIME
@@ -102,8 +110,16 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         log.error("cannot open the control channel (control.bind = %s): %s", config.control.bind, exc)
         return EXIT_RUNTIME
 
+    bridge = MediaBridge(transport.engine, topology, config.audio.backend, config.audio.input, config.audio.output)
+    try:
+        bridge.start_audio()
+    except CommandError as exc:
+        transport.close()
+        ctl_sock.close()
+        log.error("cannot start audio ([audio] backend = %s): %s", config.audio.backend, exc)
+        return EXIT_RUNTIME
     transport.start(loop)
-    controller.attach(transport, stop.set)
+    controller.attach(transport, bridge, stop.set)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 

@@ -7,7 +7,16 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::errors::EngineError as PyEngineError;
 use super::frame::full_frame_to_py;
-use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::codec::Codec;
+use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
+use crate::jitter::{ControlKind, JitterStats};
+use crate::media::{LegMode, LegSpec, MediaEvent};
+
+/// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
+const CONTROL_HANGUP: i64 = 1;
+const CONTROL_RADIO_KEY: i64 = 12;
+const CONTROL_RADIO_UNKEY: i64 = 13;
+const FRAME_CNG: i64 = 10;
 
 impl From<EngineError> for PyErr {
     fn from(e: EngineError) -> PyErr {
@@ -17,6 +26,72 @@ impl From<EngineError> for PyErr {
 
 fn addr_to_py<'py>(py: Python<'py>, addr: SocketAddr) -> PyResult<Bound<'py, PyTuple>> {
     (addr.ip().to_string(), addr.port()).into_pyobject(py)
+}
+
+fn codec_from_format(format: u64) -> PyResult<Codec> {
+    Codec::from_format_bit(format)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+fn mode_from_str(mode: &str) -> PyResult<LegMode> {
+    match mode {
+        "transceive" => Ok(LegMode::Transceive),
+        "receive_only" => Ok(LegMode::ReceiveOnly),
+        "transmit_only" => Ok(LegMode::TransmitOnly),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "leg mode {mode:?} (accepted: transceive, receive_only, transmit_only)"
+        ))),
+    }
+}
+
+/// `kind` as Python names it: ("control", subclass), ("dtmf", digit), ("text", 0), ("cng", 0).
+fn control_kind(kind: &str, value: i64) -> PyResult<ControlKind> {
+    let bad = || pyo3::exceptions::PyValueError::new_err(format!("control kind {kind:?}/{value}"));
+    Ok(match (kind, value) {
+        ("control", CONTROL_RADIO_KEY) => ControlKind::Key,
+        ("control", CONTROL_RADIO_UNKEY) => ControlKind::Unkey,
+        ("control", CONTROL_HANGUP) => ControlKind::Hangup,
+        ("control", v) => ControlKind::Other {
+            frametype: 4,
+            subclass: u32::try_from(v).map_err(|_| bad())?,
+        },
+        ("dtmf", v) => ControlKind::Dtmf(u8::try_from(v).map_err(|_| bad())?),
+        ("text", _) => ControlKind::Text,
+        ("cng", _) => ControlKind::Cng,
+        _ => return Err(bad()),
+    })
+}
+
+fn control_kind_to_py(kind: ControlKind) -> (&'static str, i64) {
+    match kind {
+        ControlKind::Key => ("control", CONTROL_RADIO_KEY),
+        ControlKind::Unkey => ("control", CONTROL_RADIO_UNKEY),
+        ControlKind::Hangup => ("control", CONTROL_HANGUP),
+        ControlKind::Cng => ("cng", FRAME_CNG),
+        ControlKind::Dtmf(d) => ("dtmf", i64::from(d)),
+        ControlKind::Text => ("text", 0),
+        ControlKind::Other { subclass, .. } => ("control", i64::from(subclass)),
+        _ => ("other", 0),
+    }
+}
+
+fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("frames_in", s.frames_in)?;
+    d.set_item("frames_out", s.frames_out)?;
+    d.set_item("lost", s.lost)?;
+    d.set_item("late", s.late)?;
+    d.set_item("dropped", s.dropped)?;
+    d.set_item("duplicate", s.duplicate)?;
+    d.set_item("reordered", s.reordered)?;
+    d.set_item("interpolated", s.interpolated)?;
+    d.set_item("resyncs", s.resyncs)?;
+    d.set_item("delay_ms", s.delay_ms)?;
+    d.set_item("target_ms", s.target_ms)?;
+    d.set_item("jitter_ms", s.jitter_ms)?;
+    d.set_item("queued", s.queued)?;
+    d.set_item("talking", s.talking)?;
+    Ok(d)
 }
 
 fn addr_from_py(host: &str, port: u16) -> PyResult<SocketAddr> {
@@ -37,14 +112,22 @@ pub struct PyEngine {
 impl PyEngine {
     /// Bind `bind` ("host:port", port 0 for any) and start the engine thread.
     #[new]
-    #[pyo3(signature = (bind, queue_limit = 4096))]
-    fn new(py: Python<'_>, bind: &str, queue_limit: usize) -> PyResult<Self> {
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096))]
+    fn new(
+        py: Python<'_>,
+        bind: &str,
+        rate: u32,
+        mix_minus: bool,
+        queue_limit: usize,
+    ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
             .ok()
             .and_then(|mut it| it.next())
             .ok_or_else(|| PyEngineError::new_err(format!("not a socket address: {bind:?}")))?;
         let mut cfg = EngineConfig::new(addr);
+        cfg.rate = rate;
+        cfg.mix_minus = mix_minus;
         cfg.queue_limit = queue_limit;
         let inner = py.detach(|| Engine::start(cfg))?;
         Ok(PyEngine { inner })
@@ -69,6 +152,173 @@ impl PyEngine {
             let addr = addr_to_py(py, item.from)?;
             let frame = full_frame_to_py(py, item.frame)?;
             out.append((addr, frame))?;
+        }
+        Ok(out)
+    }
+
+    /// Engine events since the last call, oldest first, as tuples naming their kind:
+    /// ("full_voice", callno, format, ts, payload), ("spurt_ended", callno, ts),
+    /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
+    /// ("command_failed", message).
+    fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for ev in self.inner.drain_events() {
+            match ev {
+                EngineEvent::Media(MediaEvent::FullVoice {
+                    callno,
+                    format,
+                    ts,
+                    payload,
+                }) => out.append((
+                    "full_voice",
+                    callno,
+                    format,
+                    ts,
+                    pyo3::types::PyBytes::new(py, &payload),
+                ))?,
+                EngineEvent::Media(MediaEvent::SpurtEnded { callno, ts }) => {
+                    out.append(("spurt_ended", callno, ts))?
+                }
+                EngineEvent::Media(MediaEvent::Control {
+                    callno,
+                    kind,
+                    ts,
+                    payload,
+                }) => out.append((
+                    "control",
+                    callno,
+                    control_kind_to_py(kind),
+                    ts,
+                    pyo3::types::PyBytes::new(py, &payload),
+                ))?,
+                EngineEvent::Media(MediaEvent::MiniBeforeFull { callno }) => {
+                    out.append(("mini_before_full", callno))?
+                }
+                EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Start the media leg of a call: mini frames from (peer, peer_callno) go to its jitter
+    /// buffer, and the conference is sent to it encoded with `format`.
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0))]
+    fn add_leg(
+        &self,
+        callno: u16,
+        peer_callno: u16,
+        peer: (String, u16),
+        format: u64,
+        mode: &str,
+        call_ts_ms: u32,
+    ) -> PyResult<()> {
+        let spec = LegSpec {
+            callno,
+            peer_callno,
+            peer: addr_from_py(&peer.0, peer.1)?,
+            codec: codec_from_format(format)?,
+            mode: mode_from_str(mode)?,
+            call_ts_ms,
+        };
+        Ok(self.inner.command(Command::AddLeg(spec))?)
+    }
+
+    fn remove_leg(&self, callno: u16) -> PyResult<()> {
+        Ok(self.inner.command(Command::RemoveLeg(callno))?)
+    }
+
+    fn set_leg_mode(&self, callno: u16, mode: &str) -> PyResult<()> {
+        Ok(self
+            .inner
+            .command(Command::SetLegMode(callno, mode_from_str(mode)?))?)
+    }
+
+    fn set_leg_codec(&self, callno: u16, format: u64) -> PyResult<()> {
+        Ok(self
+            .inner
+            .command(Command::SetLegCodec(callno, codec_from_format(format)?))?)
+    }
+
+    /// The payload of a full voice frame received (and acknowledged) on a call.
+    fn push_voice(&self, callno: u16, format: u64, ts: u32, payload: Vec<u8>) -> PyResult<()> {
+        Ok(self.inner.command(Command::PushVoice {
+            callno,
+            codec: codec_from_format(format)?,
+            ts,
+            payload,
+        })?)
+    }
+
+    /// A control event to keep in order with the call's audio: kind is "control" (value =
+    /// CONTROL subclass, e.g. 12 RADIO_KEY, 13 RADIO_UNKEY), "dtmf" (value = digit), "text"
+    /// (payload = the text) or "cng".
+    #[pyo3(signature = (callno, kind, value, ts, payload = Vec::new()))]
+    fn push_control(
+        &self,
+        callno: u16,
+        kind: &str,
+        value: i64,
+        ts: u32,
+        payload: Vec<u8>,
+    ) -> PyResult<()> {
+        Ok(self.inner.command(Command::PushControl {
+            callno,
+            kind: control_kind(kind, value)?,
+            ts,
+            payload,
+        })?)
+    }
+
+    fn set_mix_minus(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetMixMinus(on))?)
+    }
+
+    fn set_local_radio(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLocalRadio(on))?)
+    }
+
+    /// One 20 ms block with the local radio: microphone in, speaker out (native-endian int16
+    /// at the station rate; the speaker block is silence when the conference is quiet).
+    fn local_exchange<'py>(&self, py: Python<'py>, mic: &[u8]) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let n = self.inner.frame_len();
+        let pcm: Vec<i16> = mic
+            .chunks_exact(2)
+            .map(|c| i16::from_ne_bytes(c.try_into().unwrap_or([0, 0])))
+            .collect();
+        let mut speaker = vec![0i16; n];
+        self.inner.local_exchange(&pcm, &mut speaker);
+        let bytes: Vec<u8> = speaker.iter().flat_map(|s| s.to_ne_bytes()).collect();
+        Ok(pyo3::types::PyBytes::new(py, &bytes))
+    }
+
+    /// Samples per 20 ms frame at the station rate.
+    #[getter]
+    fn frame_len(&self) -> usize {
+        self.inner.frame_len()
+    }
+
+    #[getter]
+    fn rate(&self) -> u32 {
+        self.inner.rate()
+    }
+
+    /// Media clock timing: ticks, restarts after stalls, lateness p50/p99/max in µs.
+    fn tick_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = self.inner.tick_stats();
+        let d = PyDict::new(py);
+        d.set_item("ticks", t.ticks)?;
+        d.set_item("skipped", t.skipped)?;
+        d.set_item("p50_us", t.p50_us)?;
+        d.set_item("p99_us", t.p99_us)?;
+        d.set_item("max_us", t.max_us)?;
+        Ok(d)
+    }
+
+    /// [(callno, stats dict)] for every leg, as of the last tick.
+    fn jitter_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for (callno, s) in self.inner.jitter_stats() {
+            out.append((callno, jitter_to_py(py, &s)?))?;
         }
         Ok(out)
     }

@@ -49,6 +49,16 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     return body
 
 
+def optional(body: dict[str, Any], key: str, kind: type) -> Any:
+    """`body[key]` if present, checked to be of `kind` (bool is not an int, nor an int a bool)."""
+    if key not in body or body[key] is None:
+        return None
+    value = body[key]
+    if type(value) is not kind:
+        raise CommandError(f"field {key!r} must be a {kind.__name__}", 400)
+    return value
+
+
 def create_app(controller: Controller) -> Starlette:
     """The control application bound to one controller."""
 
@@ -57,6 +67,17 @@ def create_app(controller: Controller) -> Starlette:
 
     async def stats(request: Request) -> JSONResponse:
         return JSONResponse(controller.counters())
+
+    async def bridge(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        mode = optional(body, "mode", str)
+        mix_minus = optional(body, "mix_minus", bool)
+        local = optional(body, "include_local_radio", bool)
+        return JSONResponse(controller.set_bridge(mode, mix_minus, local))
+
+    async def devices(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        return JSONResponse(controller.set_devices(optional(body, "input", str), optional(body, "output", str)))
 
     async def shutdown(request: Request) -> JSONResponse:
         await read_json_body(request)
@@ -91,6 +112,8 @@ def create_app(controller: Controller) -> Starlette:
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
         Route("/shutdown", shutdown, methods=["POST"]),
+        Route("/bridge", bridge, methods=["POST"]),
+        Route("/devices", devices, methods=["POST"]),
     ]
     return Starlette(
         routes=routes,

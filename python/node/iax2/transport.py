@@ -14,42 +14,64 @@ from collections.abc import Callable
 from node._core import Engine, FullFrame
 from node.errors import EngineError
 
-__all__ = ["Address", "EngineTransport", "FrameBatch"]
+__all__ = ["Address", "EngineEvents", "EngineTransport", "FrameBatch"]
 
 log = logging.getLogger(__name__)
 
 Address = tuple[str, int]
 FrameBatch = list[tuple[Address, FullFrame]]
+#: Engine events as drained: tuples whose first item names the kind (see `node._core.Engine`).
+EngineEvents = list[tuple]
 
 
 class EngineTransport:
     """Owns one running engine and feeds its drained batches to `on_frames`."""
 
-    def __init__(self, bind: str, on_frames: Callable[[FrameBatch], None]) -> None:
+    def __init__(
+        self,
+        bind: str,
+        on_frames: Callable[[FrameBatch], None],
+        on_events: Callable[[EngineEvents], None] | None = None,
+        rate: int = 8000,
+        mix_minus: bool = True,
+    ) -> None:
         try:
-            self._engine = Engine(bind)
+            self._engine = Engine(bind, rate=rate, mix_minus=mix_minus)
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.
             raise EngineError(str(exc)) from exc
         self._on_frames = on_frames
+        self._on_events = on_events
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def local_addr(self) -> Address:
         return self._engine.local_addr
 
+    @property
+    def engine(self) -> Engine:
+        """The engine itself, for `media/bridge.py` (the other thin wrapper)."""
+        return self._engine
+
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         loop.add_reader(self._engine.wakeup_fd(), self._readable)
 
     def _readable(self) -> None:
+        # Frames first, then events: both queues share the one wakeup byte.
         batch = self._engine.drain()
+        events = self._engine.drain_events()
         if batch:
             try:
                 self._on_frames(batch)
             except Exception:
                 # One bad batch must not unregister the reader and leave the node deaf.
                 log.exception("error while handling %d received frames", len(batch))
+        if events and self._on_events is not None:
+            try:
+                self._on_events(events)
+            except Exception:
+                log.exception("error while handling %d engine events", len(events))
 
     def send(self, frame: FullFrame, addr: Address) -> None:
         self.send_bytes(frame.to_bytes(), addr)

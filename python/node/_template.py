@@ -1,0 +1,180 @@
+"""The commented configuration template `node serve` writes when the config file is missing.
+
+It must load with `load_config` to exactly `NodeConfig()` (tests/test_config.py checks this) and
+must never hold a secret. Conventions, relied on by the tests: prose comments start with `# `,
+settings that are switched off start with `#` directly followed by the setting (`#mode = ...`,
+`#[bridge]`), so removing that one `#` switches them on with the value shown.
+"""
+
+TEMPLATE = """\
+# iax-node configuration (TOML).
+#
+# Written because the config file did not exist; the node runs with these safe defaults.
+# Required sections: [listener] and [control]. Everything else is optional. Unknown sections
+# and keys are errors, never silently ignored.
+#
+# Lines such as `#mode = "bridge"` are settings switched off: remove the `#` to use them. The
+# value shown is the default, unless the comment says it is an example.
+# Keys marked EXTENSION are not in the product spec; they exist because operators need them.
+
+# Offered codecs, best first:
+#   ulaw_only     = mu-law, A-law
+#   allow_slin    = mu-law, A-law, slin (slin only if the peer asks for it)
+#   prefer_slin   = slin, mu-law, A-law
+#   prefer_slin16 = slin16, slin, mu-law, A-law (the station mixes at 16 kHz)
+# A caller whose requested format is in the common set gets that format; a caller with no codec
+# in common is rejected ("Unable to negotiate codec", cause 65).
+# Allowed: "ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16".
+codec_policy = "prefer_slin16"
+
+[listener]
+# Inbound IAX2 calls. Forward UDP 4569 to this host for calls from outside.
+# Where the IAX2 UDP socket listens: "<ip>:<port>" or "[<ipv6>]:<port>".
+bind = "0.0.0.0:4569"
+# "auto" answers inbound calls at once; "manual" rings until POST /answer (or POST /reject).
+answer = "auto"
+# Cap on simultaneous inbound calls (1-1000).
+max_calls = 8
+# Inbound authentication: "required" MD5-challenges every caller against the secret provisioned
+# for its node id (NET_PEER_<NODE>) and rejects unknown usernames; "optional"; "off".
+auth = "required"
+# Allowlist of caller node ids, e.g. ["2000", "2001"]. Empty admits every caller (subject to
+# auth and max_calls); a caller not on a non-empty list is rejected before answer.
+allowed_nodes = []
+# EXTENSION. IAX2 call tokens (anti-spoofing): "required" demands one, "auto" gives one to every
+# caller that asks and still serves callers that never send one (e.g. iaxmodem), "off".
+calltoken = "auto"
+
+[control]
+# The HTTP control channel, SSE event stream and status page. It has NO authentication, so it
+# must be a loopback address (127.0.0.0/8, [::1] or localhost). For remote access put an SSH
+# tunnel, VPN or authenticating reverse proxy in front of it.
+bind = "127.0.0.1:8730"
+
+[secrets]
+# Where credentials come from. No secret is ever written in this template.
+#   "env"     - at startup read NET_NODE (the node number, must equal [register].node_id) and
+#               NET_SECRET (the node password) from the environment.
+#   "control" - nothing at startup; send the credential after start with
+#               POST /secrets {"username": "<node_id>", "secret": "<password>"}.
+#   "config"  - the password is the inline key `secret` in this section, e.g.
+#                   secret = ""
+#               The node refuses to start unless this file is readable by its owner alone
+#               (chmod 600) and refuses `secret` with any other source.
+# Per-node inbound peer secrets (for listener.auth) always come from environment variables
+# NET_PEER_<NODE>, e.g. NET_PEER_2001.
+# Allowed: "env", "control", "config".
+source = "env"
+
+# Registration with an upstream registrar, so the node is reachable by its node number.
+# Omit the section to not register. The password is never here (see [secrets]). Example values:
+#[register]
+# Registrar address, "<host>:<port>".
+#peer = "register.example.org:4569"
+# This node's number; also the register username.
+#node_id = "2000"
+# EXTENSION. Registration refresh interval in seconds (10-3600); default 60.
+#refresh = 60
+
+# The conference bridge; the topology can be changed live with POST /bridge.
+#[bridge]
+# "handset" (1:1 with the local radio), "bridge" (pure conference, local radio off) or
+# "conference" (same mix-minus engine).
+#mode = "bridge"
+# Each member hears everyone but itself; false gives a full mix.
+#mix_minus = true
+# Add the local microphone as a conference source and feed the local speaker the sum of all.
+#include_local_radio = false
+
+# Local sound devices (POST /devices changes them live).
+#[audio]
+# Substring of the capture / playback device name; empty means the system default device.
+#input = ""
+#output = ""
+# "cpal" (hardware) or "none" (hardware-free null backend for headless hosts).
+#backend = "none"
+
+# Station ID and event announcements.
+#[announce]
+#enabled = false
+# Form of the station ID: "cw", "tts" or "off".
+#id_mode = "cw"
+# Seconds between periodic IDs (0-86400); 0 disables them.
+#id_interval_secs = 0
+# CW speed in words per minute (5-60).
+#cw_wpm = 20
+# CW tone frequency in Hz (200.0-3400.0).
+#cw_tone_hz = 800.0
+# When true the periodic ID KEYS THE TRANSMITTER: a real transmission.
+#cw_keys_when_idle = false
+# EXTENSION. The text of the station ID (1-32 of A-Z, 0-9, / and space), e.g. "W1AW".
+# Required when a periodic ID is enabled.
+#callsign = ""
+
+# Text-to-speech through an external binary.
+#[announce.tts]
+#enabled = false
+# Name or path of the TTS executable (required when enabled), e.g. "piper".
+#binary = ""
+# Path to the voice model.
+#voice = ""
+# Rendering time-out in milliseconds (100-60000).
+#timeout_ms = 4000
+# Gain in dB (-60.0-20.0); negative attenuates.
+#gain_db = 0.0
+
+# Per-event announcements. destination: "to_air" (transmits) or "to_monitor" (local only).
+#[announce.events.incoming_call]
+#enabled = false
+#destination = "to_monitor"
+#[announce.events.hangup]
+#enabled = false
+#destination = "to_monitor"
+#[announce.events.registered]
+#enabled = false
+#destination = "to_monitor"
+#[announce.events.register_failed]
+#enabled = false
+#destination = "to_monitor"
+#[announce.events.answered]
+#enabled = false
+#destination = "to_monitor"
+
+# DTMF command execution (*1 disconnect, *2 monitor, *3 connect + node number). Off by default
+# because it lets ANY connected member command the links.
+#[dtmf]
+#enabled = false
+# Time allowed between the digits of a * sequence, in milliseconds (100-60000).
+#inter_digit_timeout_ms = 3000
+
+# Node-to-node links.
+#[links]
+# EXTENSION. Optional file resolving node numbers to addresses, one entry per line in the
+# extnodes form <node>=radio@<ip>:<port>/<node>,<ip>. Relative to this file's directory.
+#nodes_file = ""
+# Per-node settings; the table name is the node number. Example:
+#[links.2000]
+# "standard", or "wt-guest" for nodes whose guest context exposes only the web-transceiver
+# extension (needs the [portal] section).
+#shape = "standard"
+
+# The web-transceiver portal account, required by wt-guest links. Example values:
+#[portal]
+# Portal account name.
+#user = "N0CALL"
+# A node the account owns.
+#node = "2000"
+# The NAME of the environment variable holding the portal password (never the password).
+#credential_env = "PORTAL_PASSWORD"
+
+# Parrot tuning; consulted only in parrot mode, harmless otherwise.
+#[parrot]
+# Milliseconds (0-60000).
+#playback_delay_ms = 3000
+# Milliseconds (20-10000).
+#silence_gap_ms = 800
+# dBFS (-96.0-0.0).
+#vox_threshold_db = -40.0
+
+# Tunnel (userspace WireGuard) section: not available in this release; plain UDP is used.
+"""

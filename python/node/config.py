@@ -1,0 +1,969 @@
+"""The TOML configuration file, read into frozen dataclasses.
+
+Every section and key of the spec ("Configuration file") is here, plus a few the later work
+needs, each marked *extension* in its docstring and in the template. Nothing is silently
+ignored: an unknown section or key, a value of the wrong type and a value outside its set are
+`ConfigError`s naming the file, the dotted key and what is accepted. Error messages never repeat
+a string value from the file, because an operator may have pasted a password into the wrong key.
+
+`NodeConfig()` is the safe default configuration; `write_template` writes a commented file that
+loads back to exactly that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import ipaddress
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NoReturn, TypeVar
+
+from node.errors import ConfigError
+from node.secrets import Secret
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "FORMAT_ALAW",
+    "FORMAT_SLIN",
+    "FORMAT_SLIN16",
+    "FORMAT_ULAW",
+    "Address",
+    "AnnounceConfig",
+    "AnnounceEventConfig",
+    "AudioConfig",
+    "BridgeConfig",
+    "CodecOffer",
+    "ControlConfig",
+    "DtmfConfig",
+    "LinkConfig",
+    "ListenerConfig",
+    "NodeConfig",
+    "ParrotConfig",
+    "PortalConfig",
+    "RegisterConfig",
+    "SecretsConfig",
+    "TtsConfig",
+    "iter_template_keys",
+    "load_config",
+    "write_template",
+]
+
+log = logging.getLogger(__name__)
+
+# IAX2 audio format bits (RFC 5456 §8.7): what `codec_offer` lists.
+FORMAT_ULAW = 0x4
+FORMAT_ALAW = 0x8
+FORMAT_SLIN = 0x40
+FORMAT_SLIN16 = 0x8000
+
+IAX2_PORT = 4569
+CONTROL_PORT = 8730
+
+Answer = Literal["auto", "manual"]
+Auth = Literal["required", "optional", "off"]
+CallToken = Literal["required", "auto", "off"]
+SecretSource = Literal["env", "control", "config"]
+BridgeMode = Literal["handset", "bridge", "conference"]
+AudioBackend = Literal["cpal", "none"]
+CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
+IdMode = Literal["cw", "tts", "off"]
+Destination = Literal["to_air", "to_monitor"]
+LinkShape = Literal["standard", "wt-guest"]
+
+ANSWERS: tuple[str, ...] = ("auto", "manual")
+AUTHS: tuple[str, ...] = ("required", "optional", "off")
+CALLTOKENS: tuple[str, ...] = ("required", "auto", "off")
+SECRET_SOURCES: tuple[str, ...] = ("env", "control", "config")
+BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference")
+AUDIO_BACKENDS: tuple[str, ...] = ("cpal", "none")
+CODEC_POLICIES: tuple[str, ...] = ("ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16")
+ID_MODES: tuple[str, ...] = ("cw", "tts", "off")
+DESTINATIONS: tuple[str, ...] = ("to_air", "to_monitor")
+LINK_SHAPES: tuple[str, ...] = ("standard", "wt-guest")
+EVENT_NAMES: tuple[str, ...] = (
+    "incoming_call",
+    "hangup",
+    "registered",
+    "register_failed",
+    "answered",
+)
+
+_NODE_ID = re.compile(r"[0-9]+")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+# What a CW keyer can send and a TTS binary can read aloud.
+_CALLSIGN = re.compile(r"[A-Za-z0-9/ ]{1,32}")
+_CALLSIGN_ACCEPTED = "1-32 of A-Z, 0-9, / and space"
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class FrozenDict(dict[_K, _V]):
+    """A dict that refuses mutation, so a frozen config stays frozen.
+
+    A `dict` subclass (not `MappingProxyType`) because `dataclasses.asdict` and `copy` know how
+    to rebuild dicts; hashable when its values are, like the frozen dataclasses it holds.
+    """
+
+    __slots__ = ()
+
+    def _readonly(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("configuration mappings are read-only")
+
+    __setitem__ = __delitem__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly
+    __ior__ = _readonly
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[type[FrozenDict[_K, _V]], tuple[dict[_K, _V]]]:
+        return (type(self), (dict(self),))
+
+
+# --- value types --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """A socket address: an IP literal or host name, and a port.
+
+    Written `host:port` or `[v6]:port` in the file; `str()` gives that form back.
+    """
+
+    host: str
+    port: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port {self.port} is outside 0-65535")
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
+    def is_loopback(self) -> bool:
+        if self.host.lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.split("%", 1)[0]).is_loopback
+        except ValueError:
+            return False
+
+    def as_tuple(self) -> tuple[str, int]:
+        """`(host, port)` as `socket` and asyncio take it."""
+        return (self.host, self.port)
+
+
+@dataclass(frozen=True, slots=True)
+class CodecOffer:
+    """What a codec policy offers (spec "codec_policy").
+
+    `preferred` is the FORMAT/CAPABILITY offer, best first. `accept_extra` holds formats the
+    node does not offer but takes when a peer asks for them (`allow_slin`: slin).
+    """
+
+    preferred: tuple[int, ...]
+    accept_extra: frozenset[int] = frozenset()
+
+    @property
+    def capability(self) -> int:
+        """The CAPABILITY bitmask of the offer."""
+        bits = 0
+        for fmt in self.preferred:
+            bits |= fmt
+        return bits
+
+    @property
+    def accepted(self) -> frozenset[int]:
+        """Every format a peer may end up using: the offer plus `accept_extra`."""
+        return frozenset(self.preferred) | self.accept_extra
+
+    def accepts(self, fmt: int) -> bool:
+        return fmt in self.accepted
+
+
+_CODEC_OFFERS: Mapping[str, CodecOffer] = {
+    "ulaw_only": CodecOffer((FORMAT_ULAW, FORMAT_ALAW)),
+    "allow_slin": CodecOffer((FORMAT_ULAW, FORMAT_ALAW), frozenset({FORMAT_SLIN})),
+    "prefer_slin": CodecOffer((FORMAT_SLIN, FORMAT_ULAW, FORMAT_ALAW)),
+    "prefer_slin16": CodecOffer((FORMAT_SLIN16, FORMAT_SLIN, FORMAT_ULAW, FORMAT_ALAW)),
+}
+
+
+# --- sections -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListenerConfig:
+    """`[listener]` (required): the inbound IAX2 side."""
+
+    bind: Address = Address("0.0.0.0", IAX2_PORT)
+    answer: Answer = "auto"
+    max_calls: int = 8
+    auth: Auth = "required"
+    #: Usernames (node ids) admitted; empty admits every caller (subject to auth and max_calls).
+    allowed_nodes: tuple[str, ...] = ()
+    #: *Extension.* IAX2 call-token policy: `auto` gives tokens to clients that ask (empty
+    #: CALLTOKEN IE) and still serves clients that never send one, like Asterisk's
+    #: requirecalltoken=auto.
+    calltoken: CallToken = "auto"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterConfig:
+    """`[register]` (optional): the upstream registrar. The password is never here."""
+
+    peer: Address
+    node_id: str
+    #: *Extension.* Registration refresh interval in seconds (IAX2 REFRESH IE).
+    refresh: int = 60
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlConfig:
+    """`[control]` (required): the HTTP/SSE control channel, loopback only (it has no auth)."""
+
+    bind: Address = Address("127.0.0.1", CONTROL_PORT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretsConfig:
+    """`[secrets]`: where credentials come from."""
+
+    source: SecretSource = "env"
+    #: The inline registration password, only with `source = "config"` (an empty string in the
+    #: file means unset). A `Secret`, so it never shows in repr, asdict output or logs.
+    secret: Secret | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BridgeConfig:
+    """`[bridge]`: the conference topology (changeable live with POST /bridge)."""
+
+    mode: BridgeMode = "bridge"
+    mix_minus: bool = True
+    include_local_radio: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AudioConfig:
+    """`[audio]`: local sound devices. Empty `input`/`output` mean the system default device."""
+
+    input: str = ""
+    output: str = ""
+    backend: AudioBackend = "none"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TtsConfig:
+    """`[announce.tts]`: the external text-to-speech binary."""
+
+    enabled: bool = False
+    binary: str = ""
+    voice: str = ""
+    timeout_ms: int = 4000
+    gain_db: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnnounceEventConfig:
+    """`[announce.events.<event_name>]`: whether and where one event is announced."""
+
+    enabled: bool = False
+    destination: Destination = "to_monitor"
+
+
+def _default_events() -> FrozenDict[str, AnnounceEventConfig]:
+    return FrozenDict((name, AnnounceEventConfig()) for name in EVENT_NAMES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnnounceConfig:
+    """`[announce]`: station ID and event announcements."""
+
+    enabled: bool = False
+    id_mode: IdMode = "cw"
+    #: Seconds between periodic IDs; 0 disables them.
+    id_interval_secs: int = 0
+    cw_wpm: int = 20
+    cw_tone_hz: float = 800.0
+    cw_keys_when_idle: bool = False
+    #: *Extension.* The text of the station ID (sent in CW or spoken by TTS).
+    callsign: str = ""
+    tts: TtsConfig = field(default_factory=TtsConfig)
+    #: Every event name is present; events not in the file hold the defaults (disabled).
+    events: Mapping[str, AnnounceEventConfig] = field(default_factory=_default_events)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DtmfConfig:
+    """`[dtmf]`: DTMF command execution (off: it lets any member command the links)."""
+
+    enabled: bool = False
+    inter_digit_timeout_ms: int = 3000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkConfig:
+    """`[links.<node_id>]`: per-node link settings."""
+
+    shape: LinkShape = "standard"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PortalConfig:
+    """`[portal]`: the web-transceiver portal account used by `wt-guest` links."""
+
+    user: str
+    node: str
+    #: The NAME of the environment variable holding the portal password.
+    credential_env: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParrotConfig:
+    """`[parrot]`: tuning for parrot mode; harmless otherwise."""
+
+    playback_delay_ms: int = 3000
+    silence_gap_ms: int = 800
+    vox_threshold_db: float = -40.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeConfig:
+    """The whole configuration. `NodeConfig()` is the safe default."""
+
+    listener: ListenerConfig = field(default_factory=ListenerConfig)
+    register: RegisterConfig | None = None
+    control: ControlConfig = field(default_factory=ControlConfig)
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    bridge: BridgeConfig = field(default_factory=BridgeConfig)
+    audio: AudioConfig = field(default_factory=AudioConfig)
+    codec_policy: CodecPolicy = "prefer_slin16"
+    announce: AnnounceConfig = field(default_factory=AnnounceConfig)
+    dtmf: DtmfConfig = field(default_factory=DtmfConfig)
+    links: Mapping[str, LinkConfig] = field(default_factory=FrozenDict)
+    #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
+    #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
+    #: resolved against the config file's directory.
+    nodes_file: Path | None = None
+    portal: PortalConfig | None = None
+    parrot: ParrotConfig = field(default_factory=ParrotConfig)
+    #: The file this was loaded from; None for a config built in code. Not part of equality.
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def node_id(self) -> str | None:
+        """This node's number (`[register].node_id`), None when registration is unconfigured."""
+        return self.register.node_id if self.register is not None else None
+
+    @property
+    def station_rate(self) -> int:
+        """Sample rate of the station's own capture, playback and mixing."""
+        return 16000 if self.codec_policy == "prefer_slin16" else 8000
+
+    @property
+    def codec_offer(self) -> CodecOffer:
+        """The formats offered to peers, best first, per `codec_policy`."""
+        return _CODEC_OFFERS[self.codec_policy]
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+_SECTIONS: tuple[str, ...] = (
+    "listener",
+    "register",
+    "control",
+    "secrets",
+    "bridge",
+    "audio",
+    "announce",
+    "dtmf",
+    "links",
+    "portal",
+    "parrot",
+)
+_TOP_KEYS: tuple[str, ...] = ("codec_policy",)
+_REQUIRED_SECTIONS: tuple[str, ...] = ("listener", "control")
+
+_TOML_TYPES: Mapping[type, str] = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a float",
+    str: "a string",
+    list: "an array",
+    dict: "a table",
+}
+
+
+def _toml_type(value: object) -> str:
+    for kind, name in _TOML_TYPES.items():
+        if type(value) is kind:
+            return name
+    return f"a {type(value).__name__} value"
+
+
+class _Reader:
+    """Validating accessors that know the file name, for errors that point at the key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(
+        self, key: str | None, problem: str, accepted: Iterable[str] | str | None = None
+    ) -> NoReturn:
+        raise ConfigError(str(self.path), key, problem, accepted)
+
+    def table(
+        self,
+        raw: object,
+        name: str,
+        keys: Iterable[str],
+        required: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """Check that `raw` is a table holding only `keys` and every key of `required`."""
+        if not isinstance(raw, dict):
+            self.fail(name, f"must be a table ([{name}]), got {_toml_type(raw)}")
+        allowed = tuple(keys)
+        for key in raw:
+            if key in _TOP_KEYS:
+                # TOML puts every key after a [header] into that table: the classic slip.
+                self.fail(
+                    f"{name}.{key}",
+                    f"{key} is a top-level key; move it above the first [section] of the file",
+                )
+            if key not in allowed:
+                self.fail(f"{name}.{key}", f"unknown key in [{name}]", allowed)
+        for key in required:
+            if key not in raw:
+                self.fail(f"{name}.{key}", f"is required in [{name}]")
+        return raw
+
+    def boolean(self, table: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
+        value = table.get(key, default)
+        if type(value) is not bool:
+            self.fail(f"{name}.{key}", f"must be a boolean, got {_toml_type(value)}", "true, false")
+        return value
+
+    def integer(
+        self, table: Mapping[str, Any], name: str, key: str, default: int, lo: int, hi: int
+    ) -> int:
+        value = table.get(key, default)
+        accepted = f"an integer from {lo} to {hi}"
+        # `type() is int` because TOML `true` arrives as a bool, which isinstance calls an int.
+        if type(value) is not int:
+            self.fail(f"{name}.{key}", f"must be an integer, got {_toml_type(value)}", accepted)
+        if not lo <= value <= hi:
+            self.fail(f"{name}.{key}", f"{value} is out of range", accepted)
+        return value
+
+    def number(
+        self, table: Mapping[str, Any], name: str, key: str, default: float, lo: float, hi: float
+    ) -> float:
+        value = table.get(key, default)
+        accepted = f"a number from {lo} to {hi}"
+        if type(value) not in (int, float):
+            self.fail(f"{name}.{key}", f"must be a number, got {_toml_type(value)}", accepted)
+        number = float(value)
+        if not math.isfinite(number) or not lo <= number <= hi:
+            self.fail(f"{name}.{key}", f"{number} is out of range", accepted)
+        return number
+
+    def string(self, table: Mapping[str, Any], name: str, key: str, default: str) -> str:
+        value = table.get(key, default)
+        if type(value) is not str:
+            self.fail(f"{name}.{key}", f"must be a string, got {_toml_type(value)}")
+        return value
+
+    def choice(
+        self,
+        table: Mapping[str, Any],
+        name: str | None,
+        key: str,
+        default: str,
+        choices: tuple[str, ...],
+    ) -> Any:
+        dotted = f"{name}.{key}" if name else key
+        value = table.get(key, default)
+        if type(value) is not str:
+            self.fail(dotted, f"must be a string, got {_toml_type(value)}", choices)
+        if value not in choices:
+            # The value itself is not repeated: it may be a secret pasted into the wrong key.
+            self.fail(dotted, "is not one of the accepted values", choices)
+        return value
+
+    def node_id(self, value: object, dotted: str) -> str:
+        if type(value) is int and value >= 0:
+            return str(value)
+        if type(value) is not str or not _NODE_ID.fullmatch(value):
+            self.fail(dotted, "must be a node number (digits)", 'a string of digits, e.g. "2000"')
+        return value
+
+    def address(
+        self,
+        table: Mapping[str, Any],
+        name: str,
+        key: str,
+        default: Address | None,
+        *,
+        bind: bool,
+    ) -> Address:
+        dotted = f"{name}.{key}"
+        raw = table.get(key, default)
+        if isinstance(raw, Address):
+            return raw
+        form = "host:port or [ipv6]:port" + (", host an IP address or localhost" if bind else "")
+        if type(raw) is not str:
+            self.fail(dotted, f"must be a string, got {_toml_type(raw)}", form)
+        host, port = self._split_address(raw, dotted, form)
+        lo = 0 if bind else 1
+        if not lo <= port <= 65535:
+            self.fail(dotted, f"port {port} is out of range", f"a port from {lo} to 65535")
+        if not self._host_ok(host, bind=bind):
+            problem = (
+                "host must be an IP address or localhost"
+                if bind
+                else "host is not a valid host name or IP address"
+            )
+            self.fail(dotted, problem, form)
+        return Address(host, port)
+
+    def _split_address(self, raw: str, dotted: str, form: str) -> tuple[str, int]:
+        if raw.startswith("["):
+            close = raw.find("]")
+            if close < 0 or raw[close + 1 : close + 2] != ":":
+                self.fail(dotted, "is not a socket address", form)
+            host, port_text = raw[1:close], raw[close + 2 :]
+            try:
+                ipaddress.IPv6Address(host.split("%", 1)[0])
+            except ValueError:
+                self.fail(dotted, "brackets must hold an IPv6 address", form)
+        else:
+            host, sep, port_text = raw.rpartition(":")
+            if not sep or not host:
+                self.fail(dotted, "needs a host and a port", form)
+            if ":" in host:
+                self.fail(dotted, "an IPv6 address needs brackets", "[ipv6]:port, e.g. [::1]:4569")
+        if not port_text.isascii() or not port_text.isdigit():
+            self.fail(dotted, "port must be a number", form)
+        return host, int(port_text)
+
+    @staticmethod
+    def _host_ok(host: str, *, bind: bool) -> bool:
+        if host.lower() == "localhost":
+            return True
+        try:
+            ipaddress.ip_address(host.split("%", 1)[0])
+            return True
+        except ValueError:
+            pass
+        if bind or len(host) > 253:
+            return False
+        return all(_HOST_LABEL.fullmatch(label) for label in host.rstrip(".").split("."))
+
+
+def _parse_listener(r: _Reader, raw: object) -> ListenerConfig:
+    d = ListenerConfig()
+    names = ("bind", "answer", "max_calls", "auth", "allowed_nodes", "calltoken")
+    t = r.table(raw, "listener", names)
+    allowed_raw = t.get("allowed_nodes", [])
+    if type(allowed_raw) is not list:
+        r.fail(
+            "listener.allowed_nodes",
+            f"must be an array, got {_toml_type(allowed_raw)}",
+            'an array of node ids, e.g. ["2000", "2001"]',
+        )
+    allowed: list[str] = []
+    for i, item in enumerate(allowed_raw):
+        key = f"listener.allowed_nodes[{i}]"
+        if type(item) is int and item >= 0:
+            allowed.append(str(item))
+        elif type(item) is str and item.strip() and item == item.strip():
+            allowed.append(item)
+        else:
+            r.fail(key, "must be a node id (a non-empty string without surrounding spaces)")
+    for item in allowed:
+        if not _NODE_ID.fullmatch(item):
+            # Spec rule 3: a placeholder admits nobody. It is kept (so it matches no caller), but
+            # it is probably an unfilled template value, so say so.
+            log.warning(
+                "%s: listener.allowed_nodes holds an entry that is not a node number; it admits "
+                "only a caller with exactly that username",
+                r.path,
+            )
+    return ListenerConfig(
+        bind=r.address(t, "listener", "bind", d.bind, bind=True),
+        answer=r.choice(t, "listener", "answer", d.answer, ANSWERS),
+        max_calls=r.integer(t, "listener", "max_calls", d.max_calls, 1, 1000),
+        auth=r.choice(t, "listener", "auth", d.auth, AUTHS),
+        allowed_nodes=tuple(allowed),
+        calltoken=r.choice(t, "listener", "calltoken", d.calltoken, CALLTOKENS),
+    )
+
+
+def _parse_register(r: _Reader, raw: object) -> RegisterConfig:
+    t = r.table(raw, "register", ("peer", "node_id", "refresh"), required=("peer", "node_id"))
+    return RegisterConfig(
+        peer=r.address(t, "register", "peer", None, bind=False),
+        node_id=r.node_id(t["node_id"], "register.node_id"),
+        refresh=r.integer(t, "register", "refresh", 60, 10, 3600),
+    )
+
+
+def _parse_control(r: _Reader, raw: object) -> ControlConfig:
+    t = r.table(raw, "control", ("bind",))
+    bind = r.address(t, "control", "bind", ControlConfig().bind, bind=True)
+    if not bind.is_loopback:
+        r.fail(
+            "control.bind",
+            "must be a loopback address: the control channel has no authentication (for remote "
+            "access put an authenticating layer such as an SSH tunnel, VPN or reverse proxy in "
+            "front of it)",
+            "a loopback address (127.0.0.0/8, [::1] or localhost), e.g. 127.0.0.1:8730",
+        )
+    return ControlConfig(bind=bind)
+
+
+def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
+    t = r.table(raw, "secrets", ("source", "secret"))
+    source = r.choice(t, "secrets", "source", "env", SECRET_SOURCES)
+    secret: Secret | None = None
+    if "secret" in t:
+        value = t["secret"]
+        if type(value) is not str:
+            r.fail("secrets.secret", f"must be a string, got {_toml_type(value)}")
+        if value and source != "config":
+            # A password in a file whose permissions nobody checks is exactly the leak the
+            # `config` source guards against.
+            r.fail(
+                "secrets.secret",
+                f'is set but secrets.source is "{source}"; an inline secret is accepted only with '
+                'source = "config" (and a file readable by its owner alone)',
+            )
+        if value:
+            secret = Secret(value)
+    return SecretsConfig(source=source, secret=secret)
+
+
+def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
+    d = BridgeConfig()
+    t = r.table(raw, "bridge", ("mode", "mix_minus", "include_local_radio"))
+    return BridgeConfig(
+        mode=r.choice(t, "bridge", "mode", d.mode, BRIDGE_MODES),
+        mix_minus=r.boolean(t, "bridge", "mix_minus", d.mix_minus),
+        include_local_radio=r.boolean(t, "bridge", "include_local_radio", d.include_local_radio),
+    )
+
+
+def _parse_audio(r: _Reader, raw: object) -> AudioConfig:
+    d = AudioConfig()
+    t = r.table(raw, "audio", ("input", "output", "backend"))
+    return AudioConfig(
+        input=r.string(t, "audio", "input", d.input),
+        output=r.string(t, "audio", "output", d.output),
+        backend=r.choice(t, "audio", "backend", d.backend, AUDIO_BACKENDS),
+    )
+
+
+def _parse_tts(r: _Reader, raw: object) -> TtsConfig:
+    d = TtsConfig()
+    name = "announce.tts"
+    t = r.table(raw, name, ("enabled", "binary", "voice", "timeout_ms", "gain_db"))
+    tts = TtsConfig(
+        enabled=r.boolean(t, name, "enabled", d.enabled),
+        binary=r.string(t, name, "binary", d.binary),
+        voice=r.string(t, name, "voice", d.voice),
+        timeout_ms=r.integer(t, name, "timeout_ms", d.timeout_ms, 100, 60000),
+        gain_db=r.number(t, name, "gain_db", d.gain_db, -60.0, 20.0),
+    )
+    if tts.enabled and not tts.binary.strip():
+        r.fail(
+            f"{name}.binary",
+            "is empty but TTS is enabled",
+            "the name or path of the TTS executable",
+        )
+    return tts
+
+
+def _parse_events(r: _Reader, raw: object) -> FrozenDict[str, AnnounceEventConfig]:
+    t = r.table(raw, "announce.events", EVENT_NAMES)
+    events = dict(_default_events())
+    d = AnnounceEventConfig()
+    for event, body in t.items():
+        name = f"announce.events.{event}"
+        e = r.table(body, name, ("enabled", "destination"))
+        events[event] = AnnounceEventConfig(
+            enabled=r.boolean(e, name, "enabled", d.enabled),
+            destination=r.choice(e, name, "destination", d.destination, DESTINATIONS),
+        )
+    return FrozenDict(events)
+
+
+def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
+    d = AnnounceConfig()
+    keys = (
+        "enabled",
+        "id_mode",
+        "id_interval_secs",
+        "cw_wpm",
+        "cw_tone_hz",
+        "cw_keys_when_idle",
+        "callsign",
+        "tts",
+        "events",
+    )
+    t = r.table(raw, "announce", keys)
+    callsign = r.string(t, "announce", "callsign", d.callsign)
+    if callsign and not _CALLSIGN.fullmatch(callsign):
+        r.fail(
+            "announce.callsign", "holds characters CW cannot send", "1-32 of A-Z, 0-9, / and space"
+        )
+    announce = AnnounceConfig(
+        enabled=r.boolean(t, "announce", "enabled", d.enabled),
+        id_mode=r.choice(t, "announce", "id_mode", d.id_mode, ID_MODES),
+        id_interval_secs=r.integer(t, "announce", "id_interval_secs", d.id_interval_secs, 0, 86400),
+        cw_wpm=r.integer(t, "announce", "cw_wpm", d.cw_wpm, 5, 60),
+        cw_tone_hz=r.number(t, "announce", "cw_tone_hz", d.cw_tone_hz, 200.0, 3400.0),
+        cw_keys_when_idle=r.boolean(t, "announce", "cw_keys_when_idle", d.cw_keys_when_idle),
+        callsign=callsign,
+        tts=_parse_tts(r, t["tts"]) if "tts" in t else d.tts,
+        events=_parse_events(r, t["events"]) if "events" in t else d.events,
+    )
+    periodic_id = announce.enabled and announce.id_mode != "off" and announce.id_interval_secs > 0
+    if periodic_id and not announce.callsign:
+        r.fail(
+            "announce.callsign",
+            "is empty but a periodic station ID is enabled (announce.enabled, id_mode, "
+            "id_interval_secs); the ID needs the text to send",
+            "a callsign, e.g. W1AW",
+        )
+    if announce.enabled and announce.id_mode == "tts" and not announce.tts.enabled:
+        r.fail(
+            "announce.id_mode",
+            'is "tts" but [announce.tts] is not enabled',
+            'id_mode = "cw" or "off", or [announce.tts] enabled = true',
+        )
+    return announce
+
+
+def _parse_dtmf(r: _Reader, raw: object) -> DtmfConfig:
+    d = DtmfConfig()
+    t = r.table(raw, "dtmf", ("enabled", "inter_digit_timeout_ms"))
+    return DtmfConfig(
+        enabled=r.boolean(t, "dtmf", "enabled", d.enabled),
+        inter_digit_timeout_ms=r.integer(
+            t, "dtmf", "inter_digit_timeout_ms", d.inter_digit_timeout_ms, 100, 60000
+        ),
+    )
+
+
+def _parse_links(r: _Reader, raw: object) -> tuple[FrozenDict[str, LinkConfig], Path | None]:
+    if not isinstance(raw, dict):
+        r.fail("links", f"must be a table ([links]), got {_toml_type(raw)}")
+    links: dict[str, LinkConfig] = {}
+    nodes_file: Path | None = None
+    for key, body in raw.items():
+        if key == "nodes_file":
+            text = r.string(raw, "links", "nodes_file", "")
+            if text:
+                nodes_file = r.path.absolute().parent / Path(text).expanduser()
+            continue
+        name = f"links.{key}"
+        if not _NODE_ID.fullmatch(key):
+            r.fail(
+                name,
+                "is neither nodes_file nor a [links.<node_id>] table with a numeric node id",
+                "nodes_file, or [links.<digits>] tables",
+            )
+        t = r.table(body, name, ("shape",))
+        links[key] = LinkConfig(shape=r.choice(t, name, "shape", "standard", LINK_SHAPES))
+    return FrozenDict(links), nodes_file
+
+
+def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
+    names = ("user", "node", "credential_env")
+    t = r.table(raw, "portal", names, required=names)
+    user = r.string(t, "portal", "user", "")
+    node = r.string(t, "portal", "node", "")
+    env = r.string(t, "portal", "credential_env", "")
+    if not user.strip():
+        r.fail("portal.user", "must not be empty", "the portal account name")
+    if not node.strip():
+        r.fail("portal.node", "must not be empty", "a node the portal account owns")
+    if not _ENV_NAME.fullmatch(env):
+        r.fail(
+            "portal.credential_env",
+            "must be the NAME of an environment variable (not the password itself)",
+            "letters, digits and _, not starting with a digit, e.g. PORTAL_PASSWORD",
+        )
+    return PortalConfig(user=user, node=node, credential_env=env)
+
+
+def _parse_parrot(r: _Reader, raw: object) -> ParrotConfig:
+    d = ParrotConfig()
+    t = r.table(raw, "parrot", ("playback_delay_ms", "silence_gap_ms", "vox_threshold_db"))
+    return ParrotConfig(
+        playback_delay_ms=r.integer(
+            t, "parrot", "playback_delay_ms", d.playback_delay_ms, 0, 60000
+        ),
+        silence_gap_ms=r.integer(t, "parrot", "silence_gap_ms", d.silence_gap_ms, 20, 10000),
+        vox_threshold_db=r.number(t, "parrot", "vox_threshold_db", d.vox_threshold_db, -96.0, 0.0),
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(str(path), None, "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(str(path), None, "is a directory, not a config file") from None
+    except OSError as exc:
+        raise ConfigError(str(path), None, f"cannot read the file: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(str(path), None, f"not UTF-8 text (line {line})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message names the position ("(at line 3, column 7)") and never the value.
+        raise ConfigError(str(path), None, f"TOML syntax error: {exc}") from None
+
+
+def load_config(path: str | os.PathLike[str]) -> NodeConfig:
+    """Read and validate a config file. Raises `ConfigError` for every problem found."""
+    file = Path(path)
+    doc = _read_toml(file)
+    r = _Reader(file)
+    for key, value in doc.items():
+        if key in _TOP_KEYS:
+            continue
+        if key not in _SECTIONS:
+            kind = "section" if isinstance(value, dict) else "top-level key"
+            r.fail(key, f"unknown {kind}", [*(f"[{s}]" for s in _SECTIONS), *_TOP_KEYS])
+    for section in _REQUIRED_SECTIONS:
+        if section not in doc:
+            r.fail(section, f"the required section [{section}] is missing")
+
+    links, nodes_file = _parse_links(r, doc["links"]) if "links" in doc else (FrozenDict(), None)
+    config = NodeConfig(
+        listener=_parse_listener(r, doc["listener"]),
+        register=_parse_register(r, doc["register"]) if "register" in doc else None,
+        control=_parse_control(r, doc["control"]),
+        secrets=_parse_secrets(r, doc["secrets"]) if "secrets" in doc else SecretsConfig(),
+        bridge=_parse_bridge(r, doc["bridge"]) if "bridge" in doc else BridgeConfig(),
+        audio=_parse_audio(r, doc["audio"]) if "audio" in doc else AudioConfig(),
+        codec_policy=r.choice(doc, None, "codec_policy", "prefer_slin16", CODEC_POLICIES),
+        announce=_parse_announce(r, doc["announce"]) if "announce" in doc else AnnounceConfig(),
+        dtmf=_parse_dtmf(r, doc["dtmf"]) if "dtmf" in doc else DtmfConfig(),
+        links=links,
+        nodes_file=nodes_file,
+        portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
+        parrot=_parse_parrot(r, doc["parrot"]) if "parrot" in doc else ParrotConfig(),
+        path=file,
+    )
+    for node, link in config.links.items():
+        if link.shape == "wt-guest" and config.portal is None:
+            r.fail(
+                f"links.{node}.shape",
+                "wt-guest needs a [portal] section (the web-transceiver token is minted with the "
+                "portal account)",
+                "add [portal] with user, node and credential_env, or shape = standard",
+            )
+    _warn_risky(config)
+    return config
+
+
+def _warn_risky(config: NodeConfig) -> None:
+    """Log settings that load fine but that an operator should know the cost of."""
+    where = config.path
+    if config.listener.auth == "off" and not config.listener.allowed_nodes:
+        log.warning(
+            "%s: listener.auth is off and allowed_nodes is empty: every caller is admitted "
+            "(limited only by max_calls)",
+            where,
+        )
+    if config.dtmf.enabled:
+        log.warning("%s: dtmf.enabled: any connected member can command the links", where)
+    if config.announce.enabled and config.announce.cw_keys_when_idle:
+        log.warning(
+            "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
+            "transmission)",
+            where,
+        )
+
+
+def iter_template_keys() -> Iterator[str]:
+    """Every dotted key the loader accepts, for tests and docs that must cover them all."""
+    yield "codec_policy"
+    for cls, name in (
+        (ListenerConfig, "listener"),
+        (RegisterConfig, "register"),
+        (ControlConfig, "control"),
+        (SecretsConfig, "secrets"),
+        (BridgeConfig, "bridge"),
+        (AudioConfig, "audio"),
+        (DtmfConfig, "dtmf"),
+        (PortalConfig, "portal"),
+        (ParrotConfig, "parrot"),
+    ):
+        for f in dataclasses.fields(cls):
+            yield f"{name}.{f.name}"
+    for f in dataclasses.fields(AnnounceConfig):
+        if f.name not in ("tts", "events"):
+            yield f"announce.{f.name}"
+    for f in dataclasses.fields(TtsConfig):
+        yield f"announce.tts.{f.name}"
+    for event in EVENT_NAMES:
+        for f in dataclasses.fields(AnnounceEventConfig):
+            yield f"announce.events.{event}.{f.name}"
+    yield "links.nodes_file"
+    yield "links.<node_id>.shape"
+
+
+def write_template(path: str | os.PathLike[str]) -> None:
+    """Write the commented template to `path` atomically (mode 0644), creating parent dirs.
+
+    The template holds no secret and loads to exactly `NodeConfig()`.
+    """
+    from node._template import TEMPLATE
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(TEMPLATE)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp creates 0600; the template holds no secret and the operator should be able to
+        # read it without sudo.
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    # Make the rename itself durable.
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

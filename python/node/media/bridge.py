@@ -1,0 +1,171 @@
+"""The conference bridge: topology, media legs and the local radio, over the Rust engine.
+
+The controller calls this; it turns topology settings and call events into engine commands.
+Changes are live: switching topology or devices never drops a call or a leg's audio, because the
+engine applies each command between two ticks and keeps every leg's state.
+
+Topologies (spec `[bridge]`):
+
+- `handset`: the local radio and the call are connected 1:1. The local radio is a conference
+  member and the mix is always mix-minus (hearing yourself back on a handset is never wanted).
+- `bridge`: a pure conference of the calls and links; the local radio is off.
+- `conference`: the same mix-minus engine; the local radio is a member when
+  `include_local_radio` is true.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from node._core import Engine
+from node.errors import CommandError
+from node.media.audio import AudioDevice, open_audio
+
+__all__ = ["LegMode", "MediaBridge", "Topology"]
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["handset", "bridge", "conference"]
+MODES: tuple[str, ...] = ("handset", "bridge", "conference")
+LegMode = Literal["transceive", "receive_only", "transmit_only"]
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    mode: Mode = "bridge"
+    mix_minus: bool = True
+    include_local_radio: bool = False
+
+    @property
+    def local_radio(self) -> bool:
+        """Whether the local radio is a conference member under this topology."""
+        return self.mode == "handset" or (self.mode == "conference" and self.include_local_radio)
+
+    @property
+    def effective_mix_minus(self) -> bool:
+        return True if self.mode == "handset" else self.mix_minus
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "mix_minus": self.mix_minus, "include_local_radio": self.include_local_radio}
+
+
+class MediaBridge:
+    """Owns the topology and the local audio device; drives the engine's media path."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        topology: Topology,
+        backend: str = "none",
+        input: str = "",
+        output: str = "",
+    ) -> None:
+        self._engine = engine
+        self._topology = topology
+        self._backend = backend
+        self._input, self._output = input, output
+        self._device: AudioDevice | None = None
+        self._speaker = bytearray(2 * engine.frame_len)
+        self._apply(topology)
+
+    # --- topology ----------------------------------------------------------------------------
+
+    @property
+    def topology(self) -> Topology:
+        return self._topology
+
+    def set_topology(
+        self,
+        mode: str | None = None,
+        mix_minus: bool | None = None,
+        include_local_radio: bool | None = None,
+    ) -> Topology:
+        """Change any of the three settings live; omitted ones keep their value."""
+        if mode is not None and mode not in MODES:
+            raise CommandError(f"unknown bridge mode {mode!r} (accepted: {', '.join(MODES)})", 400)
+        changes: dict[str, Any] = {}
+        if mode is not None:
+            changes["mode"] = mode
+        if mix_minus is not None:
+            changes["mix_minus"] = mix_minus
+        if include_local_radio is not None:
+            changes["include_local_radio"] = include_local_radio
+        new = replace(self._topology, **changes)
+        self._apply(new)
+        self._topology = new
+        return new
+
+    def _apply(self, topology: Topology) -> None:
+        self._engine.set_mix_minus(topology.effective_mix_minus)
+        self._engine.set_local_radio(topology.local_radio)
+
+    # --- legs --------------------------------------------------------------------------------
+
+    def add_leg(
+        self,
+        callno: int,
+        peer_callno: int,
+        peer: tuple[str, int],
+        fmt: int,
+        call_ts_ms: int,
+        mode: LegMode = "transceive",
+    ) -> None:
+        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms)
+
+    def remove_leg(self, callno: int) -> None:
+        self._engine.remove_leg(callno)
+
+    def set_leg_mode(self, callno: int, mode: LegMode) -> None:
+        self._engine.set_leg_mode(callno, mode)
+
+    def push_voice(self, callno: int, fmt: int, ts: int, payload: bytes) -> None:
+        self._engine.push_voice(callno, fmt, ts, payload)
+
+    def push_control(self, callno: int, kind: int, ts: int) -> None:
+        self._engine.push_control(callno, kind, ts)
+
+    def jitter_stats(self) -> dict[int, dict[str, int]]:
+        return dict(self._engine.jitter_stats())
+
+    # --- local audio device ------------------------------------------------------------------
+
+    def _exchange(self, mic: bytes) -> bytes:
+        return self._engine.local_exchange(mic)
+
+    def start_audio(self) -> None:
+        """Open and start the configured device (errors name the device and the choices)."""
+        device = open_audio(self._backend, self._engine.rate, self._exchange, self._input, self._output)
+        device.start()
+        self._device = device
+
+    def set_devices(self, input: str | None = None, output: str | None = None) -> dict[str, Any]:
+        """Switch devices live: the new device is opened first, so a bad name changes nothing."""
+        new_in = self._input if input is None else input
+        new_out = self._output if output is None else output
+        device = open_audio(self._backend, self._engine.rate, self._exchange, new_in, new_out)
+        device.start()
+        old, self._device = self._device, device
+        self._input, self._output = new_in, new_out
+        if old is not None:
+            old.stop()
+        return device.describe()
+
+    def audio(self) -> dict[str, Any]:
+        if self._device is None:
+            return {"backend": self._backend, "running": False}
+        stats = self._device.stats
+        return {
+            **self._device.describe(),
+            "running": True,
+            "blocks": stats.blocks,
+            "input_overflows": stats.input_overflows,
+            "output_underflows": stats.output_underflows,
+            "late_blocks": stats.late_blocks,
+        }
+
+    def close(self) -> None:
+        if self._device is not None:
+            self._device.stop()
+            self._device = None

@@ -1,0 +1,373 @@
+"""The one place secrets live: the `Secret` type, the `SecretStore` and log redaction.
+
+Where credentials come from is chosen by `[secrets].source` (spec "[secrets]"):
+
+- `env`: NET_NODE and NET_SECRET at startup; NET_NODE must equal `[register].node_id`.
+- `control`: nothing at startup; POST /secrets calls `SecretStore.set`.
+- `config`: the inline `[secrets].secret` key, accepted only from a file no one but its owner can
+  read or write.
+
+Per-node inbound peer secrets always come from `NET_PEER_<NODE>` variables (spec, known
+limitation 1: "Per-node inbound credentials come only from environment variables"), whatever the
+source, and the `[portal]` password from the variable named by `[portal].credential_env`.
+
+Every value the store has ever held is remembered for `redact`, so a secret replaced through
+POST /secrets is still scrubbed from logs.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import re
+import stat
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from node.errors import CommandError, ConfigError
+
+if TYPE_CHECKING:
+    from node.config import NodeConfig
+
+__all__ = [
+    "ENV_NODE",
+    "ENV_PEER_PREFIX",
+    "ENV_SECRET",
+    "REDACTED",
+    "RedactingFilter",
+    "Secret",
+    "SecretStore",
+    "check_private_file",
+]
+
+#: What every redacted secret is shown as.
+REDACTED = "***"
+ENV_NODE = "NET_NODE"
+ENV_SECRET = "NET_SECRET"
+ENV_PEER_PREFIX = "NET_PEER_"
+#: Where errors about environment variables point, in place of a file name.
+ENVIRONMENT = "environment"
+
+_NODE_ID = re.compile(r"[0-9]+")
+
+
+class Secret:
+    """A credential that never shows itself.
+
+    `repr`, `str` and `format` print `***`; pickling is refused (a pickle is a byte string that
+    would carry the value to wherever it is written). `copy`/`deepcopy` return the same object,
+    which is safe because a `Secret` is immutable, and lets `dataclasses.asdict` walk a config that
+    holds one. `reveal()` is for the single place that needs the text (the MD5 challenge answer).
+    """
+
+    __slots__ = ("_value",)
+    _value: str
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str):
+            # The type name only: the value might be the secret in the wrong shape.
+            raise TypeError(f"Secret wraps a str, not {type(value).__name__}")
+        if not value:
+            raise ValueError("a secret must not be empty")
+        object.__setattr__(self, "_value", value)
+
+    def reveal(self) -> str:
+        """The secret text. Call only where the value itself is needed, never to log it."""
+        return self._value
+
+    def equals(self, other: Secret | str) -> bool:
+        """Constant-time comparison, so response timing says nothing about the value."""
+        theirs = other._value if isinstance(other, Secret) else other
+        if not isinstance(theirs, str):
+            return False
+        return hmac.compare_digest(self._value.encode(), theirs.encode())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Secret):
+            return NotImplemented
+        return self.equals(other)
+
+    def __hash__(self) -> int:
+        return hash((Secret, self._value))
+
+    def __repr__(self) -> str:
+        return f"Secret('{REDACTED}')"
+
+    def __str__(self) -> str:
+        return REDACTED
+
+    def __format__(self, format_spec: str) -> str:
+        return REDACTED
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError("Secret is immutable")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError("Secret is immutable")
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError("a Secret cannot be pickled")
+
+    def __copy__(self) -> Secret:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
+        return self
+
+
+def check_private_file(path: str | os.PathLike[str], key: str) -> None:
+    """Refuse a file that group or others may read or write (it holds a secret).
+
+    `os.stat` follows symlinks on purpose: mounted secrets are often symlinks, and it is the
+    target's mode that decides who can read the content.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ConfigError(
+            str(path), key, f"cannot check the file's permissions: {exc.strerror}"
+        ) from None
+    loose = stat.S_IMODE(mode) & 0o077
+    if loose:
+        raise ConfigError(
+            str(path),
+            key,
+            f"the file holds a secret but its mode is {stat.S_IMODE(mode):04o}: group or others "
+            f"may read or write it; refusing to start (fix: chmod 600 {path})",
+            "a file readable and writable by its owner alone (mode 0600 or 0400)",
+        )
+
+
+class SecretStore:
+    """All credentials of one daemon, resolved once at startup per `[secrets].source`.
+
+    `environ` defaults to `os.environ`; tests pass a dict. Raises `ConfigError` when the
+    configured source cannot supply what the configuration needs.
+    """
+
+    def __init__(self, config: NodeConfig, environ: Mapping[str, str] | None = None) -> None:
+        env: Mapping[str, str] = os.environ if environ is None else environ
+        self._lock = threading.Lock()
+        self._path = str(config.path) if config.path is not None else "<config>"
+        self._source = config.secrets.source
+        self._node_id = config.register.node_id if config.register is not None else None
+        self._node_secret: Secret | None = None
+        self._peers: dict[str, Secret] = {}
+        self._portal: Secret | None = None
+        # Everything ever known, longest first so a secret that contains another is replaced whole.
+        self._known: tuple[str, ...] = ()
+
+        # A NET_SECRET present in the environment is scrubbed from logs even where it is unused.
+        stray = env.get(ENV_SECRET)
+        if stray:
+            self._remember(stray)
+
+        if self._source == "env":
+            self._load_env(env)
+        elif self._source == "config":
+            self._load_inline(config)
+        self._load_peers(env)
+        self._load_portal(config, env)
+
+    # --- startup ------------------------------------------------------------------------------
+
+    def _load_env(self, env: Mapping[str, str]) -> None:
+        if self._node_id is None:
+            # Nothing to register: NET_NODE/NET_SECRET have no use, and there is no id to match.
+            return
+        net_node = env.get(ENV_NODE)
+        net_secret = env.get(ENV_SECRET)
+        if not net_secret:
+            raise ConfigError(
+                ENVIRONMENT,
+                ENV_SECRET,
+                f"is not set, but [register] is configured and secrets.source is env "
+                f"(set {ENV_SECRET} to the password of node {self._node_id})",
+            )
+        if net_node is None or net_node == "":
+            raise ConfigError(
+                ENVIRONMENT,
+                ENV_NODE,
+                f"is not set; it must name the node whose password {ENV_SECRET} holds "
+                f"(register.node_id = {self._node_id} in {self._path})",
+            )
+        if net_node.strip() != self._node_id:
+            shown = (
+                net_node
+                if _NODE_ID.fullmatch(net_node.strip())
+                else "a value that is not a node number"
+            )
+            raise ConfigError(
+                self._path,
+                "register.node_id",
+                f"is {self._node_id} but {ENV_NODE} is {shown}; {ENV_SECRET} must be the password "
+                f"of register.node_id",
+            )
+        self._node_secret = Secret(net_secret)
+        self._remember(net_secret)
+
+    def _load_inline(self, config: NodeConfig) -> None:
+        if config.path is not None:
+            check_private_file(config.path, "secrets.secret")
+        secret = config.secrets.secret
+        if secret is not None:
+            self._remember(secret.reveal())
+        if self._node_id is None:
+            return
+        if secret is None:
+            raise ConfigError(
+                self._path,
+                "secrets.secret",
+                f"is empty, but [register] is configured and secrets.source is config "
+                f"(set it to the password of node {self._node_id})",
+            )
+        self._node_secret = secret
+
+    def _load_peers(self, env: Mapping[str, str]) -> None:
+        for name, value in env.items():
+            if not name.startswith(ENV_PEER_PREFIX):
+                continue
+            node = name[len(ENV_PEER_PREFIX) :]
+            if value:
+                self._remember(value)
+            if not _NODE_ID.fullmatch(node):
+                raise ConfigError(
+                    ENVIRONMENT,
+                    name,
+                    "the part after NET_PEER_ must be a node number",
+                    "NET_PEER_<digits>, e.g. NET_PEER_2001",
+                )
+            if not value:
+                raise ConfigError(ENVIRONMENT, name, "is empty; a peer secret must not be empty")
+            self._peers[node] = Secret(value)
+
+    def _load_portal(self, config: NodeConfig, env: Mapping[str, str]) -> None:
+        if config.portal is None:
+            return
+        var = config.portal.credential_env
+        value = env.get(var)
+        if not value:
+            raise ConfigError(
+                self._path,
+                "portal.credential_env",
+                f"names the environment variable {var}, which is not set or empty",
+            )
+        self._portal = Secret(value)
+        self._remember(value)
+
+    def _remember(self, value: str) -> None:
+        with self._lock:
+            if value in self._known:
+                return
+            self._known = tuple(sorted((*self._known, value), key=len, reverse=True))
+
+    # --- queries ------------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """`[secrets].source`: `env`, `control` or `config`."""
+        return self._source
+
+    @property
+    def node_id(self) -> str | None:
+        """This node's number (the register username), or None when registration is unconfigured."""
+        return self._node_id
+
+    def node_secret(self) -> Secret | None:
+        """The registration password, or None when none has been provided (yet)."""
+        return self._node_secret
+
+    def peer_secret(self, node_id: str) -> Secret | None:
+        """The secret provisioned for an inbound caller's node id, or None when unknown."""
+        return self._peers.get(node_id)
+
+    def portal_secret(self) -> Secret | None:
+        """The `[portal]` password, or None when there is no `[portal]` section."""
+        return self._portal
+
+    def peer_ids(self) -> frozenset[str]:
+        """Node ids that have a provisioned inbound secret (ids are not secret)."""
+        return frozenset(self._peers)
+
+    # --- commands -----------------------------------------------------------------------------
+
+    def set(self, username: str, secret: str | Secret) -> None:
+        """POST /secrets: provide the registration credential after start (source = control).
+
+        Raises `CommandError` (never echoing the secret) when the source is not `control`, when
+        registration is unconfigured, or when `username` is not `[register].node_id`.
+        """
+        if self._source != "control":
+            raise CommandError(
+                f"secrets.source is {self._source}; POST /secrets is accepted only when "
+                f"secrets.source is control",
+                status=409,
+            )
+        if self._node_id is None:
+            raise CommandError(
+                "registration is not configured ([register] is absent), so there is no "
+                "credential to set",
+                status=409,
+            )
+        if not isinstance(username, str) or username != self._node_id:
+            shown = username if isinstance(username, str) and _NODE_ID.fullmatch(username) else "?"
+            raise CommandError(
+                f"username {shown} is not this node's id ({self._node_id})",
+                status=400,
+            )
+        if isinstance(secret, Secret):
+            value = secret
+        elif isinstance(secret, str) and secret:
+            value = Secret(secret)
+        else:
+            raise CommandError("secret must be a non-empty string", status=400)
+        self._remember(value.reveal())
+        self._node_secret = value
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret the store has ever known replaced by `***`."""
+        for value in self._known:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"SecretStore(source={self._source!r}, node_id={self._node_id!r}, "
+            f"node_secret={'set' if self._node_secret else 'unset'}, peers={len(self._peers)}, "
+            f"portal={'set' if self._portal else 'unset'})"
+        )
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError("a SecretStore cannot be pickled")
+
+
+class RedactingFilter(logging.Filter):
+    """Scrubs every secret the store knows from log records: message, args, traceback, stack.
+
+    Attach it to handlers (`handler.addFilter(RedactingFilter(store))`): a filter on a logger does
+    not see records that propagate from its children, a filter on a handler sees them all.
+    """
+
+    def __init__(self, store: SecretStore) -> None:
+        super().__init__()
+        self._store = store
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redact = self._store.redact
+        try:
+            message = record.getMessage()
+        except Exception:
+            # A broken format string: keep what we can show without formatting it.
+            message = f"{record.msg!s} {record.args!r}"
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True

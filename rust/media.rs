@@ -1,0 +1,1058 @@
+//! The station's media path: legs, the conference and the local radio, one tick at a time.
+//!
+//! A leg is one call's audio: a jitter buffer for what the peer sends, codec and resampler at its
+//! edge, and the state needed to send mini frames back. Every 20 ms [`Station::tick`] pulls one
+//! frame from each leg (or concealment, or nothing when the peer is not talking), mixes at the
+//! station rate, and produces, per leg that has something to hear, one encoded frame ready to go
+//! out as a mini frame. When a frame cannot go as a mini frame (start of a talk spurt, a codec
+//! change, or a change of the timestamp's upper bits) the tick hands it to Python instead, which
+//! sends it as a full voice frame with the call's sequence numbers.
+//!
+//! Pure `&mut self` logic fed with `now_ms`: no socket, no clock, no thread (see `engine.rs`).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::codec::Codec;
+use crate::frame::MiniFrame;
+use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
+use crate::mixer::Conference;
+use crate::resample::{Downsampler, Upsampler};
+
+/// Frame duration of the whole media path.
+pub const FRAME_MS: u32 = 20;
+
+/// How a leg takes part in the conference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegMode {
+    /// Hears the conference and is heard (a call, or a `*3` link).
+    Transceive,
+    /// Is heard but hears nothing back (a `*2` monitor link dialled by us receives only).
+    ReceiveOnly,
+    /// Hears the conference but is not mixed in (a monitor link a peer holds on us).
+    TransmitOnly,
+}
+
+impl LegMode {
+    fn transmits(self) -> bool {
+        matches!(self, LegMode::Transceive | LegMode::TransmitOnly)
+    }
+    fn receives(self) -> bool {
+        matches!(self, LegMode::Transceive | LegMode::ReceiveOnly)
+    }
+}
+
+/// What Python tells the engine when a call's media starts.
+#[derive(Debug, Clone)]
+pub struct LegSpec {
+    /// Our call number (the `scall` of what we send).
+    pub callno: u16,
+    /// The peer's call number: mini frames from the peer carry it as their source.
+    pub peer_callno: u16,
+    pub peer: SocketAddr,
+    /// Codec of what we send (the negotiated format); what we receive follows the peer's full
+    /// voice frames.
+    pub codec: Codec,
+    pub mode: LegMode,
+    /// The call's own timestamp clock (ms since its first transmission) at `now_ms`, so mini
+    /// frames continue the timeline Python's full frames use.
+    pub call_ts_ms: u32,
+}
+
+/// Something Python must act on, produced by a tick or a received frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaEvent {
+    /// Send this payload as a full voice frame (the call's sequence numbers are Python's).
+    FullVoice {
+        callno: u16,
+        format: u64,
+        ts: u32,
+        payload: Vec<u8>,
+    },
+    /// The conference went quiet for this leg after a talk spurt (a radio link sends UNKEY).
+    SpurtEnded { callno: u16, ts: u32 },
+    /// A control event that travelled with the peer's audio reached the playout point.
+    Control {
+        callno: u16,
+        kind: ControlKind,
+        ts: u32,
+        /// Text of a TEXT frame; empty for the others.
+        payload: Vec<u8>,
+    },
+    /// A mini frame arrived before any full voice frame: Python answers with VNAK.
+    MiniBeforeFull { callno: u16 },
+}
+
+/// A frame ready to be sent as a mini frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub to: SocketAddr,
+    pub bytes: Vec<u8>,
+}
+
+/// The result of one tick.
+#[derive(Debug, Default)]
+pub struct TickOutput {
+    pub datagrams: Vec<Outgoing>,
+    pub events: Vec<MediaEvent>,
+}
+
+impl TickOutput {
+    pub fn clear(&mut self) {
+        self.datagrams.clear();
+        self.events.clear();
+    }
+}
+
+/// Which resampler sits at a leg's edge.
+#[derive(Debug)]
+enum Edge {
+    Same,
+    Up(Upsampler),
+    Down(Downsampler),
+}
+
+impl Edge {
+    fn new(from_rate: u32, to_rate: u32) -> Edge {
+        match (from_rate, to_rate) {
+            (a, b) if a == b => Edge::Same,
+            (8000, 16000) => Edge::Up(Upsampler::new()),
+            _ => Edge::Down(Downsampler::new()),
+        }
+    }
+
+    fn run(&mut self, input: &[i16], out: &mut Vec<i16>) {
+        out.clear();
+        match self {
+            Edge::Same => out.extend_from_slice(input),
+            Edge::Up(u) => u.process(input, out),
+            Edge::Down(d) => d.process(input, out),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Leg {
+    spec: LegSpec,
+    slot: usize,
+    jitter: JitterBuffer,
+    /// Codec of the peer's audio: the format of its last full voice frame.
+    rx_codec: Option<Codec>,
+    rx_edge: Edge,
+    tx_edge: Edge,
+    /// Timestamp of the peer's last full frame, for unwrapping mini frame timestamps.
+    rx_last_full_ts: u32,
+    /// Last good station-rate frame from this leg, for concealment.
+    last_pcm: Vec<i16>,
+    /// This tick's frame of the leg (good or concealed).
+    pcm: Vec<i16>,
+    /// Our send clock: the call timestamp corresponding to `ts_origin_ms` of the engine clock.
+    ts_base: u32,
+    ts_origin_ms: u64,
+    talking_out: bool,
+    last_full_ts: Option<u32>,
+    last_tx_codec: Option<Codec>,
+    mini_before_full_reported: bool,
+    frames_out: u64,
+}
+
+/// The conference, its legs and the local radio.
+#[derive(Debug)]
+pub struct Station {
+    rate: u32,
+    frame_len: usize,
+    conference: Conference,
+    legs: Vec<Leg>,
+    by_callno: HashMap<u16, usize>,
+    by_peer: HashMap<(SocketAddr, u16), usize>,
+    local_slot: Option<usize>,
+    local_in: Option<Vec<i16>>,
+    local_out: Vec<i16>,
+    local_hears: bool,
+    jitter_cfg: JitterConfig,
+    // Scratch buffers reused every tick so steady state allocates nothing.
+    decoded: Vec<i16>,
+    resampled: Vec<i16>,
+    encoded: Vec<u8>,
+}
+
+/// Errors of the media path (commands naming a leg that does not exist, and the like).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MediaError {
+    NoSuchLeg(u16),
+    LegExists(u16),
+    BadPayload(u16),
+    /// The jitter buffer refused its configuration (a bug: the defaults are valid).
+    Jitter,
+}
+
+impl std::fmt::Display for MediaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MediaError::NoSuchLeg(c) => write!(f, "no media leg for call {c}"),
+            MediaError::LegExists(c) => write!(f, "call {c} already has a media leg"),
+            MediaError::BadPayload(c) => {
+                write!(f, "voice payload for call {c} does not fit its codec")
+            }
+            MediaError::Jitter => write!(f, "jitter buffer configuration rejected"),
+        }
+    }
+}
+
+impl std::error::Error for MediaError {}
+
+fn wrap_diff(a: u32, b: u32) -> i64 {
+    i64::from(a.wrapping_sub(b) as i32)
+}
+
+impl Station {
+    /// A station mixing at `rate` (8000 or 16000).
+    pub fn new(rate: u32, mix_minus: bool) -> Station {
+        let frame_len = (rate / 1000 * FRAME_MS) as usize;
+        Station {
+            rate,
+            frame_len,
+            conference: Conference::new(frame_len, mix_minus),
+            legs: Vec::new(),
+            by_callno: HashMap::new(),
+            by_peer: HashMap::new(),
+            local_slot: None,
+            local_in: None,
+            local_out: vec![0; frame_len],
+            local_hears: false,
+            jitter_cfg: JitterConfig::default(),
+            decoded: Vec::with_capacity(frame_len * 2),
+            resampled: Vec::with_capacity(frame_len * 2),
+            encoded: Vec::with_capacity(frame_len * 2 * 2),
+        }
+    }
+
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    pub fn frame_len(&self) -> usize {
+        self.frame_len
+    }
+
+    pub fn leg_count(&self) -> usize {
+        self.legs.len()
+    }
+
+    pub fn set_mix_minus(&mut self, on: bool) {
+        self.conference.set_mix_minus(on);
+    }
+
+    /// Put the local radio in the conference, or take it out. Audio of legs is untouched.
+    pub fn set_local_radio(&mut self, on: bool) {
+        match (on, self.local_slot) {
+            (true, None) => self.local_slot = Some(self.conference.add()),
+            (false, Some(slot)) => {
+                let _ = self.conference.remove(slot);
+                self.local_slot = None;
+                self.local_in = None;
+                self.local_out.iter_mut().for_each(|s| *s = 0);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn local_radio(&self) -> bool {
+        self.local_slot.is_some()
+    }
+
+    /// The local microphone's frame for the next tick (station rate).
+    pub fn put_local(&mut self, pcm: &[i16]) {
+        if self.local_slot.is_some() && pcm.len() == self.frame_len {
+            // Only a frame with signal counts as talking, so an idle microphone does not hold
+            // every leg in a talk spurt.
+            if pcm.iter().any(|s| s.unsigned_abs() > 32) {
+                self.local_in = Some(pcm.to_vec());
+            }
+        }
+    }
+
+    /// What the local speaker plays for the last tick (silence when nobody talked).
+    pub fn local_output(&self) -> &[i16] {
+        &self.local_out
+    }
+
+    pub fn local_hears_audio(&self) -> bool {
+        self.local_hears
+    }
+
+    pub fn add_leg(&mut self, spec: LegSpec, now_ms: u64) -> Result<(), MediaError> {
+        if self.by_callno.contains_key(&spec.callno) {
+            return Err(MediaError::LegExists(spec.callno));
+        }
+        let slot = self.conference.add();
+        let idx = self.legs.len();
+        let leg = Leg {
+            rx_edge: Edge::new(spec.codec.rate(), self.rate),
+            tx_edge: Edge::new(self.rate, spec.codec.rate()),
+            ts_base: spec.call_ts_ms,
+            ts_origin_ms: now_ms,
+            slot,
+            jitter: JitterBuffer::new(self.jitter_cfg).map_err(|_| MediaError::Jitter)?,
+            rx_codec: None,
+            rx_last_full_ts: 0,
+            last_pcm: vec![0; self.frame_len],
+            pcm: vec![0; self.frame_len],
+            talking_out: false,
+            last_full_ts: None,
+            last_tx_codec: None,
+            mini_before_full_reported: false,
+            frames_out: 0,
+            spec,
+        };
+        self.by_callno.insert(leg.spec.callno, idx);
+        self.by_peer
+            .insert((leg.spec.peer, leg.spec.peer_callno), idx);
+        self.legs.push(leg);
+        Ok(())
+    }
+
+    pub fn remove_leg(&mut self, callno: u16) -> Result<(), MediaError> {
+        let idx = self
+            .by_callno
+            .remove(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self.legs.swap_remove(idx);
+        self.by_peer.remove(&(leg.spec.peer, leg.spec.peer_callno));
+        let _ = self.conference.remove(leg.slot);
+        // The leg that moved into `idx` needs its index updated in both maps.
+        if let Some(moved) = self.legs.get(idx) {
+            self.by_callno.insert(moved.spec.callno, idx);
+            self.by_peer
+                .insert((moved.spec.peer, moved.spec.peer_callno), idx);
+        }
+        Ok(())
+    }
+
+    /// Change what a leg does (e.g. a monitor link upgraded to transceive) without re-adding it.
+    pub fn set_leg_mode(&mut self, callno: u16, mode: LegMode) -> Result<(), MediaError> {
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        if let Some(leg) = self.legs.get_mut(idx) {
+            leg.spec.mode = mode;
+        }
+        Ok(())
+    }
+
+    /// Change the codec we send on a leg (the next frame goes out as a full voice frame).
+    pub fn set_leg_codec(&mut self, callno: u16, codec: Codec) -> Result<(), MediaError> {
+        let rate = self.rate;
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        if let Some(leg) = self.legs.get_mut(idx) {
+            leg.spec.codec = codec;
+            leg.tx_edge = Edge::new(rate, codec.rate());
+        }
+        Ok(())
+    }
+
+    /// The payload of a full voice frame Python received (and acknowledged) for `callno`.
+    pub fn push_full_voice(
+        &mut self,
+        callno: u16,
+        codec: Codec,
+        ts: u32,
+        payload: &[u8],
+        now_ms: u64,
+    ) -> Result<(), MediaError> {
+        let rate = self.rate;
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self
+            .legs
+            .get_mut(idx)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        if codec.samples_for_bytes(payload.len()).is_err() {
+            return Err(MediaError::BadPayload(callno));
+        }
+        if leg.rx_codec != Some(codec) {
+            leg.rx_codec = Some(codec);
+            leg.rx_edge = Edge::new(codec.rate(), rate);
+        }
+        leg.rx_last_full_ts = ts;
+        leg.mini_before_full_reported = false;
+        if leg.spec.mode.receives() {
+            let _ = leg.jitter.put_voice(ts, payload, now_ms);
+        }
+        Ok(())
+    }
+
+    /// A control event from the peer that must stay in order with its audio (KEY/UNKEY,
+    /// DTMF, TEXT with its text as payload).
+    pub fn push_control(
+        &mut self,
+        callno: u16,
+        kind: ControlKind,
+        ts: u32,
+        payload: &[u8],
+        now_ms: u64,
+    ) -> Result<(), MediaError> {
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self
+            .legs
+            .get_mut(idx)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let _ = leg.jitter.put_control(ts, kind, payload, now_ms);
+        Ok(())
+    }
+
+    /// A mini frame from the network. Returns false when no leg matches (counted by the engine).
+    pub fn on_mini(
+        &mut self,
+        from: SocketAddr,
+        mini: &MiniFrame,
+        now_ms: u64,
+        events: &mut Vec<MediaEvent>,
+    ) -> bool {
+        let Some(&idx) = self.by_peer.get(&(from, mini.scall)) else {
+            return false;
+        };
+        let Some(leg) = self.legs.get_mut(idx) else {
+            return false;
+        };
+        if leg.rx_codec.is_none() {
+            // Asterisk answers a mini frame that precedes every full voice frame with VNAK so
+            // the peer resends the full frame that sets the codec.
+            if !leg.mini_before_full_reported {
+                leg.mini_before_full_reported = true;
+                events.push(MediaEvent::MiniBeforeFull {
+                    callno: leg.spec.callno,
+                });
+            }
+            return true;
+        }
+        let ts = crate::jitter::unwrap_mini(leg.rx_last_full_ts, mini.ts16);
+        // Every accepted timestamp becomes the reference, which keeps the unwrap exact.
+        leg.rx_last_full_ts = ts;
+        if leg.spec.mode.receives() {
+            let _ = leg.jitter.put_voice(ts, &mini.payload, now_ms);
+        }
+        true
+    }
+
+    /// Every leg's jitter statistics, written into a reused buffer.
+    pub fn fill_jitter_stats(&self, out: &mut Vec<(u16, JitterStats)>) {
+        out.clear();
+        out.extend(self.legs.iter().map(|l| (l.spec.callno, l.jitter.stats())));
+    }
+
+    /// Capacity of every buffer the tick touches, in elements (for the no-growth test).
+    pub fn buffer_capacity(&self) -> usize {
+        self.conference.capacity_samples()
+            + self.decoded.capacity()
+            + self.resampled.capacity()
+            + self.encoded.capacity()
+            + self.local_out.capacity()
+            + self
+                .legs
+                .iter()
+                .map(|l| l.last_pcm.capacity() + l.pcm.capacity())
+                .sum::<usize>()
+    }
+
+    pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {
+        let idx = *self.by_callno.get(&callno)?;
+        self.legs.get(idx).map(|l| l.jitter.stats())
+    }
+
+    /// One 20 ms tick at `now_ms`.
+    pub fn tick(&mut self, now_ms: u64, out: &mut TickOutput) {
+        self.conference.begin_tick();
+        self.pull_legs(now_ms, out);
+        if let (Some(slot), Some(pcm)) = (self.local_slot, self.local_in.take()) {
+            let _ = self.conference.put(slot, &pcm);
+        }
+        self.conference.mix();
+        self.push_legs(now_ms, out);
+        self.local_hears = false;
+        if let Some(slot) = self.local_slot {
+            self.local_hears = self.conference.hears_audio(slot);
+            if let Ok(o) = self.conference.output(slot) {
+                self.local_out.copy_from_slice(o);
+            }
+        }
+    }
+
+    fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+        let frame_len = self.frame_len;
+        for leg in &mut self.legs {
+            // Control events due now come out ahead of the audio that follows them; then one
+            // item fills the tick.
+            let mut ready = false;
+            loop {
+                match leg.jitter.get(now_ms) {
+                    GetResult::Control { ts, kind, payload } => {
+                        out.events.push(MediaEvent::Control {
+                            callno: leg.spec.callno,
+                            kind,
+                            ts,
+                            payload: payload.to_vec(),
+                        })
+                    }
+                    GetResult::Dropped { .. } => {}
+                    GetResult::Voice { payload, .. } => {
+                        let Some(codec) = leg.rx_codec else { break };
+                        self.decoded.clear();
+                        if codec.decode(payload, &mut self.decoded).is_err() {
+                            break;
+                        }
+                        leg.rx_edge.run(&self.decoded, &mut self.resampled);
+                        fit(&mut self.resampled, frame_len);
+                        leg.last_pcm.copy_from_slice(&self.resampled);
+                        leg.pcm.copy_from_slice(&self.resampled);
+                        ready = true;
+                        break;
+                    }
+                    GetResult::Interpolate { nth } => {
+                        crate::jitter::conceal(&leg.last_pcm, &mut leg.pcm, nth);
+                        ready = nth < crate::jitter::CONCEAL_FADE_FRAMES;
+                        break;
+                    }
+                    GetResult::Silence => break,
+                }
+            }
+            if ready && leg.spec.mode.receives() {
+                let _ = self.conference.put(leg.slot, &leg.pcm);
+            }
+        }
+    }
+
+    fn push_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+        for leg in &mut self.legs {
+            let hears = leg.spec.mode.transmits() && self.conference.hears_audio(leg.slot);
+            let elapsed = now_ms.saturating_sub(leg.ts_origin_ms);
+            // Timestamps advance in whole frames so the peer's jitter buffer sees a steady clock.
+            let ts = leg
+                .ts_base
+                .wrapping_add((elapsed / u64::from(FRAME_MS) * u64::from(FRAME_MS)) as u32);
+            if !hears {
+                if leg.talking_out {
+                    leg.talking_out = false;
+                    out.events.push(MediaEvent::SpurtEnded {
+                        callno: leg.spec.callno,
+                        ts,
+                    });
+                }
+                continue;
+            }
+            let Ok(mix) = self.conference.output(leg.slot) else {
+                continue;
+            };
+            leg.tx_edge.run(mix, &mut self.resampled);
+            self.encoded.clear();
+            leg.spec.codec.encode(&self.resampled, &mut self.encoded);
+            let codec = leg.spec.codec;
+            let needs_full = !leg.talking_out
+                || leg.last_tx_codec != Some(codec)
+                || leg
+                    .last_full_ts
+                    .is_none_or(|f| (f >> 15) != (ts >> 15) || wrap_diff(ts, f) < 0);
+            leg.talking_out = true;
+            leg.frames_out += 1;
+            if needs_full {
+                leg.last_full_ts = Some(ts);
+                leg.last_tx_codec = Some(codec);
+                out.events.push(MediaEvent::FullVoice {
+                    callno: leg.spec.callno,
+                    format: codec.format_bit(),
+                    ts,
+                    payload: self.encoded.clone(),
+                });
+            } else {
+                let mini = MiniFrame {
+                    scall: leg.spec.callno,
+                    ts16: (ts & 0xFFFF) as u16,
+                    payload: self.encoded.clone(),
+                };
+                out.datagrams.push(Outgoing {
+                    to: leg.spec.peer,
+                    bytes: crate::frame::Frame::Mini(mini).to_bytes(),
+                });
+            }
+        }
+    }
+}
+
+/// Make a resampled frame exactly `len` samples (a resampler's first call may be short by its
+/// start-up delay; never longer in steady state).
+fn fit(buf: &mut Vec<i16>, len: usize) {
+    buf.resize(len, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{parse, Frame};
+    use std::f64::consts::PI;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    fn spec(callno: u16, port: u16, codec: Codec) -> LegSpec {
+        LegSpec {
+            callno,
+            peer_callno: callno + 1000,
+            peer: addr(port),
+            codec,
+            mode: LegMode::Transceive,
+            call_ts_ms: 1000,
+        }
+    }
+
+    /// `n`-th 20 ms frame of a tone at `rate`, amplitude 8000.
+    fn tone(freq: f64, rate: u32, n: usize) -> Vec<i16> {
+        let len = (rate / 50) as usize;
+        (0..len)
+            .map(|i| {
+                let t = (n * len + i) as f64 / f64::from(rate);
+                (8000.0 * (2.0 * PI * freq * t).sin()).round() as i16
+            })
+            .collect()
+    }
+
+    /// Power of `freq` in `x` relative to a full-amplitude-8000 tone (Goertzel), in dB.
+    fn tone_db(x: &[i16], freq: f64, rate: u32) -> f64 {
+        let w = 2.0 * PI * freq / f64::from(rate);
+        let (mut s1, mut s2) = (0.0f64, 0.0f64);
+        for &v in x {
+            let s = f64::from(v) + 2.0 * w.cos() * s1 - s2;
+            s2 = s1;
+            s1 = s;
+        }
+        let power = s1 * s1 + s2 * s2 - 2.0 * w.cos() * s1 * s2;
+        let amp = 2.0 * power.sqrt() / x.len() as f64;
+        20.0 * (amp / 8000.0).log10()
+    }
+
+    /// Feed leg `callno` one encoded frame of its codec as a full voice frame.
+    fn feed(st: &mut Station, callno: u16, codec: Codec, pcm: &[i16], ts: u32, now: u64) {
+        let mut wire = Vec::new();
+        codec.encode(pcm, &mut wire);
+        assert_eq!(st.push_full_voice(callno, codec, ts, &wire, now), Ok(()));
+    }
+
+    /// Decode what went to `to` this tick (full voice event or mini frame) with `codec`.
+    fn heard(out: &TickOutput, callno: u16, to: SocketAddr, codec: Codec) -> Option<Vec<i16>> {
+        let mut pcm = Vec::new();
+        for e in &out.events {
+            if let MediaEvent::FullVoice {
+                callno: c, payload, ..
+            } = e
+            {
+                if *c == callno {
+                    codec.decode(payload, &mut pcm).ok()?;
+                    return Some(pcm);
+                }
+            }
+        }
+        for d in &out.datagrams {
+            if d.to == to {
+                if let Ok(Frame::Mini(m)) = parse(&d.bytes) {
+                    assert_eq!(m.scall, callno);
+                    codec.decode(&m.payload, &mut pcm).ok()?;
+                    return Some(pcm);
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn mixed_codec_members_hear_each_other_and_not_themselves() {
+        // A µ-law leg (8 kHz) and a slin16 leg in a 16 kHz conference, both talking.
+        let mut st = Station::new(16000, true);
+        st.add_leg(spec(10, 5000, Codec::Ulaw), 0).expect("leg a");
+        st.add_leg(spec(11, 5001, Codec::Slin16), 0).expect("leg b");
+        let mut out = TickOutput::default();
+        let (mut heard_a, mut heard_b) = (Vec::new(), Vec::new());
+        for n in 0..60usize {
+            let now = n as u64 * 20;
+            let ts = 2000 + n as u32 * 20;
+            feed(&mut st, 10, Codec::Ulaw, &tone(600.0, 8000, n), ts, now);
+            feed(&mut st, 11, Codec::Slin16, &tone(1500.0, 16000, n), ts, now);
+            out.clear();
+            st.tick(now, &mut out);
+            if let Some(p) = heard(&out, 10, addr(5000), Codec::Ulaw) {
+                heard_a.extend(p);
+            }
+            if let Some(p) = heard(&out, 11, addr(5001), Codec::Slin16) {
+                heard_b.extend(p);
+            }
+        }
+        assert!(heard_a.len() >= 160 * 40, "µ-law leg received audio");
+        assert!(heard_b.len() >= 320 * 40, "slin16 leg received audio");
+        // Skip the jitter-buffer and filter start-up; look at the steady state.
+        let a = &heard_a[heard_a.len() - 160 * 20..];
+        let b = &heard_b[heard_b.len() - 320 * 20..];
+        assert!(
+            tone_db(a, 1500.0, 8000) > -1.5,
+            "µ-law hears the slin16 tone"
+        );
+        assert!(
+            tone_db(a, 600.0, 8000) < -40.0,
+            "µ-law does not hear itself"
+        );
+        assert!(
+            tone_db(b, 600.0, 16000) > -1.5,
+            "slin16 hears the µ-law tone"
+        );
+        assert!(
+            tone_db(b, 1500.0, 16000) < -40.0,
+            "slin16 does not hear itself"
+        );
+    }
+
+    #[test]
+    fn first_frame_of_a_spurt_is_full_then_minis_then_spurt_end() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(20, 6000, Codec::Ulaw), 0).expect("talker");
+        st.add_leg(spec(21, 6001, Codec::Ulaw), 0)
+            .expect("listener");
+        let mut out = TickOutput::default();
+        let mut kinds = Vec::new();
+        for n in 0..40usize {
+            let now = n as u64 * 20;
+            if n < 20 {
+                feed(
+                    &mut st,
+                    20,
+                    Codec::Ulaw,
+                    &tone(1000.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                match e {
+                    MediaEvent::FullVoice { callno: 21, ts, .. } => kinds.push(("full", *ts)),
+                    MediaEvent::SpurtEnded { callno: 21, ts } => kinds.push(("end", *ts)),
+                    _ => {}
+                }
+            }
+            for d in &out.datagrams {
+                assert_eq!(d.to, addr(6001), "the talker hears nothing");
+                if let Ok(Frame::Mini(m)) = parse(&d.bytes) {
+                    kinds.push(("mini", u32::from(m.ts16)));
+                }
+            }
+        }
+        assert_eq!(kinds.first().map(|k| k.0), Some("full"));
+        assert_eq!(kinds.iter().filter(|k| k.0 == "full").count(), 1);
+        assert_eq!(kinds.last().map(|k| k.0), Some("end"));
+        let minis: Vec<u32> = kinds
+            .iter()
+            .filter(|k| k.0 == "mini")
+            .map(|k| k.1)
+            .collect();
+        assert!(minis.len() >= 15);
+        assert!(
+            minis.windows(2).all(|w| w[1] == w[0] + 20),
+            "steady 20 ms timestamps"
+        );
+        // Timestamps continue the call's clock given at add_leg (1000 ms at t=0).
+        assert!(kinds.first().is_some_and(|k| k.1 >= 1000 && k.1 % 20 == 0));
+    }
+
+    #[test]
+    fn full_voice_frame_again_when_the_upper_timestamp_bits_change() {
+        let mut st = Station::new(8000, true);
+        let mut a = spec(30, 7000, Codec::Ulaw);
+        a.call_ts_ms = 32_768 - 100; // crosses a 32 768 ms boundary after five frames
+        st.add_leg(a, 0).expect("a");
+        st.add_leg(spec(31, 7001, Codec::Ulaw), 0).expect("b");
+        let mut out = TickOutput::default();
+        let mut fulls = Vec::new();
+        for n in 0..20usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                31,
+                Codec::Ulaw,
+                &tone(800.0, 8000, n),
+                500 + n as u32 * 20,
+                now,
+            );
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                if let MediaEvent::FullVoice { callno: 30, ts, .. } = e {
+                    fulls.push(*ts);
+                }
+            }
+        }
+        assert_eq!(fulls.len(), 2, "{fulls:?}");
+        assert!(fulls[0] < 32_768 && fulls[1] >= 32_768);
+    }
+
+    #[test]
+    fn control_events_come_out_in_order_after_the_audio_before_them() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(40, 8000, Codec::Ulaw), 0).expect("a");
+        let mut out = TickOutput::default();
+        let mut order = Vec::new();
+        for n in 0..30usize {
+            let now = n as u64 * 20;
+            if n < 10 {
+                feed(
+                    &mut st,
+                    40,
+                    Codec::Ulaw,
+                    &tone(1000.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+            }
+            if n == 9 {
+                // UNKEY stamped right after the last audio frame, arriving with it.
+                st.push_control(40, ControlKind::Unkey, 100 + 10 * 20, &[], now)
+                    .expect("control");
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                if let MediaEvent::Control { kind, ts, .. } = e {
+                    order.push((*kind, *ts, n));
+                }
+            }
+        }
+        assert_eq!(order.len(), 1);
+        assert_eq!(order[0].0, ControlKind::Unkey);
+        assert!(
+            order[0].2 >= 10,
+            "UNKEY is played out after the ten audio frames"
+        );
+    }
+
+    #[test]
+    fn a_mini_frame_before_any_full_voice_frame_asks_for_vnak_once() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(50, 9000, Codec::Ulaw), 0).expect("a");
+        let mini = MiniFrame {
+            scall: 1050,
+            ts16: 40,
+            payload: vec![0xFF; 160],
+        };
+        let mut events = Vec::new();
+        assert!(st.on_mini(addr(9000), &mini, 0, &mut events));
+        assert!(st.on_mini(addr(9000), &mini, 20, &mut events));
+        assert_eq!(events, vec![MediaEvent::MiniBeforeFull { callno: 50 }]);
+        // Unknown peer or call number: not routed.
+        assert!(!st.on_mini(addr(9001), &mini, 40, &mut events));
+    }
+
+    #[test]
+    fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(60, 9100, Codec::Ulaw), 0).expect("talker");
+        st.add_leg(spec(61, 9101, Codec::Ulaw), 0)
+            .expect("listener");
+        let mut out = TickOutput::default();
+        let mut got = 0;
+        // The peer's clock is just below a 16-bit wrap: minis must unwrap past it.
+        let base = 0x0001_FFC0u32;
+        feed(&mut st, 60, Codec::Ulaw, &tone(1000.0, 8000, 0), base, 0);
+        for n in 1..30usize {
+            let now = n as u64 * 20;
+            let ts = base.wrapping_add(n as u32 * 20);
+            let mut wire = Vec::new();
+            Codec::Ulaw.encode(&tone(1000.0, 8000, n), &mut wire);
+            let mini = MiniFrame {
+                scall: 1060,
+                ts16: (ts & 0xFFFF) as u16,
+                payload: wire,
+            };
+            let mut ev = Vec::new();
+            assert!(st.on_mini(addr(9100), &mini, now, &mut ev));
+            out.clear();
+            st.tick(now, &mut out);
+            if heard(&out, 61, addr(9101), Codec::Ulaw).is_some() {
+                got += 1;
+            }
+        }
+        assert!(got >= 25, "listener heard {got} frames");
+        let stats = st.jitter_stats(60).expect("stats");
+        assert_eq!(stats.lost, 0);
+    }
+
+    #[test]
+    fn topology_changes_live_without_dropping_legs() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(70, 9200, Codec::Ulaw), 0).expect("a");
+        st.add_leg(spec(71, 9201, Codec::Ulaw), 0).expect("b");
+        let mut out = TickOutput::default();
+        let mut a_heard_itself = false;
+        for n in 0..60usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                70,
+                Codec::Ulaw,
+                &tone(1000.0, 8000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            match n {
+                20 => st.set_mix_minus(false),
+                30 => st.set_local_radio(true),
+                40 => {
+                    st.set_local_radio(false);
+                    st.set_mix_minus(true);
+                }
+                _ => {}
+            }
+            if (31..40).contains(&n) {
+                st.put_local(&tone(400.0, 8000, n));
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            if (24..30).contains(&n) && heard(&out, 70, addr(9200), Codec::Ulaw).is_some() {
+                a_heard_itself = true; // full mix: the talker hears itself
+            }
+            if (35..40).contains(&n) {
+                assert!(st.local_hears_audio());
+                assert!(tone_db(st.local_output(), 1000.0, 8000) > -2.0);
+                // b hears both the talker and the local radio.
+                let b = heard(&out, 71, addr(9201), Codec::Ulaw).expect("b hears");
+                assert!(tone_db(&b, 400.0, 8000) > -3.0);
+            }
+            if n > 45 {
+                assert!(
+                    heard(&out, 70, addr(9200), Codec::Ulaw).is_none(),
+                    "mix-minus again"
+                );
+                assert!(
+                    heard(&out, 71, addr(9201), Codec::Ulaw).is_some(),
+                    "b never lost audio"
+                );
+            }
+        }
+        assert!(a_heard_itself);
+        assert_eq!(st.leg_count(), 2);
+    }
+
+    #[test]
+    fn receive_only_and_transmit_only_legs() {
+        let mut st = Station::new(8000, true);
+        let mut mon = spec(80, 9300, Codec::Ulaw);
+        mon.mode = LegMode::ReceiveOnly; // we monitor it: it is heard, hears nothing
+        st.add_leg(mon, 0).expect("monitor");
+        let mut tx = spec(81, 9301, Codec::Ulaw);
+        tx.mode = LegMode::TransmitOnly; // it monitors us: hears, is not heard
+        st.add_leg(tx, 0).expect("tx only");
+        st.add_leg(spec(82, 9302, Codec::Ulaw), 0).expect("normal");
+        let mut out = TickOutput::default();
+        for n in 0..30usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                80,
+                Codec::Ulaw,
+                &tone(700.0, 8000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            feed(
+                &mut st,
+                81,
+                Codec::Ulaw,
+                &tone(1200.0, 8000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            out.clear();
+            st.tick(now, &mut out);
+            assert!(heard(&out, 80, addr(9300), Codec::Ulaw).is_none());
+            if n > 10 {
+                let normal = heard(&out, 82, addr(9302), Codec::Ulaw).expect("normal hears");
+                assert!(tone_db(&normal, 700.0, 8000) > -2.0);
+                assert!(tone_db(&normal, 1200.0, 8000) < -40.0);
+                assert!(heard(&out, 81, addr(9301), Codec::Ulaw).is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn no_buffer_growth_over_100k_ticks() {
+        let mut st = Station::new(16000, true);
+        let codecs = [Codec::Ulaw, Codec::Alaw, Codec::Slin, Codec::Slin16];
+        for c in 0..8u16 {
+            st.add_leg(spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]), 0)
+                .expect("leg");
+        }
+        st.set_local_radio(true);
+        let wires: Vec<Vec<u8>> = codecs
+            .iter()
+            .map(|c| {
+                let mut w = Vec::new();
+                c.encode(&tone(500.0, c.rate(), 0), &mut w);
+                w
+            })
+            .collect();
+        let mut out = TickOutput::default();
+        let mut cap = 0;
+        for n in 0..100_000usize {
+            let now = n as u64 * 20;
+            for c in 0..8u16 {
+                // Half the legs talk in bursts, so spurts start and end all the time.
+                if (n / 50 + usize::from(c)) % 2 == 0 {
+                    let i = usize::from(c) % 4;
+                    st.push_full_voice(100 + c, codecs[i], 100 + n as u32 * 20, &wires[i], now)
+                        .expect("voice");
+                }
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            if n == 1000 {
+                cap = st.buffer_capacity();
+            }
+        }
+        assert_eq!(st.buffer_capacity(), cap);
+        assert!(out.datagrams.capacity() < 64 && out.events.capacity() < 64);
+    }
+
+    #[test]
+    fn removing_legs_keeps_the_others_routed() {
+        let mut st = Station::new(8000, true);
+        for c in 0..5u16 {
+            st.add_leg(spec(90 + c, 9400 + c, Codec::Ulaw), 0)
+                .expect("leg");
+        }
+        assert_eq!(
+            st.add_leg(spec(92, 1, Codec::Ulaw), 0),
+            Err(MediaError::LegExists(92))
+        );
+        st.remove_leg(90).expect("remove first");
+        st.remove_leg(92).expect("remove middle");
+        assert_eq!(st.remove_leg(92), Err(MediaError::NoSuchLeg(92)));
+        assert_eq!(st.leg_count(), 3);
+        let mini = MiniFrame {
+            scall: 1094,
+            ts16: 0,
+            payload: vec![0xFF; 160],
+        };
+        let mut ev = Vec::new();
+        assert!(
+            st.on_mini(addr(9404), &mini, 0, &mut ev),
+            "moved leg still routed"
+        );
+        assert!(!st.on_mini(addr(9400), &mini, 0, &mut ev));
+    }
+}
