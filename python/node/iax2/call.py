@@ -423,6 +423,7 @@ class _Pending:
     keep_dcall_zero: bool
     next_at: float
     interval: float
+    #: Timer-driven transmissions so far (VNAK resends do not count, as in Asterisk).
     sends: int = 1
 
 
@@ -463,6 +464,7 @@ class Call:
         self._queue: list[_Pending] = []
         self._timers: dict[_Timer, float] = {}
         self._probes: dict[int, bool] = {}  # ts of our PING/LAGRQ -> was it retransmitted
+        self._vnak_served: tuple[int, float] | None = None  # (iseqno, when)
         self._frames: list[FullFrame] = []
         self._events: list[CallEvent] = []
         # Set while handling one in-order frame: did a reply carry the ack, or must none go out?
@@ -608,7 +610,6 @@ class Call:
     def _retransmit(self, p: _Pending) -> None:
         if p.ftype == FrameType.IAX and p.ts in self._probes:
             self._probes[p.ts] = True
-        p.sends += 1
         self._frames.append(self._build(p, retrans=True))
 
     def _event(self, event: CallEvent) -> None:
@@ -839,6 +840,7 @@ class Call:
                 self._exhausted()
                 break
             self._retransmit(p)
+            p.sends += 1
             p.interval = min(MAX_RETRY, p.interval * RETRY_BACKOFF)
             p.next_at = now + p.interval
         due = [kind for kind, at in self._timers.items() if at <= now]
@@ -916,7 +918,7 @@ class Call:
         self._acknowledged(frame.iseq, now)
         if is_iax and sub in _ACK_LIKE:
             if sub == IaxSubclass.VNAK:
-                self._vnak(frame.iseq)
+                self._vnak(frame.iseq, now)
             return self._output()
         if frame.oseq != self.iseq:
             if ((self.iseq - frame.oseq) & _MASK8) < 128:
@@ -962,7 +964,14 @@ class Call:
         ):
             self._confirm(now)
 
-    def _vnak(self, iseq: int) -> None:
+    def _vnak(self, iseq: int, now: float) -> None:
+        # Every frame that arrives after a gap makes the peer send a VNAK with the same iseqno.
+        # The first one is served at once; its echoes within half an RTT are not, or a burst
+        # of N frames would cost N x N retransmissions.
+        last = self._vnak_served
+        if last is not None and last[0] == iseq and now - last[1] < self.rtt / 2:
+            return
+        self._vnak_served = (iseq, now)
         for p in self._queue:
             if ((p.oseq - iseq) & _MASK8) < 128:
                 self._retransmit(p)
