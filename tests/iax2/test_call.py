@@ -508,8 +508,9 @@ def test_ack_discipline() -> None:
     out = call.receive(text, T0 + 1)
     assert kinds(out) == [(IAX, IaxSubclass.ACK)]
     ack = out.frames[0]
-    assert (ack.scall, ack.dcall, ack.ts, ack.oseq, ack.iseq) == (ME, THEM, 777, oseq_before, 3)
-    assert call.oseq == oseq_before  # an ACK takes no seqno
+    # Its oseqno repeats the TEXT's iseqno, as Asterisk's do; it takes no seqno of its own.
+    assert (ack.scall, ack.dcall, ack.ts, ack.oseq, ack.iseq) == (ME, THEM, 777, 2, 3)
+    assert call.oseq == oseq_before
     # Never ACK an ACK (nor INVAL-like frames).
     assert call.receive(iax(IaxSubclass.ACK, oseq=3, iseq=2), T0 + 1).frames == ()
     # An old duplicate is ACKed again and produces no event.

@@ -3,11 +3,13 @@ through `CallPair` (two endpoints on a simulated link)."""
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
 import pytest
 
-from node._core import FullFrame
+from node._core import FullFrame, parse
 from node.errors import LocalProtocolError
 from node.iax2.auth import md5_response
 from node.iax2.call import (
@@ -30,11 +32,14 @@ from node.iax2.constants import IE, ControlSubclass, Format, FrameType, IaxSubcl
 from node.iax2.endpoint import (
     CALLNO_QUARANTINE,
     Endpoint,
+    EndpointOutput,
     InboundPolicy,
     InboundRejected,
 )
 from node.iax2.negotiate import CodecPolicy
-from tests.iax2.callpair import ADDR_A, ADDR_B, CallPair, Datagram, make_endpoint, seeded
+from tests.conftest import shared_dir
+from tests.iax2.callpair import ADDR_A, ADDR_B, Address, CallPair, Datagram, make_endpoint, seeded
+from tests.pcap import udp_datagrams
 
 IAX, CONTROL = FrameType.IAX, FrameType.CONTROL
 ULAW, ALAW, SLIN, SLIN16 = Format.ULAW, Format.ALAW, Format.SLIN, Format.SLIN16
@@ -574,3 +579,302 @@ def test_keepalive_cadence_and_rtt_through_the_link() -> None:
         if d.src == "a" and d.frame.ftype == IAX and d.frame.subclass == IaxSubclass.PING
     ]
     assert pings == [21.0, 42.0, 63.0]
+
+
+# --- replays of real exchanges --------------------------------------------------------------------
+#
+# The peer's frames from a capture are fed to our endpoint in order (call numbers and the
+# opaque call token rewritten to ours); our replies must follow the recorded node's replies:
+# same frame kinds in the same order, same echoed timestamps and sequence numbers. Frames the
+# recorded node sent on its own initiative (TEXT, voice, KEY/UNKEY, keep-alives) are left out on
+# both sides, as are two Asterisk habits we do not copy: an explicit ACK of a NEW that the
+# ACCEPT right behind it acknowledges anyway, and the "stop sounds" control after ANSWER.
+
+_UNSOLICITED_TYPES = {
+    FrameType.TEXT,
+    FrameType.VOICE,
+    FrameType.CNG,
+    FrameType.DTMF,
+    FrameType.DTMF_BEGIN,
+}
+_UNSOLICITED_IAX = {IaxSubclass.LAGRQ, IaxSubclass.PING}
+_ECHOES = {IaxSubclass.ACK, IaxSubclass.PONG, IaxSubclass.LAGRP, IaxSubclass.CALLTOKEN}
+# Frames whose oseqno is not a seqno of the sender's own (so it must match the recording).
+_SEQLESS = {IaxSubclass.ACK, IaxSubclass.VNAK, IaxSubclass.CALLTOKEN}
+
+
+def _interop(*parts: str) -> Path:
+    path = shared_dir().joinpath("interop", *parts)
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing")
+        pytest.skip(f"{path} is not available (set IAX_NODE_SHARED)")
+    return path
+
+
+def _capture(name: str, us: Address, them: Address) -> list[tuple[bool, FullFrame]]:
+    """(sent by us?, frame) for every full frame between the two addresses, in order."""
+    out = []
+    for d in udp_datagrams(_interop(*name.split("/"))):
+        if {d.src, d.dst} != {us, them}:
+            continue
+        f = parse(d.payload)
+        if isinstance(f, FullFrame):
+            out.append((d.src == us, f))
+    return out
+
+
+def _solicited(frames: list[FullFrame]) -> list[FullFrame]:
+    kept = []
+    for i, f in enumerate(frames):
+        if f.ftype in _UNSOLICITED_TYPES or (f.ftype == CONTROL and f.subclass != 4):
+            continue  # ANSWER (4) is the one control frame a callee sends as a reply
+        if f.ftype == IAX and f.subclass in _UNSOLICITED_IAX:
+            continue
+        nxt = frames[i + 1] if i + 1 < len(frames) else None
+        if (
+            f.ftype == IAX
+            and f.subclass == IaxSubclass.ACK
+            and nxt is not None
+            and nxt.ftype == IAX
+            and nxt.subclass == IaxSubclass.ACCEPT
+            and nxt.iseq == f.iseq
+        ):
+            continue  # Asterisk's explicit ACK of the NEW; our ACCEPT carries that ACK
+        kept.append(f)
+    return kept
+
+
+def _signature(f: FullFrame) -> tuple[object, ...]:
+    """What must match: the kind, an echoed timestamp, a seqno-less frame's oseqno, iseqno."""
+    name = iax_names([f])[0]
+    echoed = f.ts if f.ftype == IAX and f.subclass in _ECHOES else None
+    oseq = f.oseq if f.ftype == IAX and f.subclass in _SEQLESS else None
+    return (name, echoed, oseq, f.iseq)
+
+
+def _rebuilt(f: FullFrame, *, dcall: int, token: str | None) -> FullFrame:
+    ies = None
+    if f.ftype == IAX:
+        ies = [(i, token if i == IE.CALLTOKEN and v and token else v) for i, v in f.ies]
+    return FullFrame(
+        f.ftype,
+        f.subclass,
+        scall=f.scall,
+        dcall=dcall,
+        ts=f.ts,
+        oseq=f.oseq,
+        iseq=f.iseq,
+        retrans=f.retrans,
+        ies=ies,
+        payload=b"" if f.ftype == IAX else f.payload,
+    )
+
+
+def _replay_callee(
+    capture: str,
+    us: Address,
+    them: Address,
+    ep: Endpoint,
+) -> tuple[list[FullFrame], list[FullFrame], EndpointOutput]:
+    """Feed the caller's frames; returns (our frames, the recorded callee's frames, and the
+    output of the last input)."""
+    recorded = _capture(capture, us, them)
+    # The recorded callee's call number, to be replaced by ours in the caller's frames.
+    their_view = next(f.scall for mine, f in recorded if mine and f.scall != 1)
+    ours: list[FullFrame] = []
+    expected: list[FullFrame] = []
+    token: str | None = None
+    callno = 0
+    now = 100.0
+    for mine, f in recorded:
+        if mine:
+            expected.append(f)
+            continue
+        now += 0.001
+        dcall = callno if f.dcall == their_view else f.dcall
+        out = ep.receive(them, _rebuilt(f, dcall=dcall, token=token), now)
+        for addr, reply in out.frames:
+            assert addr == them
+            ours.append(reply)
+            if reply.subclass == IaxSubclass.CALLTOKEN and reply.ftype == IAX:
+                token = reply.ie(IE.CALLTOKEN)
+            elif reply.scall != 1:
+                callno = reply.scall
+    return ours, expected, out
+
+
+def _challenge_source(challenge: int):
+    def randbelow(n: int) -> int:
+        return challenge if n == 2**31 else 0
+
+    return randbelow
+
+
+@pytest.mark.parametrize(
+    ("capture", "caller_port", "username", "challenge"),
+    [
+        ("pcaps/asterisk-call_token.pcap", 58379, "astartest", 159541092),
+        ("pcaps/asterisk-call_notoken.pcap", 60997, "astartest_notok", 90604980),
+        ("pcaps/asterisk-peer_hangup.pcap", 33412, None, None),
+    ],
+)
+def test_replay_asterisk_callee_with_md5(capture, caller_port, username, challenge) -> None:
+    recorded = _capture(capture, ("10.89.0.2", 4569), ("10.89.0.2", caller_port))
+    new = next(f for mine, f in recorded if not mine)
+    username = username or new.ie(IE.USERNAME)
+    authreq = next(f for mine, f in recorded if mine and f.subclass == IaxSubclass.AUTHREQ)
+    challenge = challenge or int(authreq.ie(IE.CHALLENGE))
+    ep = Endpoint(
+        InboundPolicy(auth="required"),
+        "prefer_slin16",
+        token_key=bytes(range(32)),
+        randbelow=_challenge_source(challenge),
+        peer_secret={username: "supersecret"}.get,
+    )
+    ours, theirs, _ = _replay_callee(capture, ("10.89.0.2", 4569), ("10.89.0.2", caller_port), ep)
+    assert [_signature(f) for f in ours] == [_signature(f) for f in _solicited(theirs)]
+    assert iax_names(ours) == ["CALLTOKEN", "AUTHREQ", "ACCEPT", "ANSWER"]
+    our_authreq = ours[1]
+    assert [(i, our_authreq.ie(i)) for i, _ in our_authreq.ies] == [
+        (i, authreq.ie(i)) for i, _ in authreq.ies
+    ]
+    accept = next(f for mine, f in recorded if mine and f.subclass == IaxSubclass.ACCEPT)
+    assert ours[2].ie(IE.FORMAT) == accept.ie(IE.FORMAT) == ULAW
+    # This client sends scall 1 and ts 0 everywhere; the CALLTOKEN still goes back to it.
+    assert (ours[0].scall, ours[0].dcall, ours[0].ts, ours[0].iseq) == (1, new.scall, new.ts, 1)
+    (incoming,) = [c for c in ep.calls.values()]
+    assert incoming.state is CallState.UP and incoming.format == ULAW
+
+
+def test_replay_asl_callee_no_auth() -> None:
+    # We play node 1998 (127.0.0.1:4570) called by 1999: token round, ACCEPT, then ANSWER once
+    # 1999 ACKed the ACCEPT, then the ACKs of 1999's link texts and voice.
+    ep = Endpoint(
+        InboundPolicy(auth="off", allowed_nodes=("1999",)),
+        "prefer_slin16",
+        token_key=bytes(range(32)),
+        randbelow=lambda n: 0,
+    )
+    us, them = ("127.0.0.1", 4570), ("127.0.0.1", 4569)
+    ours, theirs, out = _replay_callee("asl3/asl_2node_noauth.pcap", us, them, ep)
+    assert [_signature(f) for f in _solicited(ours)] == [_signature(f) for f in _solicited(theirs)]
+    assert iax_names(ours)[:3] == ["CALLTOKEN", "ACCEPT", "ANSWER"]
+    # All 63 s of it: link texts, voice, keep-alives answered (LAGRP, PONG), and 1999's HANGUP.
+    names = iax_names(ours)
+    assert names.count("LAGRP") == 6 and names.count("PONG") == 3
+    (call,) = ep.calls.values()
+    assert call.state is CallState.TERMINATED and call.format == ULAW
+    assert out.events == (CallHungUp(call.callno, "", 0, True),)
+
+
+def _replay_caller(
+    capture: str,
+    us: Address,
+    them: Address,
+    params: DialParams,
+    codecs: str,
+) -> tuple[list[FullFrame], list[FullFrame], Endpoint, int]:
+    """Dial as the recorded caller did and feed the callee's frames of that call; hang up where
+    the recorded caller did. Returns (our frames, the recorded caller's frames)."""
+    recorded = _capture(capture, us, them)
+    first_new = next(f for mine, f in recorded if mine and f.subclass == IaxSubclass.NEW)
+    rec_callno = first_new.scall
+    recorded = [(m, f) for m, f in recorded if (f.scall if m else f.dcall) == rec_callno]
+    ep = Endpoint(
+        InboundPolicy(auth="off"), codecs, token_key=bytes(range(32)), randbelow=lambda n: 0
+    )
+    now = 100.0
+    callno, out = ep.dial(now, them, params)
+    ours = [f for _, f in out.frames]
+    expected: list[FullFrame] = []
+    hung_up = False
+    for mine, f in recorded:
+        now += 0.001
+        if mine:
+            if not hung_up:
+                expected.append(f)
+            if f.ftype == IAX and f.subclass == IaxSubclass.HANGUP and not hung_up:
+                hung_up = True
+                code = f.ie(IE.CAUSECODE)
+                out = ep.hangup(callno, now, None, 16 if code is None else code)
+                ours += [g for _, g in out.frames]
+            continue
+        if hung_up and not (f.ftype == IAX and f.subclass == IaxSubclass.ACK):
+            # The recorded caller destroyed its side at once; the callee's later keep-alives
+            # into the dead call are not part of the exchange.
+            break
+        out = ep.receive(them, _rebuilt(f, dcall=callno, token=None), now)
+        ours += [g for _, g in out.frames]
+    return ours, expected, ep, callno
+
+
+def _same_replies(ours: list[FullFrame], theirs: list[FullFrame], ordered: int) -> None:
+    """Equal replies; the first `ordered` in the same order. Later, Asterisk's threads may
+    emit two replies in the other order than the frames that caused them arrived."""
+    a = [_signature(f) for f in _solicited(ours)]
+    b = [_signature(f) for f in _solicited(theirs)]
+    assert a[:ordered] == b[:ordered]
+    assert sorted(a, key=repr) == sorted(b, key=repr)
+
+
+@pytest.mark.parametrize(
+    ("capture", "them", "params", "setup"),
+    [
+        (
+            "asl3/asl_2node_noauth.pcap",
+            ("127.0.0.1", 4570),
+            DialParams("1998", calling_number="1999", username="radio"),
+            ["NEW", "NEW", "ACK", "ACK", "ACK"],
+        ),
+        (
+            # 1999 links to 1997 as user "radiosec" with an MD5 secret.
+            "asl3/asl_3node_md5.pcap",
+            ("127.0.0.1", 4573),
+            DialParams("1997", calling_number="1999", username="radiosec", secret="aslpeer-secret"),
+            ["NEW", "NEW", "AUTHREP", "ACK", "ACK", "ACK"],
+        ),
+        (
+            "asl3/asl_3node_monitor.pcap",
+            ("127.0.0.1", 4570),
+            DialParams("1998", calling_number="1999", username="radio"),
+            ["NEW", "NEW", "ACK", "ACK", "ACK"],
+        ),
+    ],
+    ids=["2node", "md5", "monitor"],
+)
+def test_replay_asl_caller(capture, them, params, setup) -> None:
+    ours, theirs, ep, callno = _replay_caller(
+        capture, ("127.0.0.1", 4569), them, params, "ulaw_only"
+    )
+    _same_replies(ours, theirs, ordered=len(setup))
+    assert iax_names(ours)[: len(setup)] == setup
+    assert ours[1].ie(IE.CALLTOKEN) == theirs[1].ie(IE.CALLTOKEN)  # echoed verbatim
+    if params.secret is not None:
+        # Our AUTHREP is the recorded one, byte for byte.
+        assert ours[2].ie(IE.MD5_RESULT) == theirs[2].ie(IE.MD5_RESULT)
+        assert ours[2].ie(IE.MD5_RESULT) == "821d4b0b8252f25b8324273857ef0fb4"
+        assert (ours[2].oseq, ours[2].iseq, ours[2].ies) == (
+            theirs[2].oseq,
+            theirs[2].iseq,
+            theirs[2].ies,
+        )
+    assert iax_names(ours)[-1] == "HANGUP"
+    call = ep.call(callno)
+    assert call is not None and call.format == ULAW
+
+
+def test_replay_iaxclient_callee_that_ignores_call_tokens() -> None:
+    # Asterisk (10.89.0.16) calls an iaxclient softphone: the empty CALLTOKEN IE is ignored by
+    # the callee, which ACKs, PINGs, ACCEPTs and ANSWERs; the caller PONGs, ACKs and hangs up.
+    params = DialParams("s")
+    us, them = ("10.89.0.16", 4569), ("10.89.0.18", 4569)
+    ours, theirs, ep, callno = _replay_caller(
+        "pcaps/c-iaxclient-incoming.pcap", us, them, params, "ulaw_only"
+    )
+    assert iax_names(ours) == ["NEW", "PONG", "ACK", "ACK", "HANGUP"]
+    assert [_signature(f) for f in ours] == [_signature(f) for f in theirs]
+    assert [(f.oseq, f.iseq) for f in ours] == [(f.oseq, f.iseq) for f in theirs]
+    assert ours[-1].ie(IE.CAUSECODE) == theirs[-1].ie(IE.CAUSECODE) == 0
+    call = ep.call(callno)
+    assert call is not None and call.state is CallState.TERMINATED  # the HANGUP was ACKed

@@ -590,22 +590,26 @@ class Call:
             payload=p.payload,
         )
 
-    def _send_unreliable(self, subclass: int, ts: int, dcall: int) -> None:
-        """ACK or VNAK: no oseqno of its own, never retransmitted."""
+    def _answer_frame(self, subclass: int, frame: FullFrame) -> None:
+        """ACK or VNAK of `frame`: echoes its timestamp, takes no seqno, never retransmitted.
+
+        Like Asterisk, the oseqno field repeats the iseqno of the frame answered (normally our
+        own oseqno); nobody reads it, but the wire then matches Asterisk's byte for byte.
+        """
         self._frames.append(
             FullFrame(
                 FrameType.IAX,
                 subclass,
                 scall=self.callno,
-                dcall=dcall,
-                ts=ts,
-                oseq=self.oseq,
+                dcall=frame.scall,
+                ts=frame.ts,
+                oseq=frame.iseq,
                 iseq=self.iseq,
             )
         )
 
     def _ack(self, frame: FullFrame) -> None:
-        self._send_unreliable(IaxSubclass.ACK, frame.ts, frame.scall)
+        self._answer_frame(IaxSubclass.ACK, frame)
 
     def _retransmit(self, p: _Pending) -> None:
         if p.ftype == FrameType.IAX and p.ts in self._probes:
@@ -926,7 +930,7 @@ class Call:
                 self._ack(frame)
             else:
                 # From the future: something in between is missing. Ask for it and drop this.
-                self._send_unreliable(IaxSubclass.VNAK, frame.ts, frame.scall)
+                self._answer_frame(IaxSubclass.VNAK, frame)
             return self._output()
         self.iseq = (self.iseq + 1) & _MASK8
         self._replied = False
