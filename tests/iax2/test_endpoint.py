@@ -878,3 +878,53 @@ def test_replay_iaxclient_callee_that_ignores_call_tokens() -> None:
     assert ours[-1].ie(IE.CAUSECODE) == theirs[-1].ie(IE.CAUSECODE) == 0
     call = ep.call(callno)
     assert call is not None and call.state is CallState.TERMINATED  # the HANGUP was ACKed
+
+
+# --- configuration glue ---------------------------------------------------------------------------
+
+
+def test_policy_from_listener_config_and_secret_objects() -> None:
+    from node.config import ListenerConfig
+    from node.secrets import Secret
+
+    listener = ListenerConfig(
+        answer="manual", max_calls=3, auth="required", allowed_nodes=("2000",), calltoken="off"
+    )
+    pol = InboundPolicy.from_listener(listener)
+    assert pol == InboundPolicy(
+        enabled=True,
+        answer="manual",
+        max_calls=3,
+        auth="required",
+        allowed_nodes=("2000",),
+        calltoken="off",
+    )
+    secrets = {"2000": Secret("pw2000")}
+    a = make_endpoint(InboundPolicy(auth="off"), seed=3)
+    b = Endpoint(
+        pol,
+        "prefer_slin16",
+        token_key=bytes(32),
+        randbelow=random.Random(4).randrange,
+        peer_secret=secrets.get,
+    )
+    p = CallPair(a, b)
+    na = p.dial("a", DialParams("1000", calling_number="2000", secret=Secret("pw2000")))
+    p.drive()
+    (incoming,) = p.events_of("b", CallIncoming)
+    assert incoming.authenticated
+    p.act("b", p.b.answer(incoming.callno, p.now))
+    p.drive()
+    assert p.a.call(na).state is CallState.UP  # type: ignore[union-attr]
+    # No secret leaks into what the machines print.
+    for text in (repr(p.a), repr(p.b), repr(p.a.call(na)), repr(b.inbound), repr(p.events)):
+        assert "pw2000" not in text
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"answer": "later"}, {"auth": "maybe"}, {"calltoken": "yes"}, {"max_calls": -1}],
+)
+def test_policy_values_are_checked(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        InboundPolicy(**bad)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING, TypeAlias
 
 from node._core import FullFrame
 from node.errors import LocalProtocolError
@@ -93,6 +94,12 @@ __all__ = [
 ]
 
 Address = tuple[str, int]
+
+if TYPE_CHECKING:
+    from node._core import _IeValue
+
+    #: IEs as `FullFrame(ies=...)` takes them.
+    IeList: TypeAlias = list[tuple[int, _IeValue]]
 
 #: Seconds between PINGs and between LAGRQs on an accepted call (chan_iax2.c defaults).
 PING_INTERVAL = 21.0
@@ -418,7 +425,7 @@ class _Pending:
     subclass: int
     ts: int
     oseq: int
-    ies: list[tuple[int, object]] | None
+    ies: IeList | None
     payload: bytes
     keep_dcall_zero: bool
     next_at: float
@@ -463,7 +470,8 @@ class Call:
         self._rr_stats = rr_stats
         self._queue: list[_Pending] = []
         self._timers: dict[_Timer, float] = {}
-        self._probes: dict[int, bool] = {}  # ts of our PING/LAGRQ -> was it retransmitted
+        # Our outstanding PING/LAGRQ by timestamp: when sent, and whether retransmitted.
+        self._probes: dict[int, tuple[float, bool]] = {}
         self._vnak_served: tuple[int, float] | None = None  # (iseqno, when)
         self._frames: list[FullFrame] = []
         self._events: list[CallEvent] = []
@@ -472,7 +480,7 @@ class Call:
         self._suppress_ack = False
         # outbound
         self._dial: DialParams | None = None
-        self._new_ies: list[tuple[int, object]] = []
+        self._new_ies: IeList = []
         self._token_rounds = 0
         # inbound
         self._setup: InboundSetup | None = None
@@ -551,7 +559,7 @@ class Call:
         ftype: int,
         subclass: int,
         *,
-        ies: list[tuple[int, object]] | None = None,
+        ies: IeList | None = None,
         payload: bytes = b"",
         ts: int | None = None,
         dcall_zero: bool = False,
@@ -613,7 +621,7 @@ class Call:
 
     def _retransmit(self, p: _Pending) -> None:
         if p.ftype == FrameType.IAX and p.ts in self._probes:
-            self._probes[p.ts] = True
+            self._probes[p.ts] = (self._probes[p.ts][0], True)
         self._frames.append(self._build(p, retrans=True))
 
     def _event(self, event: CallEvent) -> None:
@@ -637,7 +645,7 @@ class Call:
         self._go(_T.DIAL)
         self._dial = params
         offer = Offer.for_policy(self.policy)
-        ies: list[tuple[int, object]] = [(IE.VERSION, 2), (IE.CALLED_NUMBER, params.called_number)]
+        ies: IeList = [(IE.VERSION, 2), (IE.CALLED_NUMBER, params.called_number)]
         ies.append((IE.CODEC_PREFS, offer.prefs))
         if params.calling_number is not None:
             ies.append((IE.CALLING_NUMBER, params.calling_number))
@@ -675,7 +683,7 @@ class Call:
         # The NEW is the peer's frame 0; our first reply carries iseqno 1 and so acks it.
         self.iseq = (new.oseq + 1) & _MASK8
         if setup.challenge is not None:
-            ies: list[tuple[int, object]] = [
+            ies: IeList = [
                 (IE.AUTHMETHODS, AUTH_MD5),
                 (IE.CHALLENGE, setup.challenge),
             ]
@@ -879,7 +887,7 @@ class Call:
     def _probe(self, now: float, subclass: int) -> None:
         self._send(now, FrameType.IAX, subclass)
         ts = self._queue[-1].ts
-        self._probes[ts] = False
+        self._probes[ts] = (now, False)
         while len(self._probes) > 8:
             del self._probes[next(iter(self._probes))]
 
@@ -1035,7 +1043,7 @@ class Call:
             # We do not hand the media path over to another host (no native transfer).
             self._send(now, FrameType.IAX, IaxSubclass.TXREJ)
         elif sub not in _KNOWN_IAX:
-            ies = [(IE.IAX_UNKNOWN, sub & 0xFF)]
+            ies: IeList = [(IE.IAX_UNKNOWN, sub & 0xFF)]
             self._send(now, FrameType.IAX, IaxSubclass.UNSUPPORT, ies=ies)
         # Everything else known (NEW duplicates in order, QUELCH, MWI, UNSUPPORT...) is ACKed.
 
@@ -1149,14 +1157,14 @@ class Call:
         self._event(VoiceFullReceived(self.callno, fmt, frame.ts, bytes(frame.payload)))
 
     def _rtt_sample(self, echoed_ts: int, now: float) -> None:
-        retransmitted = self._probes.pop(echoed_ts, None)
-        if retransmitted is None or retransmitted:
-            return  # not our probe, or ambiguous (Karn): no sample
-        sample = (self.clock.elapsed_ms(now) - echoed_ts) & 0xFFFFFFFF
-        if sample < 60_000:
-            self.rtt = max(sample, 1) / 1000.0
+        probe = self._probes.pop(echoed_ts, None)
+        if probe is None or probe[1]:
+            return  # not our probe, or ambiguous after a retransmission (Karn): no sample
+        sample = now - probe[0]
+        if 0 <= sample < 60.0:
+            self.rtt = max(sample, 0.001)
 
-    def _rr_ies(self) -> list[tuple[int, object]]:
+    def _rr_ies(self) -> IeList:
         s = self._rr_stats() if self._rr_stats is not None else RrStats()
         return [
             (IE.RR_JITTER, _u32(s.jitter)),
@@ -1179,8 +1187,8 @@ def _digit(subclass: int) -> str:
     return chr(subclass) if 0 < subclass < 0x80 else "?"
 
 
-def _cause_ies(cause: str | None, causecode: int) -> list[tuple[int, object]]:
-    ies: list[tuple[int, object]] = []
+def _cause_ies(cause: str | None, causecode: int) -> IeList:
+    ies: IeList = []
     if cause:
         ies.append((IE.CAUSE, cause))
     ies.append((IE.CAUSECODE, causecode & 0xFF))
