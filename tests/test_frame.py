@@ -366,6 +366,7 @@ def test_constructor_validation() -> None:
 def test_equality_and_hashing() -> None:
     a = parse(ACK)
     b = parse(ACK)
+    assert isinstance(b, FullFrame)
     assert a == b and a is not b
     assert a != parse(KEY)
     assert a != ACK

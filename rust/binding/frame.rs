@@ -149,15 +149,20 @@ fn value_to_py<'py>(py: Python<'py>, value: IeValue) -> PyResult<Bound<'py, PyAn
     })
 }
 
-fn tuple_items<'py>(
+/// The items of a tuple of exactly `N` items.
+fn tuple_items<'py, const N: usize>(
     obj: &Bound<'py, PyAny>,
-    n: usize,
     what: &str,
-) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    match obj.cast::<PyTuple>() {
-        Ok(t) if t.len() == n => Ok(t.iter().collect()),
-        _ => Err(invalid(format!("{what} must be a tuple of {n} items"))),
-    }
+) -> PyResult<[Bound<'py, PyAny>; N]> {
+    obj.cast::<PyTuple>()
+        .ok()
+        .and_then(|t| <[Bound<'py, PyAny>; N]>::try_from(t.iter().collect::<Vec<_>>()).ok())
+        .ok_or_else(|| invalid(format!("{what} must be a tuple of {N} items")))
+}
+
+/// An int in `0..=max`, narrowed to the field's type.
+fn uint<T: TryFrom<i64>>(obj: &Bound<'_, PyAny>, what: &str, max: i64) -> PyResult<T> {
+    narrow(int_in(obj, what, 0, max)?, what)
 }
 
 /// Builds IE `id` from a Python value typed by the id's kind; bytes are always taken raw.
@@ -181,9 +186,9 @@ fn ie_from_py(id: u8, obj: &Bound<'_, PyAny>) -> PyResult<Ie> {
                 .map_err(|_| invalid(format!("{label} is not valid Unicode")))?;
             IeValue::Str(s.to_owned())
         }
-        IeKind::U8 => IeValue::U8(narrow(int_in(obj, &label, 0, 0xFF)?, &label)?),
-        IeKind::U16 => IeValue::U16(narrow(int_in(obj, &label, 0, 0xFFFF)?, &label)?),
-        IeKind::U32 => IeValue::U32(narrow(int_in(obj, &label, 0, 0xFFFF_FFFF)?, &label)?),
+        IeKind::U8 => IeValue::U8(uint(obj, &label, 0xFF)?),
+        IeKind::U16 => IeValue::U16(uint(obj, &label, 0xFFFF)?),
+        IeKind::U32 => IeValue::U32(uint(obj, &label, 0xFFFF_FFFF)?),
         IeKind::Versioned => {
             if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
                 IeValue::Versioned {
@@ -191,19 +196,16 @@ fn ie_from_py(id: u8, obj: &Bound<'_, PyAny>) -> PyResult<Ie> {
                     value: u64_arg(obj, &label)?,
                 }
             } else {
-                let items = tuple_items(obj, 2, &format!("{label} (version, value)"))?;
+                let [version, value] = tuple_items(obj, &format!("{label} (version, value)"))?;
                 IeValue::Versioned {
-                    version: narrow(
-                        int_in(&items[0], &format!("{label} version"), 0, 0xFF)?,
-                        &label,
-                    )?,
-                    value: u64_arg(&items[1], &label)?,
+                    version: uint(&version, &format!("{label} version"), 0xFF)?,
+                    value: u64_arg(&value, &label)?,
                 }
             }
         }
         IeKind::Addr => {
-            let items = tuple_items(obj, 2, &format!("{label} (host, port)"))?;
-            let host = items[0]
+            let [host, port] = tuple_items(obj, &format!("{label} (host, port)"))?;
+            let host = host
                 .cast::<PyString>()
                 .ok()
                 .and_then(|s| s.to_str().ok().map(str::to_owned))
@@ -211,26 +213,22 @@ fn ie_from_py(id: u8, obj: &Bound<'_, PyAny>) -> PyResult<Ie> {
             let ip: IpAddr = host
                 .parse()
                 .map_err(|_| invalid(format!("{label} host {host:?} is not an IP address")))?;
-            let port = narrow(
-                int_in(&items[1], &format!("{label} port"), 0, 0xFFFF)?,
-                &label,
-            )?;
+            let port = uint(&port, &format!("{label} port"), 0xFFFF)?;
             IeValue::Addr(SocketAddr::new(ip, port))
         }
         IeKind::DateTime => {
-            let items = tuple_items(
+            let [year, month, day, hour, minute, second] = tuple_items(
                 obj,
-                6,
                 &format!("{label} (year, month, day, hour, minute, second)"),
             )?;
-            let field = |i: usize, max: i64| -> PyResult<i64> { int_in(&items[i], &label, 0, max) };
+            // Calendar ranges are checked by IaxDateTime::pack; here only the field widths.
             IeValue::DateTime(IaxDateTime {
-                year: narrow(field(0, 0xFFFF)?, &label)?,
-                month: narrow(field(1, 0xFF)?, &label)?,
-                day: narrow(field(2, 0xFF)?, &label)?,
-                hour: narrow(field(3, 0xFF)?, &label)?,
-                minute: narrow(field(4, 0xFF)?, &label)?,
-                second: narrow(field(5, 0xFF)?, &label)?,
+                year: uint(&year, &label, 0xFFFF)?,
+                month: uint(&month, &label, 0xFF)?,
+                day: uint(&day, &label, 0xFF)?,
+                hour: uint(&hour, &label, 0xFF)?,
+                minute: uint(&minute, &label, 0xFF)?,
+                second: uint(&second, &label, 0xFF)?,
             })
         }
         IeKind::Empty => {
@@ -260,9 +258,9 @@ fn ies_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Ie>> {
     let mut ies = Vec::new();
     for item in iter {
         let item = item?;
-        let pair = tuple_items(&item, 2, "each IE")?;
-        let id: u8 = narrow(int_in(&pair[0], "IE id", 0, 0xFF)?, "IE id")?;
-        ies.push(ie_from_py(id, &pair[1])?);
+        let [id, value] = tuple_items(&item, "each IE (id, value)")?;
+        let id: u8 = uint(&id, "IE id", 0xFF)?;
+        ies.push(ie_from_py(id, &value)?);
     }
     Ok(ies)
 }
@@ -341,7 +339,7 @@ impl PyFullFrame {
         ftype, subclass, *, scall = IntArg(0), dcall = IntArg(0), ts = IntArg(0),
         oseq = IntArg(0), iseq = IntArg(0), retrans = BoolArg(false), ies = None,
         payload = BytesArg(Vec::new())
-    ))]
+    ), text_signature = "(ftype, subclass, *, scall=0, dcall=0, ts=0, oseq=0, iseq=0, retrans=False, ies=None, payload=b'')")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         ftype: IntArg,
@@ -684,20 +682,15 @@ impl PyTrunkFrame {
         let mut parsed = Vec::new();
         for item in iter {
             let item = item?;
-            let parts = tuple_items(&item, 3, "each trunk entry (callno, ts16, payload)")?;
-            let callno = narrow(
-                int_in(&parts[0], "trunk entry callno", 0, 0xFFFF)?,
-                "callno",
-            )?;
-            let ts16 = if parts[1].is_none() {
+            let [callno, ts16, payload] =
+                tuple_items(&item, "each trunk entry (callno, ts16, payload)")?;
+            let callno = uint(&callno, "trunk entry callno", 0xFFFF)?;
+            let ts16 = if ts16.is_none() {
                 None
             } else {
-                Some(narrow(
-                    int_in(&parts[1], "trunk entry ts16", 0, 0xFFFF)?,
-                    "ts16",
-                )?)
+                Some(uint(&ts16, "trunk entry ts16", 0xFFFF)?)
             };
-            let payload = bytes_of(&parts[2], "trunk entry payload")?;
+            let payload = bytes_of(&payload, "trunk entry payload")?;
             parsed.push(TrunkEntry {
                 callno,
                 ts16,
