@@ -26,10 +26,6 @@ pub const HISTORY_LEN: usize = 500;
 /// Percentage of the history ignored at each end as outliers: `min` is the delay at the
 /// 3rd percentile and `jitter` the spread up to the 97th.
 pub const HISTORY_DROP_PCT: usize = 3;
-/// How many of the largest and of the smallest delays are kept sorted. Must exceed the
-/// outlier index `HISTORY_LEN * HISTORY_DROP_PCT / 100` (15).
-const EXTREMES: usize = 20;
-const _: () = assert!(HISTORY_LEN * HISTORY_DROP_PCT / 100 < EXTREMES);
 /// A voice frame whose delay jumps this many times in a row resynchronises the timeline
 /// (the earlier ones are dropped).
 pub const RESYNC_AFTER: u32 = 4;
@@ -60,8 +56,10 @@ const MAX_NOW_MS: u64 = 1 << 52;
 /// All arithmetic wraps, so the rule also holds across the 32-bit wrap.
 ///
 /// The result is exact whenever the true timestamp lies within ±15 535 ms of `last_ts`
-/// (only one candidate is then in range); feeding every accepted frame's timestamp back as
-/// `last_ts`, not only full frames', keeps it there.
+/// (no other value with the same low 16 bits then lies inside the ±50 000 ms window).
+/// Feeding every accepted frame's timestamp back as `last_ts`, not only full frames', keeps
+/// it there; with full frames alone a mini frame more than 15 535 ms past the next 65 536 ms
+/// boundary would be unwrapped one period short.
 pub fn unwrap_mini(last_ts: u32, ts16: u16) -> u32 {
     let candidate = (last_ts & 0xFFFF_0000) | u32::from(ts16);
     // Both values share the upper 16 bits, so the difference fits easily in an i32.
@@ -471,141 +469,102 @@ impl Timeline {
     }
 }
 
-/// The delay history with its sorted extremes.
+/// The delay history: a ring in arrival order plus the same values kept sorted.
 ///
-/// Only the largest and smallest `EXTREMES` delays matter for the percentiles. A new delay is
-/// inserted into them directly; they are rebuilt from the whole history (500 entries) only
-/// when an evicted delay may have been one of them, about `2 * EXTREMES / HISTORY_LEN` of the
-/// time once the history is full.
+/// Each push replaces the evicted delay by the new one in the sorted copy with one shift of
+/// the entries between their two positions (usually a few, at most the whole window), so the
+/// percentiles are plain lookups. Asterisk keeps only the top and bottom 20 sorted and
+/// rebuilds them from the whole history whenever an evicted delay was one of them, which
+/// with steady delays (all equal) happens on every frame.
 #[derive(Debug, Clone)]
 struct DelayHistory {
     ring: Box<[i64]>,
+    sorted: Box<[i64]>,
     len: usize,
     next: usize,
-    /// Largest delays, descending.
-    top: [i64; EXTREMES],
-    top_len: usize,
-    /// Smallest delays, ascending.
-    bottom: [i64; EXTREMES],
-    bottom_len: usize,
-    stale: bool,
 }
 
 impl DelayHistory {
     fn new() -> Self {
         Self {
             ring: vec![0; HISTORY_LEN].into_boxed_slice(),
+            sorted: vec![0; HISTORY_LEN].into_boxed_slice(),
             len: 0,
             next: 0,
-            top: [0; EXTREMES],
-            top_len: 0,
-            bottom: [0; EXTREMES],
-            bottom_len: 0,
-            stale: false,
         }
     }
 
     fn clear(&mut self) {
         self.len = 0;
         self.next = 0;
-        self.top_len = 0;
-        self.bottom_len = 0;
-        self.stale = false;
     }
 
     fn push(&mut self, delay: i64) {
-        let evicted = if self.len == HISTORY_LEN {
-            self.ring.get(self.next).copied()
-        } else {
-            None
+        let len = self.len;
+        let Some(cell) = self.ring.get_mut(self.next) else {
+            return;
         };
-        if let Some(cell) = self.ring.get_mut(self.next) {
-            *cell = delay;
-        }
+        let evicted = std::mem::replace(cell, delay);
         self.next = (self.next + 1) % HISTORY_LEN;
-        self.len = (self.len + 1).min(HISTORY_LEN);
-        if self.stale {
+        if len < HISTORY_LEN {
+            let Some(sorted) = self.sorted.get_mut(..=len) else {
+                return;
+            };
+            let pos = sorted
+                .get(..len)
+                .map_or(0, |s| s.partition_point(|&x| x < delay));
+            sorted.copy_within(pos..len, pos + 1);
+            if let Some(c) = sorted.get_mut(pos) {
+                *c = delay;
+            }
+            self.len = len + 1;
             return;
         }
-        if let Some(old) = evicted {
-            if self.among_extremes(old) {
-                self.stale = true;
-                return;
-            }
+        if evicted == delay {
+            return; // the sorted multiset does not change
         }
-        insert_desc(&mut self.top, &mut self.top_len, delay);
-        insert_asc(&mut self.bottom, &mut self.bottom_len, delay);
-    }
-
-    fn among_extremes(&self, v: i64) -> bool {
-        let top_edge = self.top_len.checked_sub(1).and_then(|i| self.top.get(i));
-        let bottom_edge = self
-            .bottom_len
-            .checked_sub(1)
-            .and_then(|i| self.bottom.get(i));
-        top_edge.is_some_and(|&e| v >= e) || bottom_edge.is_some_and(|&e| v <= e)
-    }
-
-    fn rebuild(&mut self) {
-        self.top_len = 0;
-        self.bottom_len = 0;
-        for &v in self.ring.iter().take(self.len) {
-            insert_desc(&mut self.top, &mut self.top_len, v);
-            insert_asc(&mut self.bottom, &mut self.bottom_len, v);
+        let sorted = &mut self.sorted[..];
+        // Take the copy of the evicted delay nearest to where the new one goes, so the shift
+        // only spans the values in between (none when the delays are steady).
+        let (old, at) = if delay > evicted {
+            let old = sorted.partition_point(|&x| x <= evicted).saturating_sub(1);
+            let new = sorted.partition_point(|&x| x < delay);
+            (old, new.saturating_sub(1))
+        } else {
+            let old = sorted.partition_point(|&x| x < evicted);
+            let new = sorted.partition_point(|&x| x <= delay);
+            (old, new)
+        };
+        if sorted.get(old) != Some(&evicted) {
+            // Cannot happen while ring and sorted hold the same values; recover anyway.
+            sorted.copy_from_slice(&self.ring);
+            sorted.sort_unstable();
+            return;
         }
-        self.stale = false;
+        if at > old {
+            sorted.copy_within(old + 1..=at, old);
+        } else {
+            sorted.copy_within(at..old, at + 1);
+        }
+        if let Some(c) = sorted.get_mut(at) {
+            *c = delay;
+        }
     }
 
     /// `(min, jitter)`: the delay at the 3rd percentile and the spread to the 97th.
-    fn estimate(&mut self) -> (i64, i64) {
-        if self.stale {
-            self.rebuild();
-        }
-        if self.len == 0 {
-            return (0, 0);
-        }
-        let idx = (self.len * HISTORY_DROP_PCT / 100).min(EXTREMES - 1);
-        let hi = self.top.get(idx.min(self.top_len.saturating_sub(1)));
-        let lo = self.bottom.get(idx.min(self.bottom_len.saturating_sub(1)));
-        match (hi, lo) {
-            (Some(&hi), Some(&lo)) => (lo, hi.saturating_sub(lo).max(0)),
+    fn estimate(&self) -> (i64, i64) {
+        let idx = self.len * HISTORY_DROP_PCT / 100;
+        let lo = self.sorted.get(idx).copied();
+        let hi = self
+            .len
+            .checked_sub(idx + 1)
+            .and_then(|i| self.sorted.get(i))
+            .copied();
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if self.len > 0 => (lo, hi.saturating_sub(lo).max(0)),
             _ => (0, 0),
         }
     }
-}
-
-/// Inserts `v` into the descending array `buf[..*len]`, keeping at most `EXTREMES` values.
-fn insert_desc(buf: &mut [i64; EXTREMES], len: &mut usize, v: i64) {
-    let n = *len;
-    if n == EXTREMES && buf.last().is_some_and(|&last| v <= last) {
-        return;
-    }
-    let pos = buf.iter().take(n).position(|&x| v > x).unwrap_or(n);
-    let new_len = (n + 1).min(EXTREMES);
-    if pos + 1 < new_len {
-        buf.copy_within(pos..new_len - 1, pos + 1);
-    }
-    if let Some(cell) = buf.get_mut(pos) {
-        *cell = v;
-    }
-    *len = new_len;
-}
-
-/// Inserts `v` into the ascending array `buf[..*len]`, keeping at most `EXTREMES` values.
-fn insert_asc(buf: &mut [i64; EXTREMES], len: &mut usize, v: i64) {
-    let n = *len;
-    if n == EXTREMES && buf.last().is_some_and(|&last| v >= last) {
-        return;
-    }
-    let pos = buf.iter().take(n).position(|&x| v < x).unwrap_or(n);
-    let new_len = (n + 1).min(EXTREMES);
-    if pos + 1 < new_len {
-        buf.copy_within(pos..new_len - 1, pos + 1);
-    }
-    if let Some(cell) = buf.get_mut(pos) {
-        *cell = v;
-    }
-    *len = new_len;
 }
 
 /// A fixed ring of recent values.
@@ -821,7 +780,9 @@ impl JitterBuffer {
             self.counters.dropped += 1;
             return PutResult::Dropped(DropReason::Oversize);
         }
-        let fresh = self.timeline.is_none();
+        // The first voice frame has no delay to be continuous with, even if control frames
+        // started the timeline.
+        let fresh = self.history.len == 0;
         let tl = *self.timeline.get_or_insert(Timeline::start(ts, now));
         let ext = tl.extend(ts);
         if self.highest_voice.is_some_and(|h| ext <= h) && self.seen.contains(ext) {
@@ -876,7 +837,7 @@ impl JitterBuffer {
                 return PutResult::Late;
             }
         }
-        if let (Some(lo), Some(hi)) = (self.front_ats(), self.back_ats()) {
+        if let Some((lo, hi)) = self.voice_bounds() {
             let span = hi.max(ats).saturating_sub(lo.min(ats));
             if span >= i64::from(self.cfg.max_jitterbuf_ms) {
                 self.counters.dropped += 1;
@@ -1060,7 +1021,15 @@ impl JitterBuffer {
 
         if let Some((_, head)) = self.front() {
             if let Entry::Control(kind) = head.entry {
-                if head.ats < p.saturating_add(frame) {
+                // A spurt-ending event with no audio left in the queue ends the spurt now
+                // rather than concealing up to its timestamp: senders stamp voice with a
+                // predicted clock and control frames with the real one, which may run ahead.
+                // Audio older than the event that still turns up is then late.
+                let ends_now = kind.ends_spurt() && self.voice_queued == 0;
+                if ends_now {
+                    self.play = Some(p.max(head.ats));
+                }
+                if ends_now || head.ats < p.saturating_add(frame) {
                     return self.pop_control(kind);
                 }
             }
@@ -1226,6 +1195,14 @@ impl JitterBuffer {
         self.order.back().map(|&idx| self.slot(idx).ats)
     }
 
+    /// Adjusted timestamps of the first and last queued voice frames.
+    fn voice_bounds(&self) -> Option<(i64, i64)> {
+        let voice = |&&i: &&u16| self.slot(i).entry == Entry::Voice;
+        let lo = self.order.iter().find(voice)?;
+        let hi = self.order.iter().rev().find(voice)?;
+        Some((self.slot(*lo).ats, self.slot(*hi).ats))
+    }
+
     fn queued_span(&self) -> i64 {
         match (self.front_ats(), self.back_ats()) {
             (Some(lo), Some(hi)) => hi.saturating_sub(lo),
@@ -1295,14 +1272,26 @@ impl JitterBuffer {
         assert!(self.control_queued <= CONTROL_SLOTS);
         let ats: Vec<i64> = self.order.iter().map(|&i| self.slot(i).ats).collect();
         assert!(ats.windows(2).all(|w| w[0] <= w[1]), "queue out of order");
-        assert!(self.history.len <= HISTORY_LEN);
-        assert!(self.history.top_len <= EXTREMES && self.history.bottom_len <= EXTREMES);
+        let h = &self.history;
+        assert!(h.len <= HISTORY_LEN);
+        assert!(h.sorted[..h.len].windows(2).all(|w| w[0] <= w[1]));
+        if self.counters.frames_in % 61 != 0 {
+            return; // the full comparison below is slow in long debug runs
+        }
+        let mut ring: Vec<i64> = if h.len < HISTORY_LEN {
+            h.ring[..h.len].to_vec()
+        } else {
+            h.ring.to_vec()
+        };
+        ring.sort_unstable();
+        assert_eq!(ring, h.sorted[..h.len], "sorted history out of step");
     }
 
     /// Capacities of every growable container, to prove steady state never allocates.
     #[cfg(test)]
-    fn capacities(&self) -> [usize; 5] {
+    fn capacities(&self) -> [usize; 6] {
         [
+            self.history.sorted.len(),
             self.slots.capacity(),
             self.data.capacity(),
             self.order.capacity(),
@@ -1499,6 +1488,48 @@ mod tests {
         }
     }
 
+    // ---------------------------------------------------------------- delay history
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn history_matches_a_naive_window(
+            delays in prop::collection::vec(prop_oneof![-300i64..300, Just(0i64), any::<i64>()], 0..1100),
+        ) {
+            let mut h = DelayHistory::new();
+            for (n, &d) in delays.iter().enumerate() {
+                h.push(d);
+                let mut window: Vec<i64> = delays[(n + 1).saturating_sub(HISTORY_LEN)..=n].to_vec();
+                window.sort_unstable();
+                prop_assert_eq!(&h.sorted[..h.len], &window[..]);
+                let idx = window.len() * HISTORY_DROP_PCT / 100;
+                let lo = window[idx];
+                let hi = window[window.len() - 1 - idx];
+                prop_assert_eq!(h.estimate(), (lo, hi.saturating_sub(lo).max(0)));
+            }
+        }
+    }
+
+    #[test]
+    fn history_percentiles_ignore_three_percent_outliers() {
+        let mut h = DelayHistory::new();
+        assert_eq!(h.estimate(), (0, 0));
+        for k in 0..500 {
+            // 15 very late and 15 very early frames among steady 30 ms delays.
+            h.push(match k % 100 {
+                50..=52 => 900,
+                53..=55 => -900,
+                _ => 30,
+            });
+        }
+        assert_eq!(h.estimate(), (30, 0));
+        h.push(900); // a 16th late one replaces a steady delay and now counts
+        assert_eq!(h.estimate(), (30, 870));
+        h.clear();
+        assert_eq!(h.estimate(), (0, 0));
+    }
+
     // ---------------------------------------------------------------- conceal
 
     #[test]
@@ -1689,6 +1720,31 @@ mod tests {
     }
 
     #[test]
+    fn off_grid_timestamps_and_a_wobbly_tick_still_play_every_frame() {
+        // Sender timestamps 7 ms off the 20 ms grid with ±3 ms of rounding wobble, and an
+        // engine timer that fires up to 8 ms late.
+        let mut rng = Rng(3);
+        let mut jb = jb();
+        let mut played = Vec::new();
+        let mut sent = Vec::new();
+        for k in 0..500u64 {
+            let tick_at = T0 + 20 * k + rng.below(9);
+            let ts = 20 * k as u32 + 7 + rng.below(7) as u32 - 3;
+            sent.push(ts);
+            assert_eq!(put(&mut jb, Pkt::V(ts), T0 + 20 * k), PutResult::Queued);
+            for o in tick(&mut jb, tick_at) {
+                if let Out::Voice(ts) = o {
+                    played.push(ts);
+                }
+            }
+        }
+        assert_eq!(played[..], sent[..played.len()]);
+        assert!(played.len() >= 497);
+        let s = jb.stats();
+        assert_eq!((s.lost, s.late, s.dropped), (0, 0, 0));
+    }
+
+    #[test]
     fn max_contig_interp_zero_conceals_forever() {
         let cfg = JitterConfig {
             max_contig_interp: 0,
@@ -1802,6 +1858,43 @@ mod tests {
     }
 
     #[test]
+    fn unkey_stamped_ahead_of_the_audio_ends_the_spurt_without_concealment() {
+        let mut jb = jb();
+        let mut arrivals = stream(0, 0..50);
+        // Control frames carry the sender's real clock, here 150 ms ahead of its voice clock.
+        arrivals.push((T0 + 20 * 49 + 1, Pkt::C(980 + 150, ControlKind::Unkey)));
+        let log = run(&mut jb, &arrivals, T0 + 20 * 60);
+        let f = flat(&log);
+        let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
+        assert_eq!(
+            f[at + 1..at + 3],
+            [Out::Control(ControlKind::Unkey, 1130), Out::Silence]
+        );
+        assert_eq!((jb.stats().lost, jb.stats().interpolated), (0, 0));
+        // Audio from before the UNKEY that still turns up is late, not a new spurt.
+        assert_eq!(put(&mut jb, Pkt::V(1100), T0 + 20 * 61), PutResult::Late);
+    }
+
+    #[test]
+    fn non_final_control_stamped_ahead_waits_for_its_time() {
+        let mut jb = jb();
+        let mut arrivals = stream(0, 0..50);
+        arrivals.push((T0 + 20 * 49 + 1, Pkt::C(980 + 70, ControlKind::Dtmf(b'1'))));
+        let log = run(&mut jb, &arrivals, T0 + 20 * 60);
+        let f = flat(&log);
+        let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
+        assert_eq!(
+            f[at + 1..at + 5],
+            [
+                Out::Interp(0),
+                Out::Interp(1),
+                Out::Control(ControlKind::Dtmf(b'1'), 1050),
+                Out::Interp(2)
+            ]
+        );
+    }
+
+    #[test]
     fn late_unkey_is_delivered_at_the_next_get() {
         let mut jb = jb();
         let mut arrivals = stream(0, 0..50);
@@ -1870,6 +1963,25 @@ mod tests {
             other => panic!("expected the text, got {other:?}"),
         }
         assert_eq!(tick(&mut jb, T0 + 60), vec![Out::Voice(20)]);
+    }
+
+    #[test]
+    fn the_first_voice_frame_is_never_a_discontinuity() {
+        let mut jb = jb();
+        // A text frame starts the timeline; the voice that follows uses a base 3 s away.
+        assert_eq!(
+            jb.put_control(10, ControlKind::Text, b"!NEWKEY1!", T0),
+            PutResult::Queued
+        );
+        assert_eq!(put(&mut jb, Pkt::V(3000), T0 + 10), PutResult::Queued);
+        let log = run_from(&mut jb, &stream(3000, 1..10), T0 + 20, T0 + 20 * 12);
+        let f = flat(&log);
+        assert_eq!(f[0], Out::Control(ControlKind::Text, 10));
+        assert_eq!(
+            voices(&log),
+            (0..10).map(|k| 3000 + 20 * k).collect::<Vec<_>>()
+        );
+        assert_eq!(jb.stats().dropped, 0);
     }
 
     #[test]

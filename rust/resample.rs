@@ -101,8 +101,30 @@ impl std::error::Error for ResampleError {}
 /// `acc.len()` must be a multiple of `BLOCK` and `buf.len() >= acc.len() + HIST`; callers pad.
 /// Each output gets its taps added in the same order whatever block it falls in, so results do
 /// not depend on how the stream was split into calls.
-#[inline(always)]
 fn fir_symmetric(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: calling a `#[target_feature(enable = "avx2")]` function is sound exactly when
+        // the CPU supports AVX2, which the runtime check above has just established. The
+        // function body is safe code.
+        unsafe { x86::fir_symmetric_avx2(buf, taps, acc) };
+        return;
+    }
+    fir_symmetric_portable(buf, taps, acc);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    /// The same loop compiled for 256-bit vectors. No FMA: each output is rounded exactly as
+    /// on the portable path, so results do not depend on the CPU.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn fir_symmetric_avx2(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
+        super::fir_symmetric_portable(buf, taps, acc);
+    }
+}
+
+#[inline(always)]
+fn fir_symmetric_portable(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
     for (b, out) in acc.chunks_exact_mut(BLOCK).enumerate() {
         let m0 = b * BLOCK;
         let mut a = [0f32; BLOCK];
@@ -129,11 +151,12 @@ fn window(buf: &[f32], start: usize) -> Option<&[f32; BLOCK]> {
 /// Rounds to nearest (ties to even) and saturates to i16.
 #[inline(always)]
 fn to_i16(v: f32) -> i16 {
-    // Adding 1.5·2^23 leaves a float whose unit in the last place is 1, so the addition itself
-    // rounds to an integer; it is exact for the clamped range. No libm call, so it vectorises.
+    // After clamping, adding 1.5·2^23 gives a float whose unit in the last place is 1: the
+    // addition rounds to an integer, and that integer sits in the low mantissa bits, so a bit
+    // subtraction recovers it. No float-to-int conversion, so the loop vectorises.
     const MAGIC: f32 = 12_582_912.0;
     let c = v.clamp(-32768.0, 32767.0);
-    ((c + MAGIC) - MAGIC) as i16
+    ((c + MAGIC).to_bits().wrapping_sub(MAGIC.to_bits()) as i32) as i16
 }
 
 fn round_up_block(n: usize) -> usize {
@@ -604,6 +627,30 @@ mod tests {
     }
 
     const AMP: f64 = 16000.0;
+
+    #[test]
+    fn rounding_is_to_nearest_even_and_saturating() {
+        let cases = [
+            (0.0, 0),
+            (0.49, 0),
+            (0.5, 0),
+            (1.5, 2),
+            (2.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (-2.51, -3),
+            (32766.5, 32766),
+            (32767.4, 32767),
+            (40000.0, 32767),
+            (-32768.6, -32768),
+            (-1.0e9, -32768),
+            (f32::INFINITY, 32767),
+            (f32::NEG_INFINITY, -32768),
+        ];
+        for (v, want) in cases {
+            assert_eq!(to_i16(v), want, "{v}");
+        }
+    }
 
     #[test]
     fn passband_tones_survive_within_a_fraction_of_a_db() {

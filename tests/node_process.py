@@ -44,7 +44,9 @@ backend = "none"
 class NodeProcess:
     """One `node serve` child process; stop it with `terminate()` or a control command."""
 
-    def __init__(self, config: Path, udp_port: int, http_port: int, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, config: Path, udp_port: int, http_port: int, env: dict[str, str] | None = None
+    ) -> None:
         self.config = config
         self.udp_addr = ("127.0.0.1", udp_port)
         self.base_url = f"http://127.0.0.1:{http_port}"
@@ -63,7 +65,7 @@ class NodeProcess:
         deadline = time.monotonic() + STARTUP_SECONDS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                out, err = self.communicate()
+                _, err = self.communicate()
                 raise AssertionError(f"node exited early with {self.proc.returncode}:\n{err}")
             try:
                 httpx.get(self.base_url + "/status", timeout=0.5)
@@ -76,7 +78,9 @@ class NodeProcess:
     def get(self, path: str) -> httpx.Response:
         return httpx.get(self.base_url + path, timeout=5)
 
-    def post(self, path: str, json: object | None = None, content: bytes | None = None) -> httpx.Response:
+    def post(
+        self, path: str, json: object | None = None, content: bytes | None = None
+    ) -> httpx.Response:
         return httpx.post(self.base_url + path, json=json, content=content, timeout=5)
 
     def signal(self, sig: signal.Signals) -> None:
@@ -94,7 +98,7 @@ class NodeProcess:
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(timeout=5)
+        self.communicate()  # reaps the child and closes its pipes
 
     def iax_exchange(self, frame: FullFrame | bytes, timeout: float = 2.0) -> FullFrame | None:
         """Send one datagram to the node from a fresh socket; return the parsed reply, if any."""

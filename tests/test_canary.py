@@ -24,7 +24,10 @@ def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
         tmp_path / "node.toml",
         udp_port=udp,
         http_port=http,
-        extra=f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n[secrets]\nsource = "env"\n',
+        extra=(
+            f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n'
+            '[secrets]\nsource = "env"\n'
+        ),
     )
     env = {"NET_NODE": "1999", "NET_SECRET": NODE_CANARY, "NET_PEER_2000": PEER_CANARY}
     node = NodeProcess(path, udp, http, env=env)
@@ -34,7 +37,10 @@ def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
         node.wait_ready()
 
         def listen() -> None:
-            with httpx.Client(timeout=10) as client, connect_sse(client, "GET", node.base_url + "/events") as src:
+            with (
+                httpx.Client(timeout=10) as client,
+                connect_sse(client, "GET", node.base_url + "/events") as src,
+            ):
                 for sse in src.iter_sse():
                     events.append(sse.data)
 

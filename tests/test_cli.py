@@ -26,5 +26,7 @@ def test_unknown_options_and_commands_are_rejected() -> None:
 
 
 def test_python_dash_m_node_is_the_same_program() -> None:
-    out = subprocess.run([sys.executable, "-m", "node", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "node", "--help"], capture_output=True, text=True, check=True
+    )
     assert "serve" in out.stdout

@@ -15,7 +15,10 @@ def test_wire_forms_follow_the_spec() -> None:
     }
     assert IncomingCall(from_="1999").to_json() == {"event": "incoming_call", "from": "1999"}
     assert Registered().to_json() == {"event": "registered"}
-    assert RegisterFailed(reason="timeout").to_json() == {"event": "register_failed", "reason": "timeout"}
+    assert RegisterFailed(reason="timeout").to_json() == {
+        "event": "register_failed",
+        "reason": "timeout",
+    }
     assert Hangup(reason="peer hung up").to_json() == {"event": "hangup", "reason": "peer hung up"}
 
 
@@ -44,6 +47,7 @@ def test_a_slow_subscriber_is_dropped_and_never_blocks_publish() -> None:
             assert await fast.get() == Hangup(reason=str(i))
         for i in range(3, 10):
             bus.publish(Hangup(reason=str(i)))  # never blocks
+            assert await fast.get() == Hangup(reason=str(i))
         assert slow.overflowed and slow.closed
         assert bus.subscriber_count == 1
         # The dropped subscriber drains what it had, then sees the end.

@@ -1,21 +1,39 @@
 """Type stubs for the native module `node._core` (hand-written; one section per Rust area)."""
 
 from collections.abc import Iterable
-from typing import TypeAlias, final
+from collections.abc import Iterable as _Iterable
+from typing import Any, TypeAlias, final
+from typing import final as _final
+
+from typing_extensions import Buffer as _Buffer
 
 # Every section adds its public names here (stubtest compares this with the runtime list).
 __all__ = [
+    "CodecError",
+    "Downsampler",
+    "Engine",
     "EngineError",
     "FrameError",
     "FullFrame",
     "MiniFrame",
     "TrunkFrame",
+    "Upsampler",
     "VideoFrame",
     "__version__",
+    "alaw_decode",
+    "alaw_decode_many",
+    "alaw_encode",
     "compress_subclass",
     "decode_codec_prefs",
     "encode_codec_prefs",
     "parse",
+    "slin16_from_wire",
+    "slin16_to_wire",
+    "slin_from_wire",
+    "slin_to_wire",
+    "ulaw_decode",
+    "ulaw_decode_many",
+    "ulaw_encode",
     "uncompress_subclass",
 ]
 
@@ -178,3 +196,125 @@ def compress_subclass(value: int) -> int: ...
 def uncompress_subclass(csub: int) -> int: ...
 def encode_codec_prefs(formats: Iterable[int]) -> str: ...
 def decode_codec_prefs(prefs: str | bytes | bytearray) -> list[int]: ...
+
+# --- codecs ---
+# G.711 µ-law/A-law (bit-exact with audioop width 2), slin/slin16 byte orders, and the streaming
+# 8 kHz <-> 16 kHz halfband resamplers. PCM is native-endian int16 bytes; every function accepts
+# bytes or any other buffer (bytes is read in place, others are copied once).
+
+class CodecError(ValueError):
+    """Audio a codec or resampler cannot take (e.g. 16-bit PCM with an odd byte count)."""
+
+def ulaw_encode(pcm: _Buffer) -> bytes:
+    """PCM to µ-law, one byte per sample (as audioop.lin2ulaw(pcm, 2))."""
+
+def ulaw_decode(data: _Buffer) -> bytes:
+    """µ-law to PCM (as audioop.ulaw2lin(data, 2))."""
+
+def alaw_encode(pcm: _Buffer) -> bytes:
+    """PCM to A-law, one byte per sample (as audioop.lin2alaw(pcm, 2))."""
+
+def alaw_decode(data: _Buffer) -> bytes:
+    """A-law to PCM (as audioop.alaw2lin(data, 2))."""
+
+def ulaw_decode_many(frames: _Iterable[_Buffer]) -> list[bytes]:
+    """Decode many µ-law frames in one call; one PCM bytes per frame."""
+
+def alaw_decode_many(frames: _Iterable[_Buffer]) -> list[bytes]:
+    """Decode many A-law frames in one call; one PCM bytes per frame."""
+
+def slin_to_wire(pcm: _Buffer) -> bytes:
+    """PCM to slin (8 kHz) wire bytes: big-endian."""
+
+def slin_from_wire(data: _Buffer) -> bytes:
+    """slin (8 kHz, big-endian) wire bytes to PCM."""
+
+def slin16_to_wire(pcm: _Buffer) -> bytes:
+    """PCM to slin16 (16 kHz) wire bytes: little-endian."""
+
+def slin16_from_wire(data: _Buffer) -> bytes:
+    """slin16 (16 kHz, little-endian) wire bytes to PCM."""
+
+@_final
+class Upsampler:
+    """Streaming 8 kHz -> 16 kHz resampler; state carries across process() calls."""
+
+    def __new__(cls) -> Upsampler: ...
+    def process(self, pcm: _Buffer) -> bytes:
+        """8 kHz PCM in, twice as many 16 kHz samples out."""
+
+    def reset(self) -> None:
+        """Forget the filter history."""
+
+    @property
+    def delay(self) -> float:
+        """Group delay in output (16 kHz) samples: 33.0."""
+
+@_final
+class Downsampler:
+    """Streaming 16 kHz -> 8 kHz resampler; state carries across process() calls."""
+
+    def __new__(cls) -> Downsampler: ...
+    def process(self, pcm: _Buffer) -> bytes:
+        """16 kHz PCM in, half as many 8 kHz samples out (an odd sample waits for the next call)."""
+
+    def reset(self) -> None:
+        """Forget the filter history and any pending sample."""
+
+    @property
+    def delay(self) -> float:
+        """Group delay in output (8 kHz) samples: 16.5."""
+
+# --- end codecs ---
+
+# --- engine ---
+# The thread that owns the IAX2 UDP socket and the 20 ms media clock.
+
+_Addr: TypeAlias = tuple[str, int]
+#: ("full_voice", callno, format, ts, payload) | ("spurt_ended", callno, ts)
+#: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
+#: | ("command_failed", message)
+_EngineEvent: TypeAlias = tuple[Any, ...]
+
+@final
+class Engine:
+    """Binds `bind` ("host:port", port 0 for any) and starts the engine thread."""
+
+    def __new__(
+        cls, bind: str, rate: int = 8000, mix_minus: bool = True, queue_limit: int = 4096
+    ) -> Engine: ...
+    @property
+    def local_addr(self) -> _Addr: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def frame_len(self) -> int: ...
+    @property
+    def rate(self) -> int: ...
+    def wakeup_fd(self) -> int: ...
+    def drain(self) -> list[tuple[_Addr, FullFrame]]: ...
+    def drain_events(self) -> list[_EngineEvent]: ...
+    def send_to(self, data: bytes, addr: _Addr) -> None: ...
+    def counters(self) -> dict[str, int]: ...
+    def tick_stats(self) -> dict[str, int]: ...
+    def jitter_stats(self) -> list[tuple[int, dict[str, int]]]: ...
+    def add_leg(
+        self,
+        callno: int,
+        peer_callno: int,
+        peer: _Addr,
+        format: int,
+        mode: str = "transceive",
+        call_ts_ms: int = 0,
+    ) -> None: ...
+    def remove_leg(self, callno: int) -> None: ...
+    def set_leg_mode(self, callno: int, mode: str) -> None: ...
+    def set_leg_codec(self, callno: int, format: int) -> None: ...
+    def push_voice(self, callno: int, format: int, ts: int, payload: bytes) -> None: ...
+    def push_control(
+        self, callno: int, kind: str, value: int, ts: int, payload: bytes = ...
+    ) -> None: ...
+    def set_mix_minus(self, on: bool) -> None: ...
+    def set_local_radio(self, on: bool) -> None: ...
+    def local_exchange(self, mic: bytes) -> bytes: ...
+    def stop(self) -> None: ...

@@ -25,7 +25,14 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--config", "config_path", default="node.toml", show_default=True, metavar="PATH", help=CONFIG_HELP)
+@click.option(
+    "--config",
+    "config_path",
+    default="node.toml",
+    show_default=True,
+    metavar="PATH",
+    help=CONFIG_HELP,
+)
 def serve(config_path: str) -> None:
     """Run the node daemon until SIGINT, SIGTERM or POST /shutdown.
 

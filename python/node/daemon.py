@@ -81,7 +81,9 @@ def load_or_create(path: Path) -> NodeConfig:
     """Load the config; if the file is missing, write the commented template first."""
     if not path.exists():
         write_template(path)
-        log.info("no config at %s: wrote a commented template there; running on its safe defaults", path)
+        log.info(
+            "no config at %s: wrote a commented template there; running on its safe defaults", path
+        )
     return load_config(path)
 
 
@@ -91,7 +93,9 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
     bus = EventBus()
     controller = Controller(config, bus)
 
-    topology = Topology(config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio)
+    topology = Topology(
+        config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
+    )
     try:
         transport = EngineTransport(
             str(config.listener.bind),
@@ -107,10 +111,14 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         ctl_sock = _control_socket(config.control.bind)
     except OSError as exc:
         transport.close()
-        log.error("cannot open the control channel (control.bind = %s): %s", config.control.bind, exc)
+        log.error(
+            "cannot open the control channel (control.bind = %s): %s", config.control.bind, exc
+        )
         return EXIT_RUNTIME
 
-    bridge = MediaBridge(transport.engine, topology, config.audio.backend, config.audio.input, config.audio.output)
+    bridge = MediaBridge(
+        transport.engine, topology, config.audio.backend, config.audio.input, config.audio.output
+    )
     try:
         bridge.start_audio()
     except CommandError as exc:
@@ -134,7 +142,12 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
     )
     http = asyncio.create_task(server.serve(sockets=[ctl_sock]))
     host, port = transport.local_addr
-    log.info("IAX2 listening on %s:%d (UDP); control channel on http://%s", host, port, config.control.bind)
+    log.info(
+        "IAX2 listening on %s:%d (UDP); control channel on http://%s",
+        host,
+        port,
+        config.control.bind,
+    )
 
     waiter = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({http, waiter}, return_when=asyncio.FIRST_COMPLETED)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 __all__ = [
@@ -19,8 +19,8 @@ __all__ = [
     "EventBus",
     "Hangup",
     "IncomingCall",
-    "Registered",
     "RegisterFailed",
+    "Registered",
     "Shutdown",
     "Snapshot",
     "Subscription",
@@ -38,8 +38,8 @@ class Event:
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object sent to clients."""
         body: dict[str, Any] = {"event": self.name}
-        for key in self.__dataclass_fields__:
-            body[key] = getattr(self, key)
+        for f in fields(self):
+            body[f.name] = getattr(self, f.name)
         return body
 
 
@@ -145,7 +145,9 @@ class EventBus:
             try:
                 sub.queue.put_nowait(event)
             except asyncio.QueueFull:
-                log.warning("event subscriber fell %d events behind; dropping it", sub.queue.qsize())
+                log.warning(
+                    "event subscriber fell %d events behind; dropping it", sub.queue.qsize()
+                )
                 sub.overflowed = True
                 self.unsubscribe(sub)
 

@@ -71,7 +71,6 @@ fn control_kind_to_py(kind: ControlKind) -> (&'static str, i64) {
         ControlKind::Dtmf(d) => ("dtmf", i64::from(d)),
         ControlKind::Text => ("text", 0),
         ControlKind::Other { subclass, .. } => ("control", i64::from(subclass)),
-        _ => ("other", 0),
     }
 }
 
@@ -279,7 +278,11 @@ impl PyEngine {
 
     /// One 20 ms block with the local radio: microphone in, speaker out (native-endian int16
     /// at the station rate; the speaker block is silence when the conference is quiet).
-    fn local_exchange<'py>(&self, py: Python<'py>, mic: &[u8]) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    fn local_exchange<'py>(
+        &self,
+        py: Python<'py>,
+        mic: &[u8],
+    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
         let n = self.inner.frame_len();
         let pcm: Vec<i16> = mic
             .chunks_exact(2)

@@ -12,6 +12,12 @@ create_exception!(
 );
 create_exception!(
     _core,
+    CodecError,
+    PyValueError,
+    "Audio that a codec or resampler cannot take, such as 16-bit PCM with an odd byte count."
+);
+create_exception!(
+    _core,
     EngineError,
     PyOSError,
     "The engine thread or its socket failed (bind, send, or use after close)."
@@ -21,5 +27,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("FrameError", py.get_type::<FrameError>())?;
     m.add("EngineError", py.get_type::<EngineError>())?;
+    m.add("CodecError", py.get_type::<CodecError>())?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyString, PyTuple};
 
-use super::FrameError as PyFrameError;
+use super::errors::FrameError as PyFrameError;
 use crate::frame::{
     self as wire, control_subclass_name, frame_type, frame_type_name, iax_subclass_name, Frame,
     FullFrame, MiniFrame, TrunkEntry, TrunkFrame, VideoFrame,

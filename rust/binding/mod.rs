@@ -9,8 +9,6 @@ mod engine;
 mod errors;
 mod frame;
 
-pub use errors::{EngineError, FrameError};
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

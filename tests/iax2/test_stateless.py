@@ -8,7 +8,9 @@ from node.iax2.stateless import APATHETIC_CALLNO, stateless_reply
 
 
 def test_poke_gets_pong_echoing_timestamp_from_call_one() -> None:
-    poke = FullFrame(FrameType.IAX, IaxSubclass.POKE, scall=0x2ABC, dcall=0, ts=987654, oseq=3, iseq=0)
+    poke = FullFrame(
+        FrameType.IAX, IaxSubclass.POKE, scall=0x2ABC, dcall=0, ts=987654, oseq=3, iseq=0
+    )
     reply = stateless_reply(poke)
     assert reply.handled
     pong = reply.frame
@@ -29,7 +31,9 @@ def test_iseq_wraps() -> None:
 
 
 def test_ack_to_call_one_is_absorbed() -> None:
-    ack = FullFrame(FrameType.IAX, IaxSubclass.ACK, scall=9, dcall=APATHETIC_CALLNO, ts=1, oseq=1, iseq=1)
+    ack = FullFrame(
+        FrameType.IAX, IaxSubclass.ACK, scall=9, dcall=APATHETIC_CALLNO, ts=1, oseq=1, iseq=1
+    )
     reply = stateless_reply(ack)
     assert reply.handled and reply.frame is None
 

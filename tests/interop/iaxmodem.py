@@ -50,7 +50,9 @@ class IaxModem:
             "cidnumber": cidnumber,
             "codec": codec,
         }
-        self.config.write_text("".join(f"{k}\t\t{v}\n" for k, v in lines.items() if v) + "iax2debug\n")
+        self.config.write_text(
+            "".join(f"{k}\t\t{v}\n" for k, v in lines.items() if v) + "iax2debug\n"
+        )
         self.proc: subprocess.Popen[str] | None = None
         self._fd: int | None = None
         self.log_path = workdir / "iaxmodem.log"
@@ -58,7 +60,9 @@ class IaxModem:
     def start(self, timeout: float = 10.0) -> None:
         relative = "../../.." + str(self.config.resolve())
         self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(["iaxmodem", relative], stdout=self._log, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            ["iaxmodem", relative], stdout=self._log, stderr=subprocess.STDOUT, text=True
+        )
         deadline = time.monotonic() + timeout
         while not self.device.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -85,7 +89,9 @@ class IaxModem:
         while expect not in buf:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"iaxmodem did not say {expect!r}; got {buf!r}\n{self.log()[-3000:]}")
+                raise TimeoutError(
+                    f"iaxmodem did not say {expect!r}; got {buf!r}\n{self.log()[-3000:]}"
+                )
             ready, _, _ = select.select([self._fd], [], [], left)
             if ready:
                 try:

@@ -17,7 +17,11 @@ from node.media.audio import NullAudio, block_samples, find_device, open_audio
 from tests.conftest import require_tool
 
 DEVICES = [
-    {"name": "USB PnP Sound Device: Audio (hw:1,0)", "max_input_channels": 1, "max_output_channels": 2},
+    {
+        "name": "USB PnP Sound Device: Audio (hw:1,0)",
+        "max_input_channels": 1,
+        "max_output_channels": 2,
+    },
     {"name": "bcm2835 Headphones: - (hw:0,0)", "max_input_channels": 0, "max_output_channels": 8},
     {"name": "default", "max_input_channels": 32, "max_output_channels": 32},
     {"name": "C-Media USB Headset", "max_input_channels": 1, "max_output_channels": 2},
@@ -91,7 +95,7 @@ def test_no_match_lists_the_available_devices() -> None:
 
 
 def test_ambiguous_match_names_the_candidates() -> None:
-    with pytest.raises(CommandError, match="ambiguous.*USB PnP.*C-Media"):
+    with pytest.raises(CommandError, match=r"ambiguous.*USB PnP.*C-Media"):
         find_device("usb", "input", DEVICES)
 
 
@@ -105,9 +109,16 @@ def test_real_portaudio_stream_on_alsa_null_device(tmp_path: Path) -> None:
 
     The null PCM has no clock, so this checks wiring (matching, open, callback, close), not timing.
     """
-    require_tool("libportaudio2", check=lambda: Path("/usr/lib/x86_64-linux-gnu/libportaudio.so.2").exists()
-                 or Path("/usr/lib/aarch64-linux-gnu/libportaudio.so.2").exists())
-    (tmp_path / ".asoundrc").write_text("pcm.nulldev { type null }\nctl.nulldev { type hw card 0 }\n")
+    require_tool(
+        "libportaudio2",
+        check=lambda: (
+            Path("/usr/lib/x86_64-linux-gnu/libportaudio.so.2").exists()
+            or Path("/usr/lib/aarch64-linux-gnu/libportaudio.so.2").exists()
+        ),
+    )
+    (tmp_path / ".asoundrc").write_text(
+        "pcm.nulldev { type null }\nctl.nulldev { type hw card 0 }\n"
+    )
     script = textwrap.dedent(
         """
         import time
@@ -125,6 +136,8 @@ def test_real_portaudio_stream_on_alsa_null_device(tmp_path: Path) -> None:
         """
     )
     env = {**os.environ, "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("blocks")

@@ -43,7 +43,9 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CommandError(f"request body is not valid JSON: {exc.msg if hasattr(exc, 'msg') else exc}", 400) from None
+        raise CommandError(
+            f"request body is not valid JSON: {exc.msg if hasattr(exc, 'msg') else exc}", 400
+        ) from None
     if not isinstance(body, dict):
         raise CommandError("request body must be a JSON object", 400)
     return body
@@ -77,7 +79,9 @@ def create_app(controller: Controller) -> Starlette:
 
     async def devices(request: Request) -> JSONResponse:
         body = await read_json_body(request)
-        return JSONResponse(controller.set_devices(optional(body, "input", str), optional(body, "output", str)))
+        return JSONResponse(
+            controller.set_devices(optional(body, "input", str), optional(body, "output", str))
+        )
 
     async def shutdown(request: Request) -> JSONResponse:
         await read_json_body(request)

@@ -31,7 +31,9 @@ class StatelessReply:
     handled: bool
 
 
-def apathetic_reply(request: FullFrame, subclass: int, ies: list[tuple[int, object]] | None = None) -> FullFrame:
+def apathetic_reply(
+    request: FullFrame, subclass: int, ies: list[tuple[int, object]] | None = None
+) -> FullFrame:
     """An IAX reply from call number 1 that acknowledges `request` without creating a call."""
     return FullFrame(
         FrameType.IAX,

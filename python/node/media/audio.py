@@ -77,7 +77,9 @@ class NullAudio:
     late and skipped rather than replayed in a burst.
     """
 
-    def __init__(self, rate: int, exchange: BlockExchange, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, rate: int, exchange: BlockExchange, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rate = rate
         self.stats = AudioStats()
         self._exchange = exchange
@@ -120,7 +122,7 @@ class NullAudio:
 
 
 def _sounddevice() -> Any:
-    """Import sounddevice lazily: it needs the PortAudio library, which the null backend does not."""
+    """Import sounddevice lazily: it needs PortAudio, which the null backend does not."""
     try:
         import sounddevice
     except OSError as exc:  # PortAudio missing: sounddevice raises OSError at import
@@ -151,15 +153,21 @@ def find_device(query: str, kind: str, devices: list[dict[str, Any]] | None = No
         return hits[0][0]
     names = ", ".join(repr(str(d.get("name", ""))) for _, d in usable) or "none"
     if not hits:
-        raise CommandError(f"no {kind} audio device matches {query!r}; available {kind} devices: {names}", 400)
+        raise CommandError(
+            f"no {kind} audio device matches {query!r}; available {kind} devices: {names}", 400
+        )
     matched = ", ".join(repr(str(d.get("name", ""))) for _, d in hits)
-    raise CommandError(f"{kind} device {query!r} is ambiguous: it matches {matched}; be more specific", 400)
+    raise CommandError(
+        f"{kind} device {query!r} is ambiguous: it matches {matched}; be more specific", 400
+    )
 
 
 class SoundDeviceAudio:
     """Real hardware through PortAudio: one full-duplex int16 mono stream at the station rate."""
 
-    def __init__(self, rate: int, exchange: BlockExchange, input: str = "", output: str = "") -> None:
+    def __init__(
+        self, rate: int, exchange: BlockExchange, input: str = "", output: str = ""
+    ) -> None:
         self.rate = rate
         self.stats = AudioStats()
         self._exchange = exchange
@@ -170,7 +178,9 @@ class SoundDeviceAudio:
         self._block = block_samples(rate)
         self._stream: Any = None
 
-    def _callback(self, indata: Any, outdata: Any, frames: int, time_info: Any, status: Any) -> None:
+    def _callback(
+        self, indata: Any, outdata: Any, frames: int, time_info: Any, status: Any
+    ) -> None:
         # PortAudio's thread: no logging, no allocation beyond the exchange itself.
         if status.input_overflow:
             self.stats.input_overflows += 1
@@ -205,10 +215,17 @@ class SoundDeviceAudio:
             self._stream = None
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "cpal", "rate": self.rate, "input": self._input or None, "output": self._output or None}
+        return {
+            "backend": "cpal",
+            "rate": self.rate,
+            "input": self._input or None,
+            "output": self._output or None,
+        }
 
 
-def open_audio(backend: str, rate: int, exchange: BlockExchange, input: str = "", output: str = "") -> AudioDevice:
+def open_audio(
+    backend: str, rate: int, exchange: BlockExchange, input: str = "", output: str = ""
+) -> AudioDevice:
     """The configured device, not yet started."""
     if backend == "none":
         return NullAudio(rate, exchange)

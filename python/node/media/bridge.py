@@ -48,7 +48,11 @@ class Topology:
         return True if self.mode == "handset" else self.mix_minus
 
     def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "mix_minus": self.mix_minus, "include_local_radio": self.include_local_radio}
+        return {
+            "mode": self.mode,
+            "mix_minus": self.mix_minus,
+            "include_local_radio": self.include_local_radio,
+        }
 
 
 class MediaBridge:
@@ -136,7 +140,9 @@ class MediaBridge:
 
     def start_audio(self) -> None:
         """Open and start the configured device (errors name the device and the choices)."""
-        device = open_audio(self._backend, self._engine.rate, self._exchange, self._input, self._output)
+        device = open_audio(
+            self._backend, self._engine.rate, self._exchange, self._input, self._output
+        )
         device.start()
         self._device = device
 
