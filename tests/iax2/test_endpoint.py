@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from node._core import FullFrame, parse
 from node.errors import LocalProtocolError
@@ -928,3 +930,60 @@ def test_policy_from_listener_config_and_secret_objects() -> None:
 def test_policy_values_are_checked(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         InboundPolicy(**bad)  # type: ignore[arg-type]
+
+
+# --- robustness -----------------------------------------------------------------------------------
+
+
+@st.composite
+def _wire_frames(draw: st.DrawFn, calls: tuple[int, int]) -> bytes:
+    """A full frame as bytes: header fields biased towards the live call, random body."""
+    ours, theirs = calls
+    scall = draw(st.sampled_from([theirs, theirs, 1, 0, 12345]))
+    dcall = draw(st.sampled_from([ours, ours, ours, 0, 1, 999]))
+    ts = draw(st.integers(0, 0xFFFFFFFF))
+    oseq, iseq = draw(st.integers(0, 255)), draw(st.integers(0, 255))
+    ftype = draw(st.integers(0, 13))
+    # Known IAX subclasses often (NEW, AUTHREP, CALLTOKEN, ...), anything at all sometimes.
+    csub = draw(
+        st.one_of(
+            st.integers(0, 255),
+            st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 18, 22, 40]),
+        )
+    )
+    retrans = draw(st.booleans())
+    body = draw(st.binary(max_size=40))
+    if ftype == IAX and draw(st.booleans()):
+        # Well-formed IEs, so the frame reaches the handlers rather than the parser's refusal.
+        ies = draw(st.lists(st.tuples(st.integers(1, 60), st.binary(max_size=12)), max_size=5))
+        body = b"".join(bytes([i, len(v)]) + v for i, v in ies)
+    header = (
+        (0x8000 | scall).to_bytes(2, "big")
+        + ((0x8000 if retrans else 0) | dcall).to_bytes(2, "big")
+        + ts.to_bytes(4, "big")
+        + bytes([oseq, iseq, ftype, csub])
+    )
+    return header + body
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_arbitrary_frames_never_raise(data: st.DataObject) -> None:
+    p = pair(InboundPolicy(auth="required", max_calls=3), secrets={"2000": "pw"})
+    na, nb = establish(p, DialParams("1000", username="2000", secret="pw"))
+    now = p.now
+    for _ in range(data.draw(st.integers(1, 30))):
+        raw = data.draw(_wire_frames((nb, na)))
+        try:
+            frame = parse(raw)
+        except ValueError:
+            continue  # the engine counts and drops what does not parse
+        if not isinstance(frame, FullFrame):
+            continue
+        now += data.draw(st.floats(0, 3))
+        for out in (p.b.receive(ADDR_A, frame, now), p.b.timer(now)):
+            for addr, reply in out.frames:
+                assert addr == ADDR_A
+                assert parse(reply.to_bytes()) == reply
+    # Whatever happened, the endpoint still tells time and can be driven to quiet.
+    p.b.timer(now + 3600)
