@@ -1,0 +1,517 @@
+"""The IAX2 endpoint: routes frames to calls and admits inbound calls (sans-I/O).
+
+The analogue of quinn-proto's `Endpoint`: one per UDP socket, no I/O, no clock. It owns the call
+table and the call-number space, answers what needs no call (POKE, INVAL for unknown calls, call
+tokens, refusals), applies the `[listener]` policy to every inbound NEW, and runs the `Call`
+machines. Every input returns one `EndpointOutput(frames, events, deadline)` whose frames are
+`(address, FullFrame)` pairs, the shape `iax2/transport.py` sends.
+
+Inbound admission, in order (docs/iax2.md has the reasoning):
+
+1. Call token (`calltoken`): an empty CALLTOKEN IE gets a stateless CALLTOKEN reply (from call
+   number 1) unless the policy is "off"; a token that is not ours, or older than 10 s, gets a
+   stateless REJECT; no CALLTOKEN IE at all is refused under "required" and served under
+   "auto" (iaxmodem and DroidStar-class clients never send one).
+2. The listener is disabled: REJECT.
+3. `max_calls` inbound calls are already up or being set up: REJECT "Call limit reached" / 34.
+4. `allowed_nodes` is non-empty and neither CALLING_NUMBER nor USERNAME is on it: REJECT. A list
+   holding only placeholders ("<node_id>", "") admits nobody.
+5. No codec in common with `codec_policy`: REJECT "Unable to negotiate codec" / 65.
+6. Authentication (`auth`): "required" challenges with MD5 against the secret of the caller's
+   USERNAME (else its CALLING_NUMBER); an unknown caller gets a decoy AUTHREQ and then the same
+   REJECT "No authority found" / 50 as a wrong password, so usernames cannot be probed.
+   "optional" challenges only callers we have a secret for; "off" never challenges.
+
+Refusals in steps 1-5 are stateless (from call number 1, like Asterisk's call-token REJECT): no
+call number is spent on a caller that is turned away, and a retransmitted NEW is refused again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from node._core import FullFrame
+from node.errors import LocalProtocolError
+from node.iax2.auth import CallTokens, RandBelow, SecretLike, make_challenge
+from node.iax2.call import (
+    Address,
+    Call,
+    CallEvent,
+    DialParams,
+    Direction,
+    InboundSetup,
+    Output,
+    RrStats,
+)
+from node.iax2.constants import IE, FrameType, IaxSubclass
+from node.iax2.negotiate import (
+    CAUSE_NO_CODEC,
+    CAUSECODE_NO_CODEC,
+    CodecPolicy,
+    PeerCodecs,
+    choose_format,
+    policy,
+)
+from node.iax2.stateless import apathetic_reply, stateless_reply
+
+__all__ = [
+    "CALLNO_MAX",
+    "CALLNO_MIN",
+    "CALLNO_QUARANTINE",
+    "Endpoint",
+    "EndpointEvent",
+    "EndpointOutput",
+    "InboundPolicy",
+    "InboundRejected",
+    "Transmit",
+]
+
+#: Call numbers we hand out: never 0 (it would make a full frame look like a meta frame to some
+#: parsers) nor 1 (Asterisk's number for stateless replies).
+CALLNO_MIN = 2
+CALLNO_MAX = 0x7FFF
+#: A released call number is not reused for this long, so late frames of an old call cannot
+#: land in a new one.
+CALLNO_QUARANTINE = 60.0
+
+#: One frame to send, and where.
+Transmit = tuple[Address, FullFrame]
+
+# Frames that never get an INVAL back (Asterisk `raw_hangup` exemptions, plus ACK).
+_NO_INVAL = frozenset(
+    {IaxSubclass.INVAL, IaxSubclass.ACK, IaxSubclass.TXCNT, IaxSubclass.TXACC, IaxSubclass.FWDOWNL}
+)
+
+# Causes of the refusals this module sends (Q.931 codes from Asterisk's causes.h).
+CAUSE_DISABLED = ("Inbound calls disabled", 21)  # CALL_REJECTED
+CAUSE_LIMIT = ("Call limit reached", 34)  # NO_CIRCUIT_AVAILABLE
+CAUSE_NOT_ALLOWED = ("Caller not allowed", 21)  # CALL_REJECTED
+CAUSE_TOKEN_REQUIRED = ("CallToken support required", 21)
+CAUSE_BAD_TOKEN = ("Invalid call token", 21)
+CAUSE_NOT_REGISTRAR = ("Registration Refused", 29)  # FACILITY_REJECTED
+
+
+@dataclass(frozen=True, slots=True)
+class InboundPolicy:
+    """The `[listener]` rules the endpoint applies to every inbound NEW."""
+
+    #: Whether inbound calls are accepted at all (POST /enable_inbound, /disable_inbound).
+    enabled: bool = True
+    #: "auto" answers admitted calls; "manual" rings until `answer()`.
+    answer: str = "auto"
+    #: Cap on simultaneous inbound calls (those up or being set up).
+    max_calls: int = 8
+    #: "required", "optional" or "off".
+    auth: str = "required"
+    #: Node ids admitted; empty admits everybody. Placeholder-only lists admit nobody.
+    allowed_nodes: tuple[str, ...] = ()
+    #: "required", "auto" or "off".
+    calltoken: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name, value, accepted in (
+            ("answer", self.answer, ("auto", "manual")),
+            ("auth", self.auth, ("required", "optional", "off")),
+            ("calltoken", self.calltoken, ("required", "auto", "off")),
+        ):
+            if value not in accepted:
+                raise ValueError(f"{name} = {value!r} (accepted: {', '.join(accepted)})")
+        if self.max_calls < 0:
+            raise ValueError("max_calls must not be negative")
+        object.__setattr__(self, "allowed_nodes", tuple(self.allowed_nodes))
+
+    @classmethod
+    def from_listener(cls, listener: Any, *, enabled: bool = True) -> InboundPolicy:
+        """Build from a `node.config.ListenerConfig` (read by attribute name only)."""
+        return cls(
+            enabled=enabled,
+            answer=listener.answer,
+            max_calls=listener.max_calls,
+            auth=listener.auth,
+            allowed_nodes=tuple(listener.allowed_nodes),
+            calltoken=getattr(listener, "calltoken", "auto"),
+        )
+
+    def admitted_ids(self) -> frozenset[str] | None:
+        """The allowlist without placeholders, or None when there is no allowlist."""
+        if not self.allowed_nodes:
+            return None
+        return frozenset(n.strip() for n in self.allowed_nodes if not _placeholder(n))
+
+
+def _placeholder(entry: str) -> bool:
+    text = entry.strip()
+    return not text or (text.startswith("<") and text.endswith(">"))
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointEvent:
+    """Base of what the endpoint reports outside any call."""
+
+
+@dataclass(frozen=True, slots=True)
+class InboundRejected(EndpointEvent):
+    """An inbound NEW was refused before any call existed (stateless REJECT)."""
+
+    #: Where the NEW came from.
+    addr: Address
+    #: CALLING_NUMBER of the NEW ("" if absent).
+    calling_number: str
+    #: USERNAME of the NEW ("" if absent).
+    username: str
+    cause: str
+    causecode: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointOutput:
+    """What one endpoint input produced: frames with their destinations, events, deadline."""
+
+    frames: tuple[Transmit, ...] = ()
+    events: tuple[CallEvent | EndpointEvent, ...] = ()
+    #: Absolute time at which `Endpoint.timer()` must run next, or None.
+    deadline: float | None = None
+
+
+class Endpoint:
+    """All IAX2 calls of one socket."""
+
+    def __init__(
+        self,
+        inbound: InboundPolicy,
+        codec_policy: str | CodecPolicy,
+        *,
+        token_key: bytes,
+        randbelow: RandBelow,
+        peer_secret: Callable[[str], str | SecretLike | None] | None = None,
+        rr_stats: Callable[[int], RrStats] | None = None,
+    ) -> None:
+        """`token_key` is the per-process call-token key (e.g. `secrets.token_bytes(32)`),
+        `randbelow` the entropy source for challenges and call numbers (`secrets.randbelow`),
+        `peer_secret(node_id)` the inbound secret of a caller or None, `rr_stats(callno)` the
+        jitter-buffer statistics a PONG reports."""
+        self.inbound = inbound
+        self.codecs = policy(codec_policy)
+        self._tokens = CallTokens(token_key)
+        self._randbelow = randbelow
+        self._peer_secret = peer_secret or (lambda _node: None)
+        self._rr_stats = rr_stats
+        self._calls: dict[int, Call] = {}
+        self._by_peer: dict[tuple[Address, int], int] = {}
+        self._peer_key: dict[int, tuple[Address, int]] = {}
+        self._released: dict[int, float] = {}
+        self._frames: list[Transmit] = []
+        self._events: list[CallEvent | EndpointEvent] = []
+
+    def __repr__(self) -> str:
+        return f"Endpoint(calls={len(self._calls)}, listening={self.inbound.enabled})"
+
+    # --- getters ------------------------------------------------------------------------------
+
+    @property
+    def calls(self) -> Mapping[int, Call]:
+        """Every call by our call number (read-only view)."""
+        return MappingProxyType(self._calls)
+
+    def call(self, callno: int) -> Call | None:
+        return self._calls.get(callno)
+
+    @property
+    def listening(self) -> bool:
+        return self.inbound.enabled
+
+    def set_listening(self, enabled: bool) -> None:
+        """Accept (True) or refuse (False) new inbound calls; calls already up are kept."""
+        self.set_policy(replace(self.inbound, enabled=enabled))
+
+    def set_policy(self, inbound: InboundPolicy) -> None:
+        """Apply new listener rules to calls that arrive from now on."""
+        self.inbound = inbound
+
+    def inbound_count(self) -> int:
+        """Inbound calls that count against `max_calls` (up or being set up)."""
+        return sum(1 for c in self._calls.values() if c.is_inbound and c.is_live)
+
+    def next_deadline(self) -> float | None:
+        times = [d for c in self._calls.values() if (d := c.next_deadline()) is not None]
+        return min(times) if times else None
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _output(self) -> EndpointOutput:
+        out = EndpointOutput(tuple(self._frames), tuple(self._events), self.next_deadline())
+        self._frames = []
+        self._events = []
+        return out
+
+    def _take(self, call: Call, out: Output, now: float) -> None:
+        self._frames.extend((call.peer_addr, f) for f in out.frames)
+        self._events.extend(out.events)
+        if call.is_closed:
+            self._forget(call, now)
+
+    def _forget(self, call: Call, now: float) -> None:
+        self._calls.pop(call.callno, None)
+        key = self._peer_key.pop(call.callno, None)
+        if key is not None and self._by_peer.get(key) == call.callno:
+            del self._by_peer[key]
+        self._released[call.callno] = now
+
+    def _allocate(self, now: float) -> int | None:
+        for callno in list(self._released):
+            if self._released[callno] + CALLNO_QUARANTINE <= now:
+                del self._released[callno]
+        span = CALLNO_MAX - CALLNO_MIN + 1
+        if len(self._calls) + len(self._released) >= span:
+            return None
+        # Random numbers make blind injection into a call harder; probe from a random start.
+        start = self._randbelow(span)
+        for i in range(span):
+            callno = CALLNO_MIN + (start + i) % span
+            if callno not in self._calls and callno not in self._released:
+                return callno
+        return None
+
+    def _reply(self, addr: Address, frame: FullFrame) -> None:
+        self._frames.append((addr, frame))
+
+    # --- inputs -------------------------------------------------------------------------------
+
+    def receive(self, addr: Address, frame: FullFrame, now: float) -> EndpointOutput:
+        """Handle one full frame from `addr`."""
+        stateless = stateless_reply(frame)
+        if stateless.handled:
+            if stateless.frame is not None:
+                self._reply(addr, stateless.frame)
+            return self._output()
+        if frame.dcall != 0:
+            call = self._calls.get(frame.dcall)
+            if call is not None and call.peer_addr == addr:
+                self._take(call, call.receive(frame, now), now)
+            else:
+                self._inval(addr, frame)
+            return self._output()
+        callno = self._by_peer.get((addr, frame.scall))
+        if callno is not None:
+            call = self._calls[callno]
+            self._take(call, call.receive(frame, now), now)
+        elif frame.ftype == FrameType.IAX and frame.subclass == IaxSubclass.NEW:
+            self._admit(addr, frame, now)
+        elif frame.ftype == FrameType.IAX and frame.subclass in (
+            IaxSubclass.REGREQ,
+            IaxSubclass.REGREL,
+        ):
+            self._registration(addr, frame, now)
+        else:
+            self._inval(addr, frame)
+        return self._output()
+
+    def timer(self, now: float) -> EndpointOutput:
+        """Run every call whose deadline has come."""
+        for call in list(self._calls.values()):
+            deadline = call.next_deadline()
+            if deadline is not None and deadline <= now:
+                self._take(call, call.timer(now), now)
+        return self._output()
+
+    def dial(self, now: float, addr: Address, params: DialParams) -> tuple[int, EndpointOutput]:
+        """Place an outbound call to `addr` (a numeric address: replies are matched on it).
+
+        Returns our call number and the NEW to send.
+        """
+        callno = self._allocate(now)
+        if callno is None:
+            raise LocalProtocolError("no free IAX2 call number")
+        call = Call(callno, addr, Direction.OUTBOUND, self.codecs, rr_stats=self._rr_for(callno))
+        self._calls[callno] = call
+        self._take(call, call.start_outbound(now, params), now)
+        return callno, self._output()
+
+    def act(self, callno: int, now: float, command: Callable[[Call], Output]) -> EndpointOutput:
+        """Run `command` on call `callno` and address its frames (e.g.
+        `ep.act(n, now, lambda c: c.key(now))`)."""
+        call = self._calls.get(callno)
+        if call is None:
+            raise LocalProtocolError(f"no call {callno}")
+        self._take(call, command(call), now)
+        return self._output()
+
+    def answer(self, callno: int, now: float) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.answer(now))
+
+    def reject(
+        self, callno: int, now: float, cause: str = "Call rejected", causecode: int = 21
+    ) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.reject(now, cause, causecode))
+
+    def hangup(
+        self, callno: int, now: float, cause: str | None = None, causecode: int = 16
+    ) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.hangup(now, cause, causecode))
+
+    def key(self, callno: int, now: float) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.key(now))
+
+    def unkey(self, callno: int, now: float) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.unkey(now))
+
+    def send_dtmf(self, callno: int, now: float, digit: str) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.send_dtmf(now, digit))
+
+    def send_text(self, callno: int, now: float, text: str) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.send_text(now, text))
+
+    def send_voice_full(
+        self, callno: int, now: float, fmt: int, payload: bytes, ts: int
+    ) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.send_voice_full(now, fmt, payload, ts))
+
+    # --- frames outside any call ----------------------------------------------------------------
+
+    def _rr_for(self, callno: int) -> Callable[[], RrStats] | None:
+        provider = self._rr_stats
+        if provider is None:
+            return None
+        return lambda: provider(callno)
+
+    def _inval(self, addr: Address, frame: FullFrame) -> None:
+        """Tell the sender we have no such call (Asterisk's `raw_hangup`)."""
+        if frame.ftype == FrameType.IAX and frame.subclass in _NO_INVAL:
+            return
+        self._reply(
+            addr,
+            FullFrame(
+                FrameType.IAX,
+                IaxSubclass.INVAL,
+                scall=frame.dcall,
+                dcall=frame.scall,
+                ts=0,
+                oseq=0,
+                iseq=0,
+            ),
+        )
+
+    def _refuse(
+        self, addr: Address, frame: FullFrame, subclass: int, cause: tuple[str, int]
+    ) -> None:
+        text, code = cause
+        ies: list[tuple[int, object]] = [(IE.CAUSE, text), (IE.CAUSECODE, code)]
+        self._reply(addr, apathetic_reply(frame, subclass, ies))
+        if subclass == IaxSubclass.REJECT:
+            self._events.append(
+                InboundRejected(
+                    addr, _text(frame, IE.CALLING_NUMBER), _text(frame, IE.USERNAME), text, code
+                )
+            )
+
+    def _token_gate(self, addr: Address, frame: FullFrame, now: float, refusal: int) -> bool:
+        """Apply the call-token policy; True when the request may go on."""
+        mode = self.inbound.calltoken
+        if mode == "off":
+            return True
+        if not frame.has_ie(IE.CALLTOKEN):
+            if mode == "required":
+                self._refuse(addr, frame, refusal, CAUSE_TOKEN_REQUIRED)
+                return False
+            return True
+        token = frame.ie(IE.CALLTOKEN)
+        if not isinstance(token, str) or not token:
+            issued = self._tokens.issue(addr, now)
+            self._reply(
+                addr, apathetic_reply(frame, IaxSubclass.CALLTOKEN, [(IE.CALLTOKEN, issued)])
+            )
+            return False
+        if not self._tokens.verify(addr, token, now):
+            self._refuse(addr, frame, refusal, CAUSE_BAD_TOKEN)
+            return False
+        return True
+
+    def _registration(self, addr: Address, frame: FullFrame, now: float) -> None:
+        # We are no registrar; the token round still comes first, as Asterisk does it.
+        if self._token_gate(addr, frame, now, IaxSubclass.REGREJ):
+            self._refuse(addr, frame, IaxSubclass.REGREJ, CAUSE_NOT_REGISTRAR)
+
+    def _admit(self, addr: Address, new: FullFrame, now: float) -> None:
+        pol = self.inbound
+        if not self._token_gate(addr, new, now, IaxSubclass.REJECT):
+            return
+        if not pol.enabled:
+            self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_DISABLED)
+            return
+        if self.inbound_count() >= pol.max_calls:
+            self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_LIMIT)
+            return
+        calling_number = _text(new, IE.CALLING_NUMBER)
+        username = _text(new, IE.USERNAME)
+        admitted = pol.admitted_ids()
+        if admitted is not None and not ({calling_number, username} - {""}) & admitted:
+            self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_NOT_ALLOWED)
+            return
+        fmt = choose_format(self.codecs, _peer_codecs(new))
+        if fmt is None:
+            self._refuse(addr, new, IaxSubclass.REJECT, (CAUSE_NO_CODEC, CAUSECODE_NO_CODEC))
+            return
+        challenge: str | None = None
+        secret: str | SecretLike | None = None
+        if pol.auth != "off":
+            secret = self._lookup_secret(username, calling_number)
+            if secret is not None or pol.auth == "required":
+                # An unknown caller under "required" gets a decoy challenge it cannot pass.
+                challenge = make_challenge(self._randbelow)
+        callno = self._allocate(now)
+        if callno is None:
+            self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_LIMIT)
+            return
+        call = Call(callno, addr, Direction.INBOUND, self.codecs, rr_stats=self._rr_for(callno))
+        self._calls[callno] = call
+        key = (addr, new.scall)
+        self._by_peer[key] = callno
+        self._peer_key[callno] = key
+        setup = InboundSetup(
+            format=fmt,
+            answer=pol.answer,
+            challenge=challenge,
+            secret=secret,
+            calling_number=calling_number,
+            calling_name=_text(new, IE.CALLING_NAME),
+            called_number=_text(new, IE.CALLED_NUMBER),
+            username=username,
+        )
+        self._take(call, call.start_inbound(new, now, setup), now)
+
+    def _lookup_secret(self, username: str, calling_number: str) -> str | SecretLike | None:
+        # USERNAME first (what IAX2 authenticates), then the caller's node number, which is
+        # what AllStarLink peers are provisioned by (their USERNAME is a shared "radio").
+        for node in (username, calling_number):
+            if node:
+                secret = self._peer_secret(node)
+                if secret is not None:
+                    return secret
+        return None
+
+
+def _text(frame: FullFrame, ie: int) -> str:
+    value = frame.ie(ie)
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _versioned(value: object) -> tuple[int, int] | None:
+    if isinstance(value, tuple) and len(value) == 2:
+        return (int(value[0]), int(value[1]))
+    return None
+
+
+def _peer_codecs(new: FullFrame) -> PeerCodecs:
+    return PeerCodecs.from_ies(
+        _int(new.ie(IE.FORMAT)),
+        _int(new.ie(IE.CAPABILITY)),
+        _versioned(new.ie(IE.FORMAT2)),
+        _versioned(new.ie(IE.CAPABILITY2)),
+    )
