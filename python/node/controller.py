@@ -10,6 +10,7 @@ change publishes a `Snapshot` event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets as pysecrets
 import time
@@ -34,7 +35,12 @@ __all__ = ["CallInfo", "Controller"]
 
 log = logging.getLogger(__name__)
 
-CODEC_NAMES = {Format.ULAW: "ulaw", Format.ALAW: "alaw", Format.SLIN: "slin", Format.SLIN16: "slin16"}
+CODEC_NAMES = {
+    Format.ULAW: "ulaw",
+    Format.ALAW: "alaw",
+    Format.SLIN: "slin",
+    Format.SLIN16: "slin16",
+}
 
 
 @dataclass(slots=True)
@@ -89,6 +95,7 @@ class Controller:
             rr_stats=self._rr_stats,
         )
         self.registration: Registration | None = None
+        self._reg_callnos: set[int] = set()
         self.calls: dict[int, CallInfo] = {}
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
@@ -202,6 +209,10 @@ class Controller:
         if reg is None:
             return
         self._send((reg.peer, f) for f in out.frames)
+        now = self.now()
+        for callno in self._reg_callnos - reg.callnos:
+            self.endpoint.release_callno(callno, now)
+        self._reg_callnos = set(reg.callnos)
         for event in out.events:
             if isinstance(event, RegistrationSucceeded):
                 log.info("registered with %s:%d", *reg.peer)
@@ -299,7 +310,9 @@ class Controller:
             info.state = "up"
             info.answered = now
             if call is not None and call.format is not None and not info.media:
-                self.bridge.add_leg(call.callno, call.peer_callno, call.peer_addr, call.format, call.timestamp(now))
+                self.bridge.add_leg(
+                    call.callno, call.peer_callno, call.peer_addr, call.format, call.timestamp(now)
+                )
                 info.media = True
             return True
         if isinstance(event, c.VoiceFullReceived):
@@ -308,9 +321,12 @@ class Controller:
             return False
         if isinstance(event, c.RadioKeyed | c.RadioUnkeyed):
             if info.media and call is not None:
-                sub = ControlSubclass.RADIO_KEY if isinstance(event, c.RadioKeyed) else ControlSubclass.RADIO_UNKEY
-                ts = getattr(event, "ts", call.peer_last_ts if hasattr(call, "peer_last_ts") else 0)
-                self.bridge.push_control(event.callno, "control", int(sub), ts)
+                sub = (
+                    ControlSubclass.RADIO_KEY
+                    if isinstance(event, c.RadioKeyed)
+                    else ControlSubclass.RADIO_UNKEY
+                )
+                self.bridge.push_control(event.callno, "control", int(sub), event.ts)
             return False
         if isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
             self._ended(info, _reason(event))
@@ -391,7 +407,9 @@ class Controller:
     def reject(self, callno: int | None = None) -> dict[str, Any]:
         info = self._pick(callno, ("ringing",), "ringing inbound")
         try:
-            self._apply(self.endpoint.reject(info.callno, self.now(), "Call rejected by operator", 21))
+            self._apply(
+                self.endpoint.reject(info.callno, self.now(), "Call rejected by operator", 21)
+            )
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
         self._ended(info, "rejected by operator")
@@ -413,7 +431,12 @@ class Controller:
         now = self.now()
         if self.registration is None:
             self.registration = Registration(
-                reg_cfg.peer.as_tuple(), reg_cfg.node_id, secret, reg_cfg.refresh, self._callno_source, now
+                reg_cfg.peer.as_tuple(),
+                reg_cfg.node_id,
+                secret,
+                reg_cfg.refresh,
+                self._callno_source,
+                now,
             )
         try:
             self._apply_registration(self.registration.register(now))
@@ -435,10 +458,23 @@ class Controller:
         return self.endpoint.allocate_callno(self.now())
 
     def set_secret(self, username: str, secret: str) -> None:
-        """POST /secrets: store the credential (never echoed, never logged)."""
+        """POST /secrets: store the credential (never echoed, never logged).
+
+        The node's own credential starts registration when `[register]` is configured and the
+        node is not registered yet, as it would have at startup with the `env` source.
+        """
         self.secrets.set(username, secret)
-        if self.registration is not None and username == self.node_id:
+        if username != self.node_id:
+            return
+        if self.registration is not None:
             self.registration.set_secret(self.secrets.node_secret())
+        if not self.registered:
+            self.register()
+
+    def start(self) -> None:
+        """Start-up actions: register when configured and the credential is known."""
+        if self.config.register is not None and self.secrets.node_secret() is not None:
+            self.register()
 
     def set_bridge(
         self,
@@ -467,16 +503,14 @@ class Controller:
         self.stopping.set()
         now = self.now()
         for info in list(self.calls.values()):
-            try:
+            with contextlib.suppress(LocalProtocolError):
                 self._send(self.endpoint.hangup(info.callno, now).frames)
-            except LocalProtocolError:
-                pass
             self._ended(info, "node shutting down")
         if self.registration is not None and self.registration.registered:
-            try:
-                self._send((self.registration.peer, f) for f in self.registration.deregister(now).frames)
-            except LocalProtocolError:
-                pass
+            with contextlib.suppress(LocalProtocolError):
+                self._send(
+                    (self.registration.peer, f) for f in self.registration.deregister(now).frames
+                )
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -487,7 +521,11 @@ class Controller:
 
 def _reason(event: Any) -> str:
     if isinstance(event, c.CallLost):
-        return "connection lost" if event.reason is c.LossReason.RETRIES_EXHAUSTED else "peer has no such call"
+        return (
+            "connection lost"
+            if event.reason is c.LossReason.RETRIES_EXHAUSTED
+            else "peer has no such call"
+        )
     cause = event.cause or f"cause code {event.causecode}"
     if isinstance(event, c.CallRejected):
         return f"rejected: {cause}" if event.by_peer else f"refused: {cause}"

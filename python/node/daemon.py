@@ -91,7 +91,7 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     bus = EventBus()
-    controller = Controller(config, bus)
+    controller = Controller(config, bus, secrets)
 
     topology = Topology(
         config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
@@ -128,6 +128,7 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         return EXIT_RUNTIME
     transport.start(loop)
     controller.attach(transport, bridge, stop.set)
+    controller.start()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 

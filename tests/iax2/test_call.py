@@ -729,8 +729,8 @@ def test_received_signalling_events() -> None:
     assert rx(FrameType.DTMF, ord("7")).events == (DtmfReceived(ME, "7"),)
     assert rx(TEXT, 0, b"T 1999 COMPLETE\x00").events == (TextReceived(ME, "T 1999 COMPLETE"),)
     assert rx(TEXT, 0, b"no nul").events == (TextReceived(ME, "no nul"),)
-    assert rx(CONTROL, 12).events == (RadioKeyed(ME),)
-    assert rx(CONTROL, 13).events == (RadioUnkeyed(ME),)
+    assert rx(CONTROL, 12).events == (RadioKeyed(ME, 50),)  # carries the frame ts
+    assert rx(CONTROL, 13).events == (RadioUnkeyed(ME, 50),)
     assert rx(CONTROL, -1).events == (ControlReceived(ME, -1),)  # stop sounds
     out = rx(FrameType.CNG, 0, b"\x00")
     assert kinds(out) == [(IAX, IaxSubclass.ACK)] and out.events == ()

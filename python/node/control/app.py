@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -61,6 +62,14 @@ def optional(body: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
+def required(body: dict[str, Any], key: str, kind: type) -> Any:
+    """`body[key]`, which must be present, of `kind`, and (for strings) not empty."""
+    value = optional(body, key, kind)
+    if value is None or value == "":
+        raise CommandError(f"field {key!r} is required", 400)
+    return value
+
+
 def create_app(controller: Controller) -> Starlette:
     """The control application bound to one controller."""
 
@@ -82,6 +91,39 @@ def create_app(controller: Controller) -> Starlette:
         return JSONResponse(
             controller.set_devices(optional(body, "input", str), optional(body, "output", str))
         )
+
+    async def dial(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        node = required(body, "node", str)
+        return JSONResponse(controller.dial(node, optional(body, "addr", str)))
+
+    def call_command(method: Callable[[int | None], dict[str, Any]]) -> Callable[..., Any]:
+        async def handler(request: Request) -> JSONResponse:
+            body = await read_json_body(request)
+            return JSONResponse(method(optional(body, "call", int)))
+
+        return handler
+
+    async def enable_inbound(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.set_listening(True))
+
+    async def disable_inbound(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.set_listening(False))
+
+    async def register(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.register())
+
+    async def deregister(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.deregister())
+
+    async def secrets(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        controller.set_secret(required(body, "username", str), required(body, "secret", str))
+        return JSONResponse({"ok": True})
 
     async def shutdown(request: Request) -> JSONResponse:
         await read_json_body(request)
@@ -117,6 +159,15 @@ def create_app(controller: Controller) -> Starlette:
         Route("/stats", stats, methods=["GET"]),
         Route("/shutdown", shutdown, methods=["POST"]),
         Route("/bridge", bridge, methods=["POST"]),
+        Route("/dial", dial, methods=["POST"]),
+        Route("/hangup", call_command(controller.hangup), methods=["POST"]),
+        Route("/answer", call_command(controller.answer), methods=["POST"]),
+        Route("/reject", call_command(controller.reject), methods=["POST"]),
+        Route("/enable_inbound", enable_inbound, methods=["POST"]),
+        Route("/disable_inbound", disable_inbound, methods=["POST"]),
+        Route("/register", register, methods=["POST"]),
+        Route("/deregister", deregister, methods=["POST"]),
+        Route("/secrets", secrets, methods=["POST"]),
         Route("/devices", devices, methods=["POST"]),
     ]
     return Starlette(

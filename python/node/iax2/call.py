@@ -324,10 +324,16 @@ class TextReceived(CallEvent):
 class RadioKeyed(CallEvent):
     """CONTROL RADIO_KEY (12): the peer's transmitter keyed up."""
 
+    #: The frame's timestamp: keeps the edge in order with the peer's audio.
+    ts: int = 0
+
 
 @dataclass(frozen=True, slots=True)
 class RadioUnkeyed(CallEvent):
     """CONTROL RADIO_UNKEY (13): the peer's transmitter unkeyed."""
+
+    #: The frame's timestamp: keeps the edge in order with the peer's audio.
+    ts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -1140,9 +1146,9 @@ class Call:
             if not self.is_inbound:
                 self._event(CallRinging(self.callno))
         elif sub == ControlSubclass.RADIO_KEY:
-            self._event(RadioKeyed(self.callno))
+            self._event(RadioKeyed(self.callno, frame.ts))
         elif sub == ControlSubclass.RADIO_UNKEY:
-            self._event(RadioUnkeyed(self.callno))
+            self._event(RadioUnkeyed(self.callno, frame.ts))
         else:
             self._event(ControlReceived(self.callno, sub))
 

@@ -203,6 +203,8 @@ class Endpoint:
         self._by_peer: dict[tuple[Address, int], int] = {}
         self._peer_key: dict[int, tuple[Address, int]] = {}
         self._released: dict[int, float] = {}
+        #: Call numbers lent to others on this socket (registration), never given to a call.
+        self._reserved: set[int] = set()
         self._frames: list[Transmit] = []
         self._events: list[CallEvent | EndpointEvent] = []
 
@@ -271,7 +273,11 @@ class Endpoint:
         start = self._randbelow(span)
         for i in range(span):
             callno = CALLNO_MIN + (start + i) % span
-            if callno not in self._calls and callno not in self._released:
+            if (
+                callno not in self._calls
+                and callno not in self._released
+                and callno not in self._reserved
+            ):
                 return callno
         return None
 
@@ -329,6 +335,21 @@ class Endpoint:
         self._calls[callno] = call
         self._take(call, call.start_outbound(now, params), now)
         return callno, self._output()
+
+    def allocate_callno(self, now: float) -> int:
+        """A call number for another machine on this socket (registration); it is never given to
+        a call until `release_callno`. Raises LocalProtocolError when none is free."""
+        callno = self._allocate(now)
+        if callno is None:
+            raise LocalProtocolError("no free IAX2 call number")
+        self._reserved.add(callno)
+        return callno
+
+    def release_callno(self, callno: int, now: float) -> None:
+        """Give back a number from `allocate_callno`; it rests in quarantine like a call's."""
+        if callno in self._reserved:
+            self._reserved.discard(callno)
+            self._released[callno] = now
 
     def act(self, callno: int, now: float, command: Callable[[Call], Output]) -> EndpointOutput:
         """Run `command` on call `callno` and address its frames (e.g.
