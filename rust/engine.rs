@@ -456,6 +456,7 @@ impl Worker {
     fn run(mut self) {
         let mut buf = vec![0u8; RECV_BUFFER];
         let mut next_tick = Instant::now() + TICK;
+        let fd = self.shared.socket.as_raw_fd();
         while !self.shared.stop.load(Ordering::Acquire) {
             let now = Instant::now();
             let now_ms = self.now_ms(now);
@@ -472,30 +473,57 @@ impl Worker {
                 }
                 continue;
             }
-            let wait = (next_tick - now).max(Duration::from_micros(200));
-            if self.shared.socket.set_read_timeout(Some(wait)).is_err() {
-                bump(&self.shared.counters.recv_errors, 1);
+            if !wait_readable(fd, next_tick - now) {
+                continue;
             }
-            match self.shared.socket.recv_from(&mut buf) {
-                Ok((n, from)) => {
-                    if let Some(data) = buf.get(..n) {
-                        let at = self.now_ms(Instant::now());
-                        self.handle_datagram(data, from, at);
+            // Read everything that is waiting, then look at the clock again.
+            loop {
+                match self.shared.socket.recv_from(&mut buf) {
+                    Ok((n, from)) => {
+                        if let Some(data) = buf.get(..n) {
+                            let at = self.now_ms(Instant::now());
+                            self.handle_datagram(data, from, at);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    // ICMP errors reported on the socket (e.g. port unreachable from an
+                    // earlier send) must not stop the node.
+                    Err(_) => {
+                        bump(&self.shared.counters.recv_errors, 1);
+                        break;
                     }
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
-                // ICMP errors reported on the socket (e.g. port unreachable from an earlier
-                // send) must not stop the node.
-                Err(_) => bump(&self.shared.counters.recv_errors, 1),
+                if Instant::now() >= next_tick {
+                    break;
+                }
             }
         }
     }
+}
+
+/// Wait until `fd` is readable or `timeout` has passed; true when readable.
+///
+/// `ppoll` takes a nanosecond timeout and sleeps on a high-resolution timer, where a socket
+/// receive timeout is rounded up to the kernel's tick (4 ms at HZ=250) and would make the
+/// 20 ms media clock late by that much on every tick.
+fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // c_long is 32 bits on 32-bit ARM hosts, where the conversion is fallible.
+    #[allow(clippy::unnecessary_fallible_conversions)]
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0),
+    };
+    // SAFETY: `pfd` is one valid, initialised pollfd that lives for the whole call and the
+    // count passed is 1; `ts` is a valid timespec borrowed for the call; a null signal mask
+    // means "leave the mask unchanged". ppoll writes only `pfd.revents`.
+    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    n > 0 && (pfd.revents & (libc::POLLIN | libc::POLLERR)) != 0
 }
 
 /// The handle to a running engine. Dropping it stops the thread.
@@ -518,6 +546,7 @@ impl Engine {
             source,
         })?;
         let local_addr = socket.local_addr()?;
+        socket.set_nonblocking(true)?;
         let (wake_tx, wake_rx) = UnixStream::pair()?;
         wake_tx.set_nonblocking(true)?;
         wake_rx.set_nonblocking(true)?;

@@ -389,8 +389,8 @@ class Controller:
             out = self.endpoint.hangup(info.callno, now)
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
-        self._apply(out)
         self._ended(info, "hung up by operator")
+        self._apply(out)
         self._changed()
         return self.snapshot()
 
@@ -407,12 +407,11 @@ class Controller:
     def reject(self, callno: int | None = None) -> dict[str, Any]:
         info = self._pick(callno, ("ringing",), "ringing inbound")
         try:
-            self._apply(
-                self.endpoint.reject(info.callno, self.now(), "Call rejected by operator", 21)
-            )
+            out = self.endpoint.reject(info.callno, self.now(), "Call rejected by operator", 21)
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
         self._ended(info, "rejected by operator")
+        self._apply(out)
         self._changed()
         return self.snapshot()
 
