@@ -462,7 +462,8 @@ class Call:
         self.format: int | None = None
         #: The format of the peer's last full voice frame (that of its mini frames).
         self.peer_voice_format: int | None = None
-        #: Smoothed round-trip time in seconds (PING/PONG, LAGRQ/LAGRP).
+        #: Round-trip time in seconds: the latest PING/PONG or LAGRQ/LAGRP sample, as
+        #: Asterisk's `pingtime` (it sets the first retransmission delay).
         self.rtt = INITIAL_RTT
         self.clock = CallClock()
         self.oseq = 0
@@ -549,9 +550,6 @@ class Call:
         if nxt is _S.CLOSED:
             self._queue.clear()
             self._timers.clear()
-
-    def _can(self, trigger: _Trigger) -> bool:
-        return trigger in TRANSITIONS[self.state]
 
     def _send(
         self,
