@@ -1,39 +1,100 @@
 """The controller: the single owner of the node's state.
 
 HTTP handlers and the TUI call its methods and read its snapshot; they never reach into the
-engine or the protocol machines. Every state change publishes a `Snapshot` event on the bus.
+engine or the protocol machines. It feeds received frames to the sans-I/O endpoint and
+registration machines, sends what they return, turns their events into media commands and bus
+events, and keeps one timer armed at the earliest deadline any machine asked for. Every state
+change publishes a `Snapshot` event.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import secrets as pysecrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from node.config import NodeConfig
-from node.errors import CommandError
-from node.events import EventBus, Snapshot
-from node.iax2.stateless import stateless_reply
-from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
+from node.errors import CommandError, LocalProtocolError
+from node.events import EventBus, Hangup, IncomingCall, Registered, RegisterFailed, Snapshot
+from node.iax2 import call as c
+from node.iax2.constants import ControlSubclass, Format
+from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
+from node.iax2.registration import Deregistered, Registration, RegistrationFailed
+from node.iax2.registration import Registered as RegistrationSucceeded
+from node.iax2.transport import Address, EngineEvents, EngineTransport, FrameBatch
+from node.links.resolve import resolve
 from node.media.bridge import MediaBridge
+from node.secrets import SecretStore
 
-__all__ = ["Controller"]
+__all__ = ["CallInfo", "Controller"]
 
 log = logging.getLogger(__name__)
+
+CODEC_NAMES = {Format.ULAW: "ulaw", Format.ALAW: "alaw", Format.SLIN: "slin", Format.SLIN16: "slin16"}
+
+
+@dataclass(slots=True)
+class CallInfo:
+    """What the snapshot shows of one call."""
+
+    callno: int
+    direction: str
+    #: The peer as it presented itself (node number, else username), or the dialled node.
+    peer: str
+    addr: Address
+    started: float
+    state: str = "setup"
+    codec: str | None = None
+    answered: float | None = None
+    media: bool = False
+    ended: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        return {
+            "id": self.callno,
+            "peer": self.peer,
+            "addr": f"{self.addr[0]}:{self.addr[1]}",
+            "direction": self.direction,
+            "state": self.state,
+            "codec": self.codec,
+            "duration_s": round(now - (self.answered or self.started), 1),
+        }
 
 
 class Controller:
     """Applies commands, routes received frames, and reports state."""
 
-    def __init__(self, config: NodeConfig, bus: EventBus) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        bus: EventBus,
+        secrets: SecretStore,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.config = config
         self.bus = bus
-        self.listening = True
-        self.registered = False
+        self.secrets = secrets
+        self._clock = clock
+        self.endpoint = Endpoint(
+            InboundPolicy.from_listener(config.listener),
+            config.codec_policy,
+            token_key=pysecrets.token_bytes(32),
+            randbelow=pysecrets.randbelow,
+            peer_secret=secrets.peer_secret,
+            rr_stats=self._rr_stats,
+        )
+        self.registration: Registration | None = None
+        self.calls: dict[int, CallInfo] = {}
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
         self.stopping = asyncio.Event()
 
     # --- wiring -------------------------------------------------------------------------------
@@ -55,6 +116,9 @@ class Controller:
             raise CommandError("the media bridge is not running", 500)
         return self._bridge
 
+    def now(self) -> float:
+        return self._clock()
+
     # --- state --------------------------------------------------------------------------------
 
     @property
@@ -62,13 +126,22 @@ class Controller:
         reg = self.config.register
         return reg.node_id if reg is not None else None
 
+    @property
+    def listening(self) -> bool:
+        return self.endpoint.listening
+
+    @property
+    def registered(self) -> bool:
+        return self.registration is not None and self.registration.registered
+
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
+        now = self.now()
         snap: dict[str, Any] = {
             "node_id": self.node_id,
             "listening": self.listening,
             "registered": self.registered,
-            "calls": [],
+            "calls": [info.to_json(now) for info in self.calls.values()],
             "links": [],
         }
         if self._bridge is not None:
@@ -79,30 +152,293 @@ class Controller:
     def counters(self) -> dict[str, Any]:
         if self._transport is None:
             return {}
-        return {**self._transport.counters(), "tick": self._transport.engine.tick_stats()}
+        engine = self._transport.engine
+        return {
+            **self._transport.counters(),
+            "tick": engine.tick_stats(),
+            "legs": {str(callno): stats for callno, stats in engine.jitter_stats()},
+        }
 
     def _changed(self) -> None:
         self.bus.publish(Snapshot(self.snapshot()))
 
-    # --- frames from the engine ---------------------------------------------------------------
+    def _rr_stats(self, callno: int) -> c.RrStats:
+        if self._transport is None:
+            return c.RrStats()
+        for leg, s in self._transport.engine.jitter_stats():
+            if leg == callno:
+                total = s["frames_in"] + s["lost"]
+                return c.RrStats(
+                    jitter=max(0, s["jitter_ms"]),
+                    loss_percent=min(100, 100 * s["lost"] // total) if total else 0,
+                    lost=s["lost"],
+                    packets=s["frames_in"],
+                    delay=max(0, s["delay_ms"]),
+                    dropped=s["dropped"] + s["late"],
+                    out_of_order=s["reordered"],
+                )
+        return c.RrStats()
+
+    # --- sending and the timer ----------------------------------------------------------------
+
+    def _send(self, frames: Iterable[tuple[Address, Any]]) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        for addr, frame in frames:
+            transport.send(frame, addr)
+
+    def _apply(self, out: EndpointOutput) -> None:
+        self._send(out.frames)
+        changed = False
+        for event in out.events:
+            changed |= self._on_call_event(event)
+        if changed:
+            self._changed()
+        self._arm()
+
+    def _apply_registration(self, out: Any) -> None:
+        reg = self.registration
+        if reg is None:
+            return
+        self._send((reg.peer, f) for f in out.frames)
+        for event in out.events:
+            if isinstance(event, RegistrationSucceeded):
+                log.info("registered with %s:%d", *reg.peer)
+                self.bus.publish(Registered())
+            elif isinstance(event, RegistrationFailed):
+                log.warning("registration failed: %s", event.reason)
+                self.bus.publish(RegisterFailed(reason=event.reason))
+            elif isinstance(event, Deregistered):
+                log.info("deregistered")
+        if out.events:
+            self._changed()
+        self._arm()
+
+    def _arm(self) -> None:
+        deadlines = [d for d in (self.endpoint.next_deadline(),) if d is not None]
+        if self.registration is not None and (d := self.registration.next_deadline()) is not None:
+            deadlines.append(d)
+        at = min(deadlines) if deadlines else None
+        if at == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = at
+        if at is not None:
+            loop = asyncio.get_running_loop()
+            # loop.time() and our clock are both CLOCK_MONOTONIC.
+            self._timer = loop.call_at(at, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        now = self.now()
+        if self.registration is not None:
+            deadline = self.registration.next_deadline()
+            if deadline is not None and deadline <= now:
+                self._apply_registration(self.registration.timer(now))
+        self._apply(self.endpoint.timer(now))
+
+    # --- frames and engine events -------------------------------------------------------------
 
     def on_frames(self, batch: FrameBatch) -> None:
         """Handle one drained batch of full frames, in arrival order."""
-        transport = self._transport
+        now = self.now()
+        reg = self.registration
         for addr, frame in batch:
-            reply = stateless_reply(frame)
-            if reply.frame is not None and transport is not None:
-                transport.send(reply.frame, addr)
-            if not reply.handled:
-                log.debug("no handler for %r from %s:%d", frame, addr[0], addr[1])
+            if reg is not None and addr == reg.peer and frame.dcall in reg.callnos:
+                self._apply_registration(reg.receive(frame, now))
+            else:
+                self._apply(self.endpoint.receive(addr, frame, now))
 
     def on_engine_events(self, events: EngineEvents) -> None:
-        """Media events from the engine; calls act on them once call handling is attached."""
+        """Media events from the engine: full voice frames to send, control edges, failures."""
+        now = self.now()
         for event in events:
-            if event[0] == "command_failed":
+            kind = event[0]
+            if kind == "full_voice":
+                _, callno, fmt, ts, payload = event
+                if callno in self.endpoint.calls:
+                    self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+            elif kind == "control":
+                _, callno, (ckind, value), _ts, _payload = event
+                log.debug("call %d: %s %s played out", callno, ckind, value)
+            elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
 
+    def _on_call_event(self, event: Any) -> bool:
+        """Update state and media for one event; True when the snapshot changed."""
+        now = self.now()
+        if isinstance(event, InboundRejected):
+            who = event.calling_number or event.username or event.addr[0]
+            log.info("refused inbound call from %s: %s", who, event.cause)
+            return False
+        call = self.endpoint.call(event.callno)
+        info = self.calls.get(event.callno)
+        if isinstance(event, c.CallIncoming):
+            peer = event.calling_number or event.username or "unknown"
+            self.calls[event.callno] = info = CallInfo(
+                event.callno, "inbound", peer, call.peer_addr if call else ("", 0), now
+            )
+            info.codec = CODEC_NAMES.get(event.format)
+            info.state = "ringing" if self.endpoint.inbound.answer == "manual" else "setup"
+            log.info("incoming call %d from %s (%s)", event.callno, peer, info.codec)
+            self.bus.publish(IncomingCall(from_=peer))
+            return True
+        if info is None:
+            return False
+        if isinstance(event, c.CallAccepted):
+            info.codec = CODEC_NAMES.get(event.format)
+            return True
+        if isinstance(event, c.CallRinging):
+            info.state = "ringing"
+            return True
+        if isinstance(event, c.CallAnswered):
+            info.state = "up"
+            info.answered = now
+            if call is not None and call.format is not None and not info.media:
+                self.bridge.add_leg(call.callno, call.peer_callno, call.peer_addr, call.format, call.timestamp(now))
+                info.media = True
+            return True
+        if isinstance(event, c.VoiceFullReceived):
+            if info.media:
+                self.bridge.push_voice(event.callno, event.format, event.ts, event.payload)
+            return False
+        if isinstance(event, c.RadioKeyed | c.RadioUnkeyed):
+            if info.media and call is not None:
+                sub = ControlSubclass.RADIO_KEY if isinstance(event, c.RadioKeyed) else ControlSubclass.RADIO_UNKEY
+                ts = getattr(event, "ts", call.peer_last_ts if hasattr(call, "peer_last_ts") else 0)
+                self.bridge.push_control(event.callno, "control", int(sub), ts)
+            return False
+        if isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
+            self._ended(info, _reason(event))
+            return True
+        return False
+
+    def _ended(self, info: CallInfo, reason: str) -> None:
+        if info.ended:
+            return
+        info.ended = True
+        if info.media and self._bridge is not None:
+            self._bridge.remove_leg(info.callno)
+        self.calls.pop(info.callno, None)
+        log.info("call %d with %s ended: %s", info.callno, info.peer, reason)
+        self.bus.publish(Hangup(reason=reason))
+
     # --- commands -----------------------------------------------------------------------------
+
+    def _pick(self, callno: int | None, states: tuple[str, ...], what: str) -> CallInfo:
+        if callno is not None:
+            info = self.calls.get(callno)
+            if info is None:
+                raise CommandError(f"no call {callno}", 404)
+            return info
+        candidates = [i for i in self.calls.values() if i.state in states]
+        if not candidates:
+            raise CommandError(f"no {what} call", 409)
+        # The most recent one: what an operator who just heard it ring or connect means.
+        return max(candidates, key=lambda i: i.started)
+
+    def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
+        """Place an outbound call to `node` (at `addr`, else resolved from the nodes file)."""
+        try:
+            target = resolve(node, addr, self.config.nodes_file)
+        except (LookupError, ValueError) as exc:
+            raise CommandError(str(exc), 400) from None
+        peer_secret = self.secrets.peer_secret(node)
+        params = c.DialParams(
+            called_number=node,
+            calling_number=self.node_id,
+            username=self.node_id if peer_secret is not None and self.node_id else target.username,
+            secret=peer_secret,
+            datetime=time.localtime()[:6],
+        )
+        now = self.now()
+        try:
+            callno, out = self.endpoint.dial(now, target.addr, params)
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc), 500) from None
+        self.calls[callno] = CallInfo(callno, "outbound", node, target.addr, now)
+        self._apply(out)
+        self._changed()
+        return self.snapshot()
+
+    def hangup(self, callno: int | None = None) -> dict[str, Any]:
+        """End a call: `callno`, else the most recently started call."""
+        info = self._pick(callno, ("setup", "ringing", "up"), "active")
+        now = self.now()
+        try:
+            out = self.endpoint.hangup(info.callno, now)
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc), 409) from None
+        self._apply(out)
+        self._ended(info, "hung up by operator")
+        self._changed()
+        return self.snapshot()
+
+    def answer(self, callno: int | None = None) -> dict[str, Any]:
+        info = self._pick(callno, ("ringing",), "ringing inbound")
+        if info.direction != "inbound":
+            raise CommandError(f"call {info.callno} is outbound", 409)
+        try:
+            self._apply(self.endpoint.answer(info.callno, self.now()))
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc), 409) from None
+        return self.snapshot()
+
+    def reject(self, callno: int | None = None) -> dict[str, Any]:
+        info = self._pick(callno, ("ringing",), "ringing inbound")
+        try:
+            self._apply(self.endpoint.reject(info.callno, self.now(), "Call rejected by operator", 21))
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc), 409) from None
+        self._ended(info, "rejected by operator")
+        self._changed()
+        return self.snapshot()
+
+    def set_listening(self, enabled: bool) -> dict[str, Any]:
+        self.endpoint.set_listening(enabled)
+        self._changed()
+        return self.snapshot()
+
+    def register(self) -> dict[str, Any]:
+        reg_cfg = self.config.register
+        if reg_cfg is None:
+            raise CommandError("no [register] section in the configuration", 409)
+        secret = self.secrets.node_secret()
+        if secret is None:
+            raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
+        now = self.now()
+        if self.registration is None:
+            self.registration = Registration(
+                reg_cfg.peer.as_tuple(), reg_cfg.node_id, secret, reg_cfg.refresh, self._callno_source, now
+            )
+        try:
+            self._apply_registration(self.registration.register(now))
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc), 409) from None
+        return self.snapshot()
+
+    def deregister(self) -> dict[str, Any]:
+        if self.registration is None:
+            raise CommandError("not registered", 409)
+        try:
+            self._apply_registration(self.registration.deregister(self.now()))
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc), 409) from None
+        self._changed()
+        return self.snapshot()
+
+    def _callno_source(self) -> int:
+        return self.endpoint.allocate_callno(self.now())
+
+    def set_secret(self, username: str, secret: str) -> None:
+        """POST /secrets: store the credential (never echoed, never logged)."""
+        self.secrets.set(username, secret)
+        if self.registration is not None and username == self.node_id:
+            self.registration.set_secret(self.secrets.node_secret())
 
     def set_bridge(
         self,
@@ -127,8 +463,32 @@ class Controller:
             self._stop_requested()
 
     def close(self) -> None:
-        """Final step of shutdown: stop audio, tell every subscriber, then end their streams."""
+        """Shutdown: hang up every call, release registration, stop audio, end the streams."""
         self.stopping.set()
+        now = self.now()
+        for info in list(self.calls.values()):
+            try:
+                self._send(self.endpoint.hangup(info.callno, now).frames)
+            except LocalProtocolError:
+                pass
+            self._ended(info, "node shutting down")
+        if self.registration is not None and self.registration.registered:
+            try:
+                self._send((self.registration.peer, f) for f in self.registration.deregister(now).frames)
+            except LocalProtocolError:
+                pass
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._bridge is not None:
             self._bridge.close()
         self.bus.close()
+
+
+def _reason(event: Any) -> str:
+    if isinstance(event, c.CallLost):
+        return "connection lost" if event.reason is c.LossReason.RETRIES_EXHAUSTED else "peer has no such call"
+    cause = event.cause or f"cause code {event.causecode}"
+    if isinstance(event, c.CallRejected):
+        return f"rejected: {cause}" if event.by_peer else f"refused: {cause}"
+    return f"hung up by peer: {cause}" if event.by_peer else f"hung up: {cause}"

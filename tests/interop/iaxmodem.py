@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 __all__ = ["IaxModem"]
+
+#: Makes iaxmodem's stdout line-buffered; block-buffered, its log reaches the file only at exit.
+LIBSTDBUF = Path("/usr/libexec/coreutils/libstdbuf.so")
 
 
 class IaxModem:
@@ -35,7 +40,10 @@ class IaxModem:
     ) -> None:
         self.workdir = workdir
         self.port = port
-        self.device = workdir / "ttyIAX"
+        # iaxmodem silently truncates a long `device` path (pytest's tmp_path is long enough),
+        # so the pty link lives in a short directory of its own.
+        self._devdir = Path(tempfile.mkdtemp(prefix="iaxm", dir="/tmp"))
+        self.device = self._devdir / "tty"
         self.config = workdir / "iaxmodem.cfg"
         lines = {
             "device": str(self.device),
@@ -113,6 +121,7 @@ class IaxModem:
                 self.proc.wait(timeout=5)
         if getattr(self, "_log", None) is not None:
             self._log.close()
+        shutil.rmtree(self._devdir, ignore_errors=True)
 
     def __enter__(self) -> IaxModem:
         self.start()
