@@ -404,8 +404,11 @@ def test_dtmf_text_key_unkey_round_trip() -> None:
     p.drive()
     assert p.event_types("b") == [DtmfBegan, DtmfReceived, TextReceived, RadioKeyed, RadioUnkeyed]
     assert p.events_of("b", TextReceived)[0].text == "!NEWKEY1!"
-    assert p.events_of("a", DtmfReceived) == [DtmfReceived(na, "#")]
-    assert p.events_of("a", TextReceived) == [TextReceived(na, "T 1998 COMPLETE")]
+    assert [(e.callno, e.digit) for e in p.events_of("a", DtmfReceived)] == [(na, "#")]
+    assert [(e.callno, e.text) for e in p.events_of("a", TextReceived)] == [(na, "T 1998 COMPLETE")]
+    # Events carry the sender's timestamps, in the order it stamped them.
+    stamps = [e.ts for _, e in p.events["b"]]
+    assert stamps == sorted(stamps) and 0 not in stamps
     assert p.a.call(na).unacked == 0 and p.b.call(nb).unacked == 0  # type: ignore[union-attr]
 
 
