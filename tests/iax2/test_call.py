@@ -725,13 +725,15 @@ def test_received_signalling_events() -> None:
             frame(ftype, sub, oseq=next(seq), iseq=call.oseq, payload=payload), T0 + 1
         )
 
-    assert rx(FrameType.DTMF_BEGIN, ord("7")).events == (DtmfBegan(ME, "7"),)
-    assert rx(FrameType.DTMF, ord("7")).events == (DtmfReceived(ME, "7"),)
-    assert rx(TEXT, 0, b"T 1999 COMPLETE\x00").events == (TextReceived(ME, "T 1999 COMPLETE"),)
-    assert rx(TEXT, 0, b"no nul").events == (TextReceived(ME, "no nul"),)
-    assert rx(CONTROL, 12).events == (RadioKeyed(ME, 50),)  # carries the frame ts
+    assert rx(FrameType.DTMF_BEGIN, ord("7")).events == (DtmfBegan(ME, "7", 50),)
+    assert rx(FrameType.DTMF, ord("7")).events == (DtmfReceived(ME, "7", 50),)
+    text = rx(TEXT, 0, b"T 1999 COMPLETE\x00").events
+    assert text == (TextReceived(ME, "T 1999 COMPLETE", 50),)
+    assert rx(TEXT, 0, b"no nul").events == (TextReceived(ME, "no nul", 50),)
+    assert rx(CONTROL, 12).events == (RadioKeyed(ME, 50),)
     assert rx(CONTROL, 13).events == (RadioUnkeyed(ME, 50),)
-    assert rx(CONTROL, -1).events == (ControlReceived(ME, -1),)  # stop sounds
+    assert rx(CONTROL, -1).events == (ControlReceived(ME, -1, 50),)  # stop sounds
+    assert call.peer_last_ts == 50
     out = rx(FrameType.CNG, 0, b"\x00")
     assert kinds(out) == [(IAX, IaxSubclass.ACK)] and out.events == ()
 

@@ -404,8 +404,11 @@ def test_dtmf_text_key_unkey_round_trip() -> None:
     p.drive()
     assert p.event_types("b") == [DtmfBegan, DtmfReceived, TextReceived, RadioKeyed, RadioUnkeyed]
     assert p.events_of("b", TextReceived)[0].text == "!NEWKEY1!"
-    assert p.events_of("a", DtmfReceived) == [DtmfReceived(na, "#")]
-    assert p.events_of("a", TextReceived) == [TextReceived(na, "T 1998 COMPLETE")]
+    assert [(e.callno, e.digit) for e in p.events_of("a", DtmfReceived)] == [(na, "#")]
+    assert [(e.callno, e.text) for e in p.events_of("a", TextReceived)] == [(na, "T 1998 COMPLETE")]
+    # Events carry the sender's timestamps, in the order it stamped them.
+    stamps = [e.ts for _, e in p.events["b"]]
+    assert stamps == sorted(stamps) and 0 not in stamps
     assert p.a.call(na).unacked == 0 and p.b.call(nb).unacked == 0  # type: ignore[union-attr]
 
 
@@ -987,3 +990,27 @@ def test_arbitrary_frames_never_raise(data: st.DataObject) -> None:
                 assert parse(reply.to_bytes()) == reply
     # Whatever happened, the endpoint still tells time and can be driven to quiet.
     p.b.timer(now + 3600)
+
+
+def test_external_call_numbers_share_the_space() -> None:
+    picks = iter([0] * 10)
+    in_use: set[int] = set()
+    ep = Endpoint(
+        InboundPolicy(auth="off"),
+        "ulaw_only",
+        token_key=bytes(32),
+        randbelow=lambda n: next(picks),
+        external_callnos=lambda: in_use,
+    )
+    reg = ep.allocate_callno(0.0)
+    in_use.add(reg)
+    assert reg == 2
+    n, _ = ep.dial(0.0, ADDR_B, DialParams("1"))
+    assert n == 3  # a call never gets a number the registration holds
+    in_use.clear()  # the registration dialog finished
+    n2, _ = ep.dial(1.0, ADDR_B, DialParams("1"))
+    assert n2 == 4  # 2 is back, but quarantined for 60 s
+    assert ep.allocate_callno(1.0 + CALLNO_QUARANTINE) == 2
+    ep.release_callno(2, 100.0)
+    ep.release_callno(2, 100.0)  # idempotent
+    assert ep.allocate_callno(100.0) == 5  # 2 quarantined again, 3 and 4 are calls

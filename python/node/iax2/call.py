@@ -127,6 +127,8 @@ _ACK_LIKE = frozenset(
     {IaxSubclass.ACK, IaxSubclass.INVAL, IaxSubclass.VNAK, IaxSubclass.TXCNT, IaxSubclass.TXACC}
 )
 _KNOWN_IAX = frozenset(int(s) for s in IaxSubclass)
+# In-order frames whose timestamp is an echo of ours rather than the peer's clock.
+_ECHOING = frozenset({IaxSubclass.PONG, IaxSubclass.LAGRP, IaxSubclass.CALLTOKEN})
 _MASK8 = 0xFF
 
 
@@ -304,6 +306,8 @@ class DtmfBegan(CallEvent):
     """The peer started a DTMF digit (frame type 12; Asterisk sends it before the end)."""
 
     digit: str
+    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
+    ts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +315,8 @@ class DtmfReceived(CallEvent):
     """The peer sent a complete DTMF digit (frame type 1)."""
 
     digit: str
+    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
+    ts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,22 +324,24 @@ class TextReceived(CallEvent):
     """A TEXT frame, NUL terminator removed (AllStarLink link texts such as "!NEWKEY1!")."""
 
     text: str
+    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
+    ts: int
 
 
 @dataclass(frozen=True, slots=True)
 class RadioKeyed(CallEvent):
     """CONTROL RADIO_KEY (12): the peer's transmitter keyed up."""
 
-    #: The frame's timestamp: keeps the edge in order with the peer's audio.
-    ts: int = 0
+    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
+    ts: int
 
 
 @dataclass(frozen=True, slots=True)
 class RadioUnkeyed(CallEvent):
     """CONTROL RADIO_UNKEY (13): the peer's transmitter unkeyed."""
 
-    #: The frame's timestamp: keeps the edge in order with the peer's audio.
-    ts: int = 0
+    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
+    ts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +349,8 @@ class ControlReceived(CallEvent):
     """Any other CONTROL frame after ACCEPT (PROGRESS, HOLD, stop sounds = -1, ...)."""
 
     subclass: int
+    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
+    ts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,7 +478,11 @@ class Call:
         self.format: int | None = None
         #: The format of the peer's last full voice frame (that of its mini frames).
         self.peer_voice_format: int | None = None
-        #: Smoothed round-trip time in seconds (PING/PONG, LAGRQ/LAGRP).
+        #: Timestamp of the peer's latest in-order full frame on its own clock (frames that
+        #: echo ours, PONG, LAGRP and CALLTOKEN, excluded): the base for unwrapping mini frames.
+        self.peer_last_ts = 0
+        #: Round-trip time in seconds: the latest PING/PONG or LAGRQ/LAGRP sample, as
+        #: Asterisk's `pingtime` (it sets the first retransmission delay).
         self.rtt = INITIAL_RTT
         self.clock = CallClock()
         self.oseq = 0
@@ -555,9 +569,6 @@ class Call:
         if nxt is _S.CLOSED:
             self._queue.clear()
             self._timers.clear()
-
-    def _can(self, trigger: _Trigger) -> bool:
-        return trigger in TRANSITIONS[self.state]
 
     def _send(
         self,
@@ -949,6 +960,8 @@ class Call:
         self.iseq = (self.iseq + 1) & _MASK8
         self._replied = False
         self._suppress_ack = False
+        if not (is_iax and sub in _ECHOING):
+            self.peer_last_ts = frame.ts
         if self.state is _S.TERMINATED or self.state is _S.HANGING_UP:
             # After the end only acknowledgements: the peer's frames crossed our HANGUP.
             if is_iax and sub in (IaxSubclass.HANGUP, IaxSubclass.REJECT):
@@ -1005,12 +1018,12 @@ class Call:
         elif ftype == FrameType.VOICE:
             self._on_voice(frame)
         elif ftype == FrameType.DTMF:
-            self._event(DtmfReceived(self.callno, _digit(frame.subclass)))
+            self._event(DtmfReceived(self.callno, _digit(frame.subclass), frame.ts))
         elif ftype == FrameType.DTMF_BEGIN:
-            self._event(DtmfBegan(self.callno, _digit(frame.subclass)))
+            self._event(DtmfBegan(self.callno, _digit(frame.subclass), frame.ts))
         elif ftype == FrameType.TEXT:
             text = bytes(frame.payload).split(b"\x00", 1)[0].decode("utf-8", "replace")
-            self._event(TextReceived(self.callno, text))
+            self._event(TextReceived(self.callno, text, frame.ts))
         # CNG, video, image, HTML, modem: acknowledged and otherwise ignored.
 
     def _on_iax(self, frame: FullFrame, now: float) -> None:
@@ -1150,7 +1163,7 @@ class Call:
         elif sub == ControlSubclass.RADIO_UNKEY:
             self._event(RadioUnkeyed(self.callno, frame.ts))
         else:
-            self._event(ControlReceived(self.callno, sub))
+            self._event(ControlReceived(self.callno, sub, frame.ts))
 
     def _on_voice(self, frame: FullFrame) -> None:
         fmt = frame.subclass

@@ -28,7 +28,7 @@ call number is spent on a caller that is turned away, and a retransmitted NEW is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -188,11 +188,13 @@ class Endpoint:
         randbelow: RandBelow,
         peer_secret: Callable[[str], str | SecretLike | None] | None = None,
         rr_stats: Callable[[int], RrStats] | None = None,
+        external_callnos: Callable[[], Collection[int]] | None = None,
     ) -> None:
         """`token_key` is the per-process call-token key (e.g. `secrets.token_bytes(32)`),
         `randbelow` the entropy source for challenges and call numbers (`secrets.randbelow`),
         `peer_secret(node_id)` the inbound secret of a caller or None, `rr_stats(callno)` the
-        jitter-buffer statistics a PONG reports."""
+        jitter-buffer statistics a PONG reports, `external_callnos()` the numbers handed out by
+        `allocate_callno` that are still in use (e.g. `Registration.callnos`)."""
         self.inbound = inbound
         self.codecs = policy(codec_policy)
         self._tokens = CallTokens(token_key)
@@ -203,8 +205,8 @@ class Endpoint:
         self._by_peer: dict[tuple[Address, int], int] = {}
         self._peer_key: dict[int, tuple[Address, int]] = {}
         self._released: dict[int, float] = {}
-        #: Call numbers lent to others on this socket (registration), never given to a call.
-        self._reserved: set[int] = set()
+        self._external: set[int] = set()
+        self._external_in_use = external_callnos
         self._frames: list[Transmit] = []
         self._events: list[CallEvent | EndpointEvent] = []
 
@@ -266,8 +268,13 @@ class Endpoint:
         for callno in list(self._released):
             if self._released[callno] + CALLNO_QUARANTINE <= now:
                 del self._released[callno]
+        if self._external and self._external_in_use is not None:
+            in_use = self._external_in_use()
+            for callno in self._external - set(in_use):
+                self.release_callno(callno, now)
+        taken = len(self._calls) + len(self._released) + len(self._external)
         span = CALLNO_MAX - CALLNO_MIN + 1
-        if len(self._calls) + len(self._released) >= span:
+        if taken >= span:
             return None
         # Random numbers make blind injection into a call harder; probe from a random start.
         start = self._randbelow(span)
@@ -276,10 +283,26 @@ class Endpoint:
             if (
                 callno not in self._calls
                 and callno not in self._released
-                and callno not in self._reserved
+                and callno not in self._external
             ):
                 return callno
         return None
+
+    def allocate_callno(self, now: float) -> int:
+        """A call number for a dialog the endpoint does not run (registration), from the same
+        space as the calls'. It stays reserved until `release_callno`, or until the
+        `external_callnos` provider no longer lists it; then it is quarantined like any other."""
+        callno = self._allocate(now)
+        if callno is None:
+            raise LocalProtocolError("no free IAX2 call number")
+        self._external.add(callno)
+        return callno
+
+    def release_callno(self, callno: int, now: float) -> None:
+        """Give back a number from `allocate_callno` (not reused for `CALLNO_QUARANTINE` s)."""
+        if callno in self._external:
+            self._external.discard(callno)
+            self._released[callno] = now
 
     def _reply(self, addr: Address, frame: FullFrame) -> None:
         self._frames.append((addr, frame))
@@ -335,21 +358,6 @@ class Endpoint:
         self._calls[callno] = call
         self._take(call, call.start_outbound(now, params), now)
         return callno, self._output()
-
-    def allocate_callno(self, now: float) -> int:
-        """A call number for another machine on this socket (registration); it is never given to
-        a call until `release_callno`. Raises LocalProtocolError when none is free."""
-        callno = self._allocate(now)
-        if callno is None:
-            raise LocalProtocolError("no free IAX2 call number")
-        self._reserved.add(callno)
-        return callno
-
-    def release_callno(self, callno: int, now: float) -> None:
-        """Give back a number from `allocate_callno`; it rests in quarantine like a call's."""
-        if callno in self._reserved:
-            self._reserved.discard(callno)
-            self._released[callno] = now
 
     def act(self, callno: int, now: float, command: Callable[[Call], Output]) -> EndpointOutput:
         """Run `command` on call `callno` and address its frames (e.g.
