@@ -120,7 +120,10 @@ def test_bridge_changes_live_and_keeps_omitted_fields(node: NodeProcess) -> None
 
 def test_secrets_are_accepted_only_under_the_control_source(tmp_path: Path) -> None:
     registrar = free_port(socket.SOCK_DGRAM)
-    extra = f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n[secrets]\nsource = "control"\n'
+    extra = (
+        f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n'
+        '[secrets]\nsource = "control"\n'
+    )
     node = start(tmp_path, extra)
     try:
         r = node.post("/secrets", json={"username": "1999", "secret": CANARY})
