@@ -107,6 +107,8 @@ class EventWatcher:
             ):
                 self._connected.set()
                 for sse in source.iter_sse():
+                    if not sse.data.strip():
+                        continue  # the keep-alive ping every 15 s carries no event
                     with self._cond:
                         self.events.append(json.loads(sse.data))
                         self._cond.notify_all()
