@@ -154,6 +154,12 @@ def test_iaxmodem_call(case: Case, tmp_path: Path, modem_dir: Path, peername: st
                     )
                     assert r.status_code == 200, r.text
                     modem.read_until("RING")
+                    # libiax2 sent RINGING with the ACCEPT: the node shows the call ringing.
+                    ringing = wait_until(
+                        "the call ringing",
+                        lambda: (c := modem_call(node, peername)) and c["state"] == "ringing" and c,
+                    )
+                    assert ringing["direction"] == "outbound" and ringing["codec"] == case.codec
                     modem.at("AT+FCLASS=1")
                     modem.write("ATA\r")
 
