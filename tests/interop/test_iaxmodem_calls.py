@@ -2,7 +2,9 @@
 and slin, on loopback.
 
 iaxmodem -> node: `ATDT` with iaxmodem's `server` pointing at the node, which challenges it with
-MD5 against `NET_PEER_<peername>` (`[listener] auth = "required"`). Node -> iaxmodem:
+MD5 against `NET_PEER_<peername>` (`[listener] auth = "required"`). iaxmodem registers with the
+same `server`, so these modems also send the node a REGREQ and get its REGREJ (iaxmodem against
+the test registrar is tests/interop/test_iaxmodem_register.py). Node -> iaxmodem:
 `POST /dial` with iaxmodem's address; it rings (`RING` on its pty) and `ATA` answers (libiax2
 never challenges a caller, so that direction has no MD5).
 
@@ -136,6 +138,8 @@ def test_iaxmodem_call(case: Case, tmp_path: Path, modem_dir: Path, peername: st
             secret=MODEM_SECRET,
             codec=case.modem_codec,
             cidnumber=peername,
+            # The calling modems also try to register with the node, which is no registrar.
+            refresh=60 if case.direction == "in" else 0,
         )
         # `record` makes iaxmodem write what it received over IAX2 to /tmp/<peername>-iax.raw.
         modem.config.write_text(modem.config.read_text() + "record\n")
@@ -206,8 +210,9 @@ def test_iaxmodem_call(case: Case, tmp_path: Path, modem_dir: Path, peername: st
 
     assert "Tx-Frame" in log and "Rx-Frame" in log
     if case.direction == "in":
-        # libiax2 answered our AUTHREQ with MD5.
+        # libiax2 answered our AUTHREQ with MD5, and was told that the node is no registrar.
         assert "AUTHREQ" in log and "MD5 RESULT" in log
+        assert "REGREJ" in log and "Registration failed" in log
     recorded = Path(f"/tmp/{peername}-iax.raw")
     assert recorded.exists(), "iaxmodem recorded nothing it received"
     dominant(np.frombuffer(recorded.read_bytes(), dtype=np.int16), PHONE_TONE, [CNG, CED])
@@ -226,7 +231,14 @@ def check_capture(capture: Capture, case: Case, callno: int, modem_port: int) ->
         f"{to_modem} && iax2.packet_type == 1",
     )
     assert full, "no full frame from the node to iaxmodem in the capture"
+    stateless = [row for row in full if row["iax2.src_call"] == "1"]
+    full = [row for row in full if row["iax2.src_call"] != "1"]
     assert {row["iax2.src_call"] for row in full} == {str(callno)}
+    if case.direction == "in":
+        # iaxmodem's REGREQ was refused statelessly (REGREJ from call number 1).
+        assert {int(row["iax2.iax.subclass"]) for row in stateless} == {16}
+    else:
+        assert stateless == []
     voice = [row for row in full if row["iax2.type"] == "2"]
     assert voice and {int(row["iax2.voice.codec"], 0) for row in voice} == {WIRE[case.codec]}
     mini = capture.fields(["iax2.call"], f"{to_modem} && iax2.packet_type == 0")
