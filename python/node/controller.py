@@ -273,6 +273,11 @@ class Controller:
                 _, callno, fmt, ts, payload = event
                 if callno in self.endpoint.calls:
                     self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+            elif kind == "mini_before_full":
+                callno = event[1]
+                if callno in self.endpoint.calls:
+                    with contextlib.suppress(LocalProtocolError):
+                        self._apply(self.endpoint.request_voice_resend(callno, now))
             elif kind == "control":
                 _, callno, (ckind, value), _ts, _payload = event
                 log.debug("call %d: %s %s played out", callno, ckind, value)
