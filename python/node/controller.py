@@ -20,7 +20,15 @@ from typing import Any
 
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError
-from node.events import EventBus, Hangup, IncomingCall, Registered, RegisterFailed, Snapshot
+from node.events import (
+    Dtmf,
+    EventBus,
+    Hangup,
+    IncomingCall,
+    Registered,
+    RegisterFailed,
+    Snapshot,
+)
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass, Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
@@ -320,6 +328,9 @@ class Controller:
                 )
                 info.media = True
             return True
+        if isinstance(event, c.DtmfReceived):
+            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+            return False
         if isinstance(event, c.VoiceFullReceived):
             if info.media:
                 self.bridge.push_voice(event.callno, event.format, event.ts, event.payload)
