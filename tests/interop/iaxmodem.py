@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import tty
 from pathlib import Path
 
 __all__ = ["IaxModem"]
@@ -77,6 +78,9 @@ class IaxModem:
                 raise RuntimeError(f"iaxmodem did not create its pty:\n{self.log()}")
             time.sleep(0.05)
         self._fd = os.open(self.device, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        # Raw mode: with the line discipline's echo on, everything iaxmodem writes comes back
+        # to it as input, and it keeps answering its own "OK" lines as AT commands.
+        tty.setraw(self._fd)
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""

@@ -127,8 +127,13 @@ class MediaBridge:
     def push_voice(self, callno: int, fmt: int, ts: int, payload: bytes) -> None:
         self._engine.push_voice(callno, fmt, ts, payload)
 
-    def push_control(self, callno: int, kind: int, ts: int) -> None:
-        self._engine.push_control(callno, kind, ts)
+    def push_control(
+        self, callno: int, kind: str, value: int, ts: int, payload: bytes = b""
+    ) -> None:
+        """A control event to play out in order with the call's audio: `kind` "control"
+        (value = CONTROL subclass, e.g. 12 RADIO_KEY), "dtmf" (value = digit), "text"
+        (payload = the text) or "cng"."""
+        self._engine.push_control(callno, kind, value, ts, payload)
 
     def jitter_stats(self) -> dict[int, dict[str, int]]:
         return dict(self._engine.jitter_stats())

@@ -1,0 +1,215 @@
+"""Shared pieces of the interop tests: `node serve` processes with a given configuration, their
+event stream, polling helpers, and live tshark captures on the loopback interface."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+from httpx_sse import connect_sse
+
+from tests.conftest import require_tool
+from tests.node_process import NodeProcess, free_port
+
+__all__ = [
+    "Capture",
+    "EventWatcher",
+    "free_udp_port",
+    "running_node",
+    "wait_until",
+]
+
+
+def free_udp_port() -> int:
+    return free_port(socket.SOCK_DGRAM)
+
+
+def wait_until(what: str, predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
+    """Poll `predicate` until it returns something truthy (returned); fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@contextmanager
+def running_node(
+    workdir: Path,
+    name: str,
+    *,
+    codec_policy: str = "prefer_slin16",
+    listener: str = "",
+    sections: str = "",
+    env: dict[str, str] | None = None,
+) -> Iterator[NodeProcess]:
+    """A `node serve` on free loopback ports; `listener` adds lines to `[listener]`,
+    `sections` adds whole sections. Killed on exit; its stderr is kept in `node.stderr`."""
+    udp, http = free_udp_port(), free_port()
+    path = workdir / f"{name}.toml"
+    path.write_text(
+        f'codec_policy = "{codec_policy}"\n\n'
+        f'[listener]\nbind = "127.0.0.1:{udp}"\n{listener}\n\n'
+        f'[control]\nbind = "127.0.0.1:{http}"\n\n'
+        f'[audio]\nbackend = "none"\n\n{sections}\n'
+    )
+    path.chmod(0o600)
+    node = NodeProcess(path, udp, http, env=env)
+    try:
+        node.wait_ready()
+        yield node
+    finally:
+        if node.proc.poll() is None:
+            node.proc.send_signal(signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
+                node.proc.wait(timeout=10)
+        node.kill()
+
+
+def node_log(node: NodeProcess) -> str:
+    """The node's stderr (only once it has exited)."""
+    return node.communicate()[1]
+
+
+class EventWatcher:
+    """Collects every event of a node's `GET /events` stream from a background thread."""
+
+    def __init__(self, node: NodeProcess) -> None:
+        self.url = node.base_url + "/events"
+        self.events: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._connected = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sse", daemon=True)
+        self._thread.start()
+        if not self._connected.wait(10):
+            raise AssertionError("the event stream did not open")
+        # The first event of every connection is the snapshot; after it we see everything.
+        self.wait_for(lambda e: e["event"] == "snapshot")
+
+    def _run(self) -> None:
+        try:
+            with (
+                httpx.Client(timeout=httpx.Timeout(5, read=None)) as client,
+                connect_sse(client, "GET", self.url) as source,
+            ):
+                self._connected.set()
+                for sse in source.iter_sse():
+                    if not sse.data.strip():
+                        continue  # the keep-alive ping every 15 s carries no event
+                    with self._cond:
+                        self.events.append(json.loads(sse.data))
+                        self._cond.notify_all()
+        except httpx.HTTPError:
+            pass  # the node went away; the test sees the missing events
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return [e for e in self.events if e["event"] == name]
+
+    def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15.0
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for event in self.events:
+                    if predicate(event):
+                        return event
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(
+                        f"no matching event; got {[e['event'] for e in self.events]}"
+                    )
+                self._cond.wait(left)
+
+
+# --- tshark --------------------------------------------------------------------------------
+
+
+class Capture:
+    """`tshark -i lo` writing the traffic of some UDP ports to a file, decoded as IAX2 after."""
+
+    def __init__(self, path: Path, ports: list[int]) -> None:
+        require_tool("tshark")
+        self.path = path
+        self.ports = ports
+        self._err = path.with_suffix(".log")
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 15.0) -> Capture:
+        filt = " or ".join(f"udp port {p}" for p in self.ports)
+        with self._err.open("wb") as err:
+            self._proc = subprocess.Popen(
+                ["tshark", "-i", "lo", "-f", filt, "-w", str(self.path)],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        deadline = time.monotonic() + timeout
+        while b"Capture started" not in self._err.read_bytes():
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"tshark did not start: {self._err.read_text()}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        # Let the packets of the last moment reach the capture before it is closed.
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> Capture:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _read(self, *args: str) -> str:
+        decode = [a for p in self.ports for a in ("-d", f"udp.port=={p},iax2")]
+        out = subprocess.run(
+            ["tshark", "-r", str(self.path), *decode, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return out.stdout
+
+    def malformed(self) -> list[str]:
+        """One summary line per frame tshark flags as malformed (or with an expert error)."""
+        lines = self._read("-Y", "_ws.malformed || _ws.expert.severity == error").splitlines()
+        return [line for line in lines if line.strip()]
+
+    def fields(self, names: list[str], display_filter: str = "iax2") -> list[dict[str, str]]:
+        """The given fields of every frame matching `display_filter`, one dict per frame."""
+        args = ["-Y", display_filter, "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"]
+        for name in names:
+            args += ["-e", name]
+        rows = []
+        for line in self._read(*args).splitlines():
+            values = line.split("\t")
+            rows.append(dict(zip(names, values + [""] * (len(names) - len(values)), strict=True)))
+        return rows
+
+
+def tshark_present() -> bool:
+    return shutil.which("tshark") is not None

@@ -1,0 +1,385 @@
+"""A small IAX2 softphone for interop tests: our sans-I/O `Endpoint` on a real UDP socket.
+
+It dials a node (or answers a node's call), and once the call is answered it talks: an optional
+RADIO_KEY, then a sine tone as one full voice frame followed by a mini frame every 20 ms (a new
+full frame whenever the timestamp's upper 16 bits change, as the mini header only carries the
+lower ones). Everything it hears is decoded and kept per call by timestamp, so duplicates and
+reordering on the way in do not change the recording.
+
+The protocol is the product's own `Endpoint`/`Call` (that is what makes it a softphone rather
+than a frame generator); only the socket, the 20 ms talk clock and the recording live here. One
+daemon thread owns the socket; the test thread calls the public methods, which take the same
+lock.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from node._core import (
+    FrameError,
+    FullFrame,
+    MiniFrame,
+    alaw_decode,
+    alaw_encode,
+    parse,
+    slin16_from_wire,
+    slin16_to_wire,
+    slin_from_wire,
+    slin_to_wire,
+    ulaw_decode,
+    ulaw_encode,
+)
+from node.iax2.call import (
+    CallAnswered,
+    CallHungUp,
+    CallLost,
+    CallRejected,
+    DialParams,
+    VoiceFullReceived,
+)
+from node.iax2.constants import Format
+from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
+
+__all__ = ["FRAME_MS", "Softphone", "band_levels_db", "rate_of"]
+
+FRAME_MS = 20
+
+Address = tuple[str, int]
+
+
+def rate_of(fmt: int) -> int:
+    return 16000 if fmt == Format.SLIN16 else 8000
+
+
+def _encode(fmt: int, pcm: bytes) -> bytes:
+    if fmt == Format.ULAW:
+        return ulaw_encode(pcm)
+    if fmt == Format.ALAW:
+        return alaw_encode(pcm)
+    if fmt == Format.SLIN:
+        return slin_to_wire(pcm)
+    if fmt == Format.SLIN16:
+        return slin16_to_wire(pcm)
+    raise ValueError(f"the softphone cannot encode format {fmt:#x}")
+
+
+def _decode(fmt: int, payload: bytes) -> bytes:
+    if fmt == Format.ULAW:
+        return ulaw_decode(payload)
+    if fmt == Format.ALAW:
+        return alaw_decode(payload)
+    if fmt == Format.SLIN:
+        return slin_from_wire(payload)
+    if fmt == Format.SLIN16:
+        return slin16_from_wire(payload)
+    raise ValueError(f"the softphone cannot decode format {fmt:#x}")
+
+
+def _unwrap(reference: int, ts16: int) -> int:
+    """The 32-bit timestamp nearest to `reference` whose low 16 bits are `ts16`."""
+    candidate = (reference & ~0xFFFF) | ts16
+    if candidate - reference > 0x8000:
+        candidate -= 0x10000
+    elif reference - candidate > 0x8000:
+        candidate += 0x10000
+    return candidate & 0xFFFFFFFF
+
+
+def band_levels_db(
+    pcm: np.ndarray, rate: int, freqs: list[float], half_width: float = 30.0
+) -> list[float]:
+    """Energy of `pcm` in a band around each of `freqs`, in dB relative to its total energy.
+
+    A Hann window keeps the leakage of one tone into another band far below any threshold a
+    test uses; the DC offset is removed first so it does not count as signal.
+    """
+    x = pcm.astype(np.float64)
+    x -= x.mean()
+    spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x)))) ** 2
+    bins = np.fft.rfftfreq(len(x), 1.0 / rate)
+    total = float(spectrum.sum()) or 1e-30
+    levels = []
+    for f in freqs:
+        band = float(spectrum[(bins >= f - half_width) & (bins <= f + half_width)].sum())
+        levels.append(10 * math.log10(max(band, 1e-30) / total))
+    return levels
+
+
+@dataclass
+class _Talker:
+    """The tone a call sends, on its own 20 ms schedule."""
+
+    fmt: int
+    next_at: float
+    ts: int
+    sample: int = 0
+    last_full_hi: int | None = None
+
+
+@dataclass
+class Recording:
+    """What one call received: decoded PCM by sender timestamp, and frame counts."""
+
+    fmt: int | None = None
+    frames: dict[int, bytes] = field(default_factory=dict)
+    full_voice: int = 0
+    mini: int = 0
+    last_ts: int = 0
+
+    def pcm(self, skip_ms: int = 0) -> np.ndarray:
+        """The received audio in timestamp order (native int16), without the first `skip_ms`."""
+        if not self.frames:
+            return np.zeros(0, dtype=np.int16)
+        first = min(self.frames)
+        chunks = [self.frames[ts] for ts in sorted(self.frames) if ts - first >= skip_ms]
+        return np.frombuffer(b"".join(chunks), dtype=np.int16)
+
+
+class Softphone:
+    """One softphone on 127.0.0.1 (a free port); use it as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        codec_policy: str = "ulaw_only",
+        tone_hz: float | None = None,
+        amplitude: int = 8000,
+        key: bool = False,
+        auth: str = "off",
+        peer_secrets: dict[str, str] | None = None,
+        name: str = "softphone",
+    ) -> None:
+        self.name = name
+        self.tone_hz = tone_hz
+        self.amplitude = amplitude
+        self.key = key
+        table = dict(peer_secrets or {})
+        self.endpoint = Endpoint(
+            InboundPolicy(auth=auth, answer="auto", calltoken="auto"),
+            codec_policy,
+            token_key=secrets.token_bytes(32),
+            randbelow=secrets.randbelow,
+            peer_secret=table.get,
+        )
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.addr: Address = self.sock.getsockname()[:2]
+        self.events: list[object] = []
+        self.recordings: dict[int, Recording] = {}
+        self.sent_full_voice = 0
+        self.sent_mini = 0
+        self.errors: list[str] = []
+        self._talkers: dict[int, _Talker] = {}
+        self._cond = threading.Condition(threading.RLock())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"softphone-{name}", daemon=True)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> Softphone:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.sock.close()
+
+    def __enter__(self) -> Softphone:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- commands (test thread) ---------------------------------------------------------------
+
+    def dial(
+        self,
+        addr: Address,
+        number: str,
+        *,
+        calling_number: str | None = None,
+        username: str | None = None,
+        secret: str | None = None,
+    ) -> int:
+        """Call `number` at `addr`; returns our call number."""
+        params = DialParams(
+            number,
+            calling_number=calling_number,
+            calling_name=self.name,
+            username=username,
+            secret=secret,
+        )
+        with self._cond:
+            callno, out = self.endpoint.dial(time.monotonic(), addr, params)
+            self._apply(out)
+        return callno
+
+    def hangup(self, callno: int) -> None:
+        with self._cond:
+            self._apply(self.endpoint.hangup(callno, time.monotonic()))
+
+    def wait_for(self, predicate: Callable[[Softphone], bool], timeout: float = 15.0) -> bool:
+        """Wait until `predicate(self)` holds (checked after every datagram); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+        return True
+
+    def events_of(self, kind: type, callno: int | None = None) -> list:
+        with self._cond:
+            return [
+                e
+                for e in self.events
+                if isinstance(e, kind) and (callno is None or getattr(e, "callno", None) == callno)
+            ]
+
+    def answered(self, callno: int | None = None) -> bool:
+        return bool(self.events_of(CallAnswered, callno))
+
+    def ended(self, callno: int) -> bool:
+        return bool(
+            self.events_of(CallHungUp, callno)
+            or self.events_of(CallRejected, callno)
+            or self.events_of(CallLost, callno)
+        )
+
+    def recording(self, callno: int) -> Recording:
+        with self._cond:
+            return self.recordings.setdefault(callno, Recording())
+
+    def heard_ms(self, callno: int) -> int:
+        with self._cond:
+            rec = self.recordings.get(callno)
+            return FRAME_MS * len(rec.frames) if rec else 0
+
+    # --- the socket thread --------------------------------------------------------------------
+
+    def _apply(self, out: EndpointOutput) -> None:
+        for addr, frame in out.frames:
+            self.sock.sendto(frame.to_bytes(), addr)
+        now = time.monotonic()
+        for event in out.events:
+            self.events.append(event)
+            callno = getattr(event, "callno", None)
+            if isinstance(event, CallAnswered) and callno is not None:
+                self._answered(callno, now)
+            elif isinstance(event, VoiceFullReceived):
+                rec = self.recordings.setdefault(event.callno, Recording())
+                rec.full_voice += 1
+                self._record(rec, event.format, event.ts, event.payload)
+            elif isinstance(event, CallHungUp | CallRejected | CallLost):
+                self._talkers.pop(event.callno, None)
+        self._cond.notify_all()
+
+    def _answered(self, callno: int, now: float) -> None:
+        call = self.endpoint.call(callno)
+        if call is None or call.format is None:
+            return
+        if self.key:
+            self._apply(self.endpoint.key(callno, now))
+        if self.tone_hz is not None:
+            ts = call.timestamp(now)
+            # Voice timestamps run on a 20 ms grid from the first frame.
+            self._talkers[callno] = _Talker(call.format, now, max(ts, 1))
+
+    def _record(self, rec: Recording, fmt: int, ts: int, payload: bytes) -> None:
+        rec.fmt = fmt
+        rec.last_ts = ts
+        try:
+            rec.frames[ts] = _decode(fmt, payload)
+        except ValueError as exc:
+            self.errors.append(f"undecodable voice at ts {ts}: {exc}")
+
+    def _on_mini(self, addr: Address, mini: MiniFrame) -> None:
+        for callno, call in self.endpoint.calls.items():
+            if call.peer_addr == addr and call.peer_callno == mini.scall:
+                rec = self.recordings.setdefault(callno, Recording())
+                if rec.fmt is None:
+                    self.errors.append(f"mini frame before any full voice frame on {callno}")
+                    return
+                rec.mini += 1
+                self._record(rec, rec.fmt, _unwrap(rec.last_ts, mini.ts16), mini.payload)
+                return
+        self.errors.append(f"mini frame from {addr} for unknown call {mini.scall}")
+
+    def _talk(self, now: float) -> None:
+        for callno, talker in list(self._talkers.items()):
+            call = self.endpoint.call(callno)
+            if call is None or call.format is None:
+                del self._talkers[callno]
+                continue
+            while talker.next_at <= now:
+                rate = rate_of(talker.fmt)
+                n = rate * FRAME_MS // 1000
+                t = (talker.sample + np.arange(n)) / rate
+                assert self.tone_hz is not None
+                pcm = (self.amplitude * np.sin(2 * np.pi * self.tone_hz * t)).astype(np.int16)
+                payload = _encode(talker.fmt, pcm.tobytes())
+                hi = talker.ts >> 16
+                if talker.last_full_hi != hi:
+                    self._apply(
+                        self.endpoint.send_voice_full(callno, now, talker.fmt, payload, talker.ts)
+                    )
+                    talker.last_full_hi = hi
+                    self.sent_full_voice += 1
+                else:
+                    mini = MiniFrame(callno, talker.ts & 0xFFFF, payload)
+                    self.sock.sendto(mini.to_bytes(), call.peer_addr)
+                    self.sent_mini += 1
+                talker.sample += n
+                talker.ts += FRAME_MS
+                talker.next_at += FRAME_MS / 1000
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._cond:
+                wake = [d for d in (self.endpoint.next_deadline(),) if d is not None]
+                wake += [t.next_at for t in self._talkers.values()]
+            now = time.monotonic()
+            timeout = min(0.05, max(0.0, min(wake) - now)) if wake else 0.05
+            try:
+                ready, _, _ = select.select([self.sock], [], [], timeout)
+            except (OSError, ValueError):
+                return
+            with self._cond:
+                if ready:
+                    try:
+                        data, addr = self.sock.recvfrom(4096)
+                    except OSError:
+                        return
+                    self._datagram(data, addr[:2])
+                now = time.monotonic()
+                deadline = self.endpoint.next_deadline()
+                if deadline is not None and deadline <= now:
+                    self._apply(self.endpoint.timer(now))
+                self._talk(now)
+                self._cond.notify_all()
+
+    def _datagram(self, data: bytes, addr: Address) -> None:
+        try:
+            frame = parse(data)
+        except FrameError as exc:
+            self.errors.append(f"unparsable datagram from {addr}: {exc}")
+            return
+        if isinstance(frame, FullFrame):
+            self._apply(self.endpoint.receive(addr, frame, time.monotonic()))
+        elif isinstance(frame, MiniFrame):
+            self._on_mini(addr, frame)
+        else:
+            self.errors.append(f"unexpected {type(frame).__name__} from {addr}")
