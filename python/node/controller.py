@@ -279,8 +279,10 @@ class Controller:
             kind = event[0]
             if kind == "full_voice":
                 _, callno, fmt, ts, payload = event
+                # A call that is hanging up no longer carries voice: its leg goes with it.
                 if callno in self.endpoint.calls:
-                    self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+                    with contextlib.suppress(LocalProtocolError):
+                        self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
             elif kind == "mini_before_full":
                 callno = event[1]
                 if callno in self.endpoint.calls:
