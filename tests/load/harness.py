@@ -129,7 +129,11 @@ def cpu_seconds(pid: int) -> float:
 
 def thread_cpu_seconds(pid: int, name: str) -> float | None:
     """CPU time of the thread called `name` (ns resolution, /proc/.../schedstat), if any."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
         try:
             if (task / "comm").read_text().strip() == name:
                 return int((task / "schedstat").read_text().split()[0]) / 1e9
@@ -335,7 +339,7 @@ def table(results: list[dict[str, Any]]) -> str:
     head = (
         f"{'legs':>5} {'window':>7} {'node CPU':>9} {'per leg':>8} {'lost':>5} "
         f"{'jb l/l/d':>9} {'gaps':>5} {'tick p50':>9} {'p99':>6} {'max':>6} "
-        f"{'latency':>8} {'jb tgt':>7}"
+        f"{'latency':>8} {'jb tgt':>7} {'received/expected':>19}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
@@ -346,7 +350,8 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['legs']:>5} {r['window_s']:>6.0f}s {c['node_pct_of_core']:>8.2f}% "
             f"{c['node_pct_per_leg']:>7.4f}% {f['lost']:>5} {jbl:>9} "
             f"{f['gaps_in_node_streams']:>5} {t['p50_ms']:>7.2f}ms {t['p99_ms']:>6.2f} "
-            f"{t['max_ms']:>6.2f} {med:>6}ms {lat['jitter_target_ms_median']!s:>5}ms"
+            f"{t['max_ms']:>6.2f} {med:>6}ms {lat['jitter_target_ms_median']!s:>5}ms "
+            f"{f['window_received']:>9}/{f['window_expected']:<9}"
         )
     m = results[0]["machine"] if results else machine()
     lines.append(
@@ -360,6 +365,7 @@ def table(results: list[dict[str, Any]]) -> str:
     lines.append(
         "lost = transit both ways + node jitter-buffer lost/late/dropped in the window (jb l/l/d) "
         "+ gaps in the node's streams at the peers; latency = peer A's impulse heard by peer B "
-        "(median); jb tgt = jitter-buffer target delay (median over legs)"
+        "(median); jb tgt = jitter-buffer target delay (median over legs); received/expected = "
+        "frames the peers got in the window / legs x node ticks in the window"
     )
     return "\n".join(lines)
