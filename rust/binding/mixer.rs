@@ -2,8 +2,8 @@
 //!
 //! A tick takes one encoded 20 ms frame per member (or `None` for a member who is not talking),
 //! decodes each straight into the mixer's input slot, mixes at the codec's rate with
-//! `crate::mixer::Conference`, and encodes what each member hears straight into the `bytes`
-//! returned for it. Between ticks nothing is allocated but the returned list and its `bytes`.
+//! `crate::mixer::Conference`, and encodes what each member hears into a buffer kept between
+//! ticks: a tick allocates nothing but the returned list and its `bytes`.
 //! Members who hear the same mix (every listener that did not talk, or everybody under a full
 //! mix) share one encoded `bytes` object, as Asterisk's softmix shares one encoded frame.
 
@@ -54,6 +54,22 @@ pub struct PyConference {
     frame_bytes: usize,
     /// Member i put audio in the last tick (reused every tick).
     talking: Vec<bool>,
+    /// What member i hears this tick (reused every tick).
+    heard: Vec<Heard>,
+    /// Encoded output of every member, `frame_bytes` each (reused every tick).
+    encoded: Vec<u8>,
+}
+
+/// What a member hears in a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    /// Nobody: the member gets None.
+    Nothing,
+    /// Everybody but itself: its own mix, encoded in its slot of `encoded`.
+    Own,
+    /// The full mix (it did not talk, or the conference is a full mix): one `bytes` shared by
+    /// every such member.
+    Shared,
 }
 
 impl PyConference {
@@ -93,15 +109,6 @@ impl PyConference {
             self.slots.len()
         ))
     }
-
-    /// Encode a member's output into a new `bytes`.
-    fn encode<'py>(&self, py: Python<'py>, slot: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let pcm = self.inner.output(slot)?;
-        PyBytes::new_with(py, self.frame_bytes, |out| {
-            self.codec.encode_into(pcm, out)?;
-            Ok(())
-        })
-    }
 }
 
 #[pymethods]
@@ -127,6 +134,8 @@ impl PyConference {
             slots,
             frame_bytes: codec.bytes_for_samples(frame_len),
             talking: vec![false; members],
+            heard: vec![Heard::Nothing; members],
+            encoded: vec![0; members * codec.bytes_for_samples(frame_len)],
         })
     }
 
@@ -164,26 +173,51 @@ impl PyConference {
             }
         }
         self.inner.mix();
-        let out = PyList::new(py, (0..n).map(|_| py.None()))?;
+        // Encode everything first into a buffer kept between ticks, then build the list in one
+        // pass, created at its final size with its final items.
         let mix_minus = self.inner.mix_minus();
-        // Everyone who did not hear their own voice removed hears the same full mix.
-        let mut shared: Option<Bound<'py, PyBytes>> = None;
+        let fb = self.frame_bytes;
+        let mut shared: Option<usize> = None;
         for (i, (&slot, &talked)) in self.slots.iter().zip(&self.talking).enumerate() {
-            if !self.inner.hears_audio(slot) {
-                continue;
-            }
-            let frame = if mix_minus && talked {
-                self.encode(py, slot)?
-            } else if let Some(s) = &shared {
-                s.clone()
+            let heard = if !self.inner.hears_audio(slot) {
+                Heard::Nothing
+            } else if mix_minus && talked {
+                Heard::Own
             } else {
-                let s = self.encode(py, slot)?;
-                shared = Some(s.clone());
-                s
+                Heard::Shared
             };
-            out.set_item(i, frame)?;
+            if let Some(h) = self.heard.get_mut(i) {
+                *h = heard;
+            }
+            // The shared mix is encoded once, in the slot of the first member who hears it.
+            let encode = match heard {
+                Heard::Nothing => false,
+                Heard::Own => true,
+                Heard::Shared => shared.is_none(),
+            };
+            if encode {
+                if heard == Heard::Shared {
+                    shared = Some(i);
+                }
+                let pcm = self.inner.output(slot)?;
+                if let Some(out) = self.encoded.get_mut(i * fb..(i + 1) * fb) {
+                    self.codec.encode_into(pcm, out)?;
+                }
+            }
         }
-        Ok(out)
+        let encoded = &self.encoded;
+        let bytes_of = |i: usize| {
+            PyBytes::new(py, encoded.get(i * fb..(i + 1) * fb).unwrap_or_default()).into_any()
+        };
+        let mut shared_bytes: Option<Bound<'py, PyAny>> = None;
+        let items = self.heard.iter().enumerate().map(|(i, h)| match h {
+            Heard::Nothing => py.None().into_bound(py),
+            Heard::Own => bytes_of(i),
+            Heard::Shared => shared_bytes
+                .get_or_insert_with(|| bytes_of(shared.unwrap_or(i)))
+                .clone(),
+        });
+        PyList::new(py, items)
     }
 
     /// Number of members.
