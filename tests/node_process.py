@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
+from httpx_sse import connect_sse
 
 from node._core import FullFrame, parse
 
@@ -114,3 +117,34 @@ class NodeProcess:
         parsed = parse(reply)
         assert isinstance(parsed, FullFrame)
         return parsed
+
+
+class EventLog:
+    """Collects the SSE stream of a node in a thread."""
+
+    def __init__(self, node: NodeProcess) -> None:
+        self.events: list[dict] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, args=(node,), daemon=True)
+        self._thread.start()
+
+    def _run(self, node: NodeProcess) -> None:
+        try:
+            with (
+                httpx.Client(timeout=30) as c,
+                connect_sse(c, "GET", node.base_url + "/events") as src,
+            ):
+                for sse in src.iter_sse():
+                    with self._cond:
+                        self.events.append(json.loads(sse.data))
+                        self._cond.notify_all()
+        except httpx.HTTPError:
+            return
+
+    def wait(self, name: str, timeout: float = 15.0) -> dict:
+        with self._cond:
+            ok = self._cond.wait_for(
+                lambda: any(e["event"] == name for e in self.events), timeout=timeout
+            )
+            assert ok, f"no {name!r} event; got {[e['event'] for e in self.events]}"
+            return next(e for e in self.events if e["event"] == name)

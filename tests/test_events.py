@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from node.events import EventBus, Hangup, IncomingCall, Registered, RegisterFailed, Snapshot
+from node.events import Dtmf, EventBus, Hangup, IncomingCall, Registered, RegisterFailed, Snapshot
 
 
 def test_wire_forms_follow_the_spec() -> None:
@@ -20,6 +20,8 @@ def test_wire_forms_follow_the_spec() -> None:
         "reason": "timeout",
     }
     assert Hangup(reason="peer hung up").to_json() == {"event": "hangup", "reason": "peer hung up"}
+    assert Dtmf(call=7, digit="5").to_json() == {"event": "dtmf", "call": 7, "digit": "5"}
+    assert Dtmf(call=7, digit="3", command="*32000").to_json()["command"] == "*32000"
 
 
 def test_every_subscriber_gets_every_event_then_shutdown() -> None:

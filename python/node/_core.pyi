@@ -10,12 +10,14 @@ from typing_extensions import Buffer as _Buffer
 # Every section adds its public names here (stubtest compares this with the runtime list).
 __all__ = [
     "CodecError",
+    "Conference",
     "Downsampler",
     "Engine",
     "EngineError",
     "FrameError",
     "FullFrame",
     "MiniFrame",
+    "MixerError",
     "TrunkFrame",
     "Upsampler",
     "VideoFrame",
@@ -318,3 +320,42 @@ class Engine:
     def set_local_radio(self, on: bool) -> None: ...
     def local_exchange(self, mic: bytes) -> bytes: ...
     def stop(self) -> None: ...
+
+# --- mixer ---
+# One mix-minus conference tick from Python: encoded frames in, encoded frames out.
+
+class MixerError(ValueError):
+    """A conference tick given the wrong number of frames or a frame of the wrong size."""
+
+@final
+class Conference:
+    """`members` members sending 20 ms frames of `codec_format` (0x4 µ-law, 0x8 A-law, 0x40
+    slin, 0x8000 slin16), mixed at the codec's rate; mix-minus or full mix."""
+
+    def __new__(
+        cls, members: int, codec_format: int = 0x4, mix_minus: bool = True
+    ) -> Conference: ...
+    def tick(self, frames: _Iterable[_Buffer | None]) -> list[bytes | None]:
+        """One tick: member i's encoded frame or None (silent) in, what each member hears out
+        (None for a member who hears nobody). Listeners hearing the same mix share one bytes."""
+    @property
+    def members(self) -> int: ...
+    @property
+    def codec_format(self) -> int: ...
+    @property
+    def rate(self) -> int: ...
+    @property
+    def frame_len(self) -> int:
+        """Samples per 20 ms frame."""
+    @property
+    def frame_bytes(self) -> int:
+        """Wire bytes per 20 ms frame."""
+    @property
+    def mix_minus(self) -> bool: ...
+    @mix_minus.setter
+    def mix_minus(self, value: bool) -> None: ...
+    @property
+    def talkers(self) -> int:
+        """Members that talked in the last tick."""
+
+# --- end mixer ---

@@ -20,7 +20,15 @@ from typing import Any
 
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError
-from node.events import EventBus, Hangup, IncomingCall, Registered, RegisterFailed, Snapshot
+from node.events import (
+    Dtmf,
+    EventBus,
+    Hangup,
+    IncomingCall,
+    Registered,
+    RegisterFailed,
+    Snapshot,
+)
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass, Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
@@ -271,8 +279,15 @@ class Controller:
             kind = event[0]
             if kind == "full_voice":
                 _, callno, fmt, ts, payload = event
+                # A call that is hanging up no longer carries voice: its leg goes with it.
                 if callno in self.endpoint.calls:
-                    self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+                    with contextlib.suppress(LocalProtocolError):
+                        self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+            elif kind == "mini_before_full":
+                callno = event[1]
+                if callno in self.endpoint.calls:
+                    with contextlib.suppress(LocalProtocolError):
+                        self._apply(self.endpoint.request_voice_resend(callno, now))
             elif kind == "control":
                 _, callno, (ckind, value), _ts, _payload = event
                 log.debug("call %d: %s %s played out", callno, ckind, value)
@@ -315,6 +330,9 @@ class Controller:
                 )
                 info.media = True
             return True
+        if isinstance(event, c.DtmfReceived):
+            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+            return False
         if isinstance(event, c.VoiceFullReceived):
             if info.media:
                 self.bridge.push_voice(event.callno, event.format, event.ts, event.payload)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 __all__ = [
+    "Dtmf",
     "Event",
     "EventBus",
     "Hangup",
@@ -88,6 +89,24 @@ class Hangup(Event):
 
     name: ClassVar[str] = "hangup"
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Dtmf(Event):
+    """A DTMF digit was received on a call."""
+
+    name: ClassVar[str] = "dtmf"
+    #: The call's id (as in the snapshot's `calls`).
+    call: int = 0
+    digit: str = ""
+    #: The link command a completed `*` sequence maps to (set by the DTMF command mapper).
+    command: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"event": self.name, "call": self.call, "digit": self.digit}
+        if self.command is not None:
+            body["command"] = self.command
+        return body
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,12 @@ create_exception!(
 );
 create_exception!(
     _core,
+    MixerError,
+    PyValueError,
+    "A conference tick given the wrong number of frames or a frame of the wrong size."
+);
+create_exception!(
+    _core,
     EngineError,
     PyOSError,
     "The engine thread or its socket failed (bind, send, or use after close)."
@@ -28,5 +34,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FrameError", py.get_type::<FrameError>())?;
     m.add("EngineError", py.get_type::<EngineError>())?;
     m.add("CodecError", py.get_type::<CodecError>())?;
+    m.add("MixerError", py.get_type::<MixerError>())?;
     Ok(())
 }

@@ -8,6 +8,7 @@ mod codec;
 mod engine;
 mod errors;
 mod frame;
+mod mixer;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -16,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     frame::register(m)?;
     codec::register(m)?;
     engine::register(m)?;
+    mixer::register(m)?;
     Ok(())
 }

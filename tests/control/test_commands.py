@@ -54,18 +54,20 @@ def new_frame(scall: int = 0x321) -> FullFrame:
 
 def test_disabling_inbound_refuses_callers_and_is_reported(node: NodeProcess) -> None:
     events: list[dict] = []
-    got_two = threading.Event()
+    subscribed, got_two = threading.Event(), threading.Event()
 
     def listen() -> None:
         with httpx.Client(timeout=10) as c, connect_sse(c, "GET", node.base_url + "/events") as src:
             for sse in src.iter_sse():
                 events.append(json.loads(sse.data))
+                subscribed.set()
                 if len(events) >= 2:
                     got_two.set()
                     return
 
     t = threading.Thread(target=listen, daemon=True)
     t.start()
+    assert subscribed.wait(10)  # the first snapshot arrived: later changes reach this client
     r = node.post("/disable_inbound")
     assert r.status_code == 200 and r.json()["listening"] is False
     assert got_two.wait(10)

@@ -544,6 +544,19 @@ def test_vnak_received_resends_from_the_asked_seqno() -> None:
     assert call.unacked == 2  # the VNAK's iseqno acknowledged t0
 
 
+def test_mini_before_full_voice_asks_for_a_resend_with_vnak() -> None:
+    call = accepted_outbound()
+    out = call.request_voice_resend(T0 + 1)
+    assert kinds(out) == [(FrameType.IAX, IaxSubclass.VNAK)]
+    vnak = out.frames[0]
+    assert (vnak.scall, vnak.dcall) == (ME, call.peer_callno)
+    assert vnak.iseq == call.iseq == 2  # the next frame we expect: the lost full voice frame
+    assert vnak.ts > 0 and call.unacked == 0  # never queued for retransmission
+    fresh, _ = outbound()
+    with pytest.raises(LocalProtocolError):
+        fresh.request_voice_resend(T0 + 1)  # no media before ACCEPT
+
+
 def test_sequence_numbers_wrap_mod_256() -> None:
     call = accepted_outbound()
     peer_oseq = 2

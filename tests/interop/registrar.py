@@ -31,11 +31,11 @@ from typing import Any
 
 from node._core import FrameError, FullFrame, parse
 from node.iax2.constants import IE, FrameType, IaxSubclass
+from node.iax2.stateless import apathetic_reply
 
 __all__ = ["Received", "Registrar"]
 
 AUTH_MD5 = 0x2
-APATHETIC_CALLNO = 1
 CAUSE_FACILITY_REJECTED = 29
 TOKEN_LIFETIME = 10.0
 
@@ -153,17 +153,17 @@ class RegistrarCore:
         """Asterisk's `handle_call_token`: False when the frame was answered statelessly."""
         if not self.calltokens or not frame.has_ie(IE.CALLTOKEN):
             if self.require_token:
-                self._send(self._stateless(frame, IaxSubclass.REGREJ), addr)
+                self._send(apathetic_reply(frame, IaxSubclass.REGREJ), addr)
                 return False
             return True
         token = next((bytes(d) for i, d in frame.ies if i == IE.CALLTOKEN), b"")
         if not token:
             issued = self._issue(addr)
-            reply = self._stateless(frame, IaxSubclass.CALLTOKEN, ies=[(IE.CALLTOKEN, issued)])
+            reply = apathetic_reply(frame, IaxSubclass.CALLTOKEN, ies=[(IE.CALLTOKEN, issued)])
             self._send(reply, addr)
             return False
         if not self._verify(token, addr):
-            self._send(self._stateless(frame, IaxSubclass.REGREJ), addr)
+            self._send(apathetic_reply(frame, IaxSubclass.REGREJ), addr)
             return False
         return True
 
@@ -257,25 +257,6 @@ class RegistrarCore:
             dialog.last_reply = frame
         dialog.replies.append(frame)
         self._send(frame, dialog.addr)
-
-    def _stateless(
-        self,
-        request: FullFrame,
-        subclass: int,
-        *,
-        ies: list[tuple[int, Any]] | None = None,
-    ) -> FullFrame:
-        """A reply from call number 1 that creates no dialog (Asterisk `send_apathetic_reply`)."""
-        return FullFrame(
-            FrameType.IAX,
-            subclass,
-            scall=APATHETIC_CALLNO,
-            dcall=request.scall,
-            ts=request.ts,
-            oseq=0,
-            iseq=(request.oseq + 1) & 0xFF,
-            ies=ies,
-        )
 
 
 class Registrar(RegistrarCore):

@@ -858,6 +858,25 @@ class Call:
         self._send(now, FrameType.VOICE, fmt, payload=payload, ts=ts & 0xFFFFFFFF)
         return self._output()
 
+    def request_voice_resend(self, now: float) -> Output:
+        """VNAK the peer: a mini frame came before any full voice frame (so its codec is
+        unknown), which means the full frame that sets the codec was lost; Asterisk answers the
+        same way. The VNAK carries the iseqno we still wait for, so the peer resends from there.
+        """
+        self._require_media("voice")
+        self._frames.append(
+            FullFrame(
+                FrameType.IAX,
+                IaxSubclass.VNAK,
+                scall=self.callno,
+                dcall=self.peer_callno,
+                ts=self.clock.stamp(now),
+                oseq=self.oseq,
+                iseq=self.iseq,
+            )
+        )
+        return self._output()
+
     # --- timers -------------------------------------------------------------------------------
 
     def timer(self, now: float) -> Output:

@@ -398,6 +398,9 @@ class Endpoint:
     ) -> EndpointOutput:
         return self.act(callno, now, lambda c: c.send_voice_full(now, fmt, payload, ts))
 
+    def request_voice_resend(self, callno: int, now: float) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.request_voice_resend(now))
+
     # --- frames outside any call ----------------------------------------------------------------
 
     def _rr_for(self, callno: int) -> Callable[[], RrStats] | None:

@@ -1,0 +1,1 @@
+"""End-to-end load tests: the engine under N legs on loopback."""
