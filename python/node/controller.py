@@ -267,10 +267,15 @@ class Controller:
         now = self.now()
         reg = self.registration
         for addr, frame in batch:
-            if reg is not None and addr == reg.peer and frame.dcall in reg.callnos:
-                self._apply_registration(reg.receive(frame, now))
-            else:
-                self._apply(self.endpoint.receive(addr, frame, now))
+            try:
+                if reg is not None and addr == reg.peer and frame.dcall in reg.callnos:
+                    self._apply_registration(reg.receive(frame, now))
+                else:
+                    self._apply(self.endpoint.receive(addr, frame, now))
+            except Exception:
+                # One frame's failure must not cost the frames after it in the same batch
+                # (a lost KEY would otherwise take the voice behind it along).
+                log.exception("error handling a frame from %s:%d", addr[0], addr[1])
 
     def on_engine_events(self, events: EngineEvents) -> None:
         """Media events from the engine: full voice frames to send, control edges, failures."""
