@@ -24,6 +24,9 @@ from node import _core
 VOICE = 2
 IAX = 6
 IAX_ACK = 4
+#: The calls' clock when their media starts: 6 s before the 16-bit wrap of the timestamps, so
+#: every run's window sees the node's mini frames wrap and a full voice frame go out for it.
+CALL_TS_MS = 0x10000 - 6000
 JITTER_SUMS = (
     "frames_in",
     "frames_out",
@@ -129,7 +132,9 @@ class Node:
         for i, (host, port, peer_callno) in enumerate(peers):
             leg = Leg(first_callno + i, int(peer_callno), (str(host), int(port)))
             self.legs[leg.callno] = leg
-            self.engine.add_leg(leg.callno, leg.peer_callno, leg.addr, 0x4, "transceive", 0)
+            self.engine.add_leg(
+                leg.callno, leg.peer_callno, leg.addr, 0x4, "transceive", CALL_TS_MS
+            )
             callnos.append(leg.callno)
         return callnos
 

@@ -33,7 +33,9 @@ from node import _core
 FRAME_S = 0.020
 SAMPLES = 160
 RATE = 8000
-TS0 = 1000
+#: The peers' first timestamp: 5 s before the 16-bit wrap, so every run's measured window
+#: has the mini-frame timestamps wrap (and the full voice frame that announces it).
+TS0 = 0x10000 - 5000
 MAX_PHASES = 8
 VOICE = 2
 IAX = 6
