@@ -59,12 +59,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
-        return pytest.Module.from_parent(parent, path=file_path)
-    return None
-
-
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
