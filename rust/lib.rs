@@ -12,6 +12,7 @@ pub mod jitter;
 pub mod media;
 pub mod mixer;
 pub mod resample;
+pub mod tone;
 
 #[cfg(feature = "python")]
 mod binding;
