@@ -5,6 +5,7 @@
 //! it), so the kernels never see a Python type.
 
 pub mod codec;
+pub mod dtmf;
 pub mod engine;
 pub mod frame;
 pub mod ie;

@@ -224,15 +224,16 @@ impl ToneGenerator {
         Ok(ToneGenerator { osc, env })
     }
 
-    /// Fill `out` with the next samples. Returns whether the tone still sounds after this frame
-    /// (false once it has been stopped and has ramped down to silence).
+    /// Fill `out` with the next samples. Returns false when the tone was already silent
+    /// (stopped and ramped down) before this call, like [`CwKeyer::fill`].
     pub fn fill(&mut self, out: &mut [i16]) -> bool {
+        let sounding = !self.env.is_silent();
         for o in out.iter_mut() {
             let g = self.env.next_gain();
             let v = self.osc.next_sample();
             *o = to_i16(g * v);
         }
-        !self.env.is_silent()
+        sounding
     }
 
     /// Ramp down to silence over [`RAMP_MS`].
@@ -555,7 +556,7 @@ mod tests {
         assert!(peak > 32000);
         g.stop();
         let mut y = vec![0i16; ramp];
-        assert!(!g.fill(&mut y), "silent once the ramp is done");
+        assert!(g.fill(&mut y), "this frame holds the ramp-down");
         assert!(!g.is_sounding());
         let mut z = vec![1i16; 160];
         assert!(!g.fill(&mut z));
