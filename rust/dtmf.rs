@@ -221,6 +221,8 @@ pub struct DtmfDetector {
     fill: usize,
     /// Rows then columns.
     bins: [Bin; 8],
+    /// `bins[k].coef`, side by side for [`goertzel8`].
+    coefs: [f32; 8],
     /// Hann window times `cos(ωn)` and `sin(ωn)` for each of the eight tones, `8 × window`.
     hann_cos: Vec<f32>,
     hann_sin: Vec<f32>,
@@ -254,6 +256,48 @@ fn goertzel(x: &[f32], coef: f32) -> f32 {
     s1 * s1 + s2 * s2 - coef * s1 * s2
 }
 
+/// Eight Goertzel filters in one pass: the filters are independent, so the eight lanes
+/// vectorise and no filter waits on its own recursion.
+#[inline]
+fn goertzel8(x: &[f32], coef: &[f32; 8]) -> [f32; 8] {
+    let (mut s1, mut s2) = ([0f32; 8], [0f32; 8]);
+    for &v in x {
+        for k in 0..8 {
+            let s0 = v + coef[k] * s1[k] - s2[k];
+            s2[k] = s1[k];
+            s1[k] = s0;
+        }
+    }
+    let mut power = [0f32; 8];
+    for k in 0..8 {
+        power[k] = s1[k] * s1[k] + s2[k] * s2[k] - coef[k] * s1[k] * s2[k];
+    }
+    power
+}
+
+/// Response of the `len`-point Hann window `sin²(π(n + ½)/len)` at `delta` radians per sample
+/// off its centre frequency, relative to its response at the centre.
+///
+/// With `m = n − (len − 1)/2` the window is `½ + ½·cos(2πm/len)`, so its transform is three
+/// Dirichlet kernels `D(x) = Σ e^{jxm} = sin(x·len/2) / sin(x/2)`: `½·D(δ) + ¼·D(δ ± 2π/len)`,
+/// and `len/2` at the centre.
+fn hann_response(delta: f64, len: f64) -> f64 {
+    let dirichlet = |x: f64| {
+        let d = (x / 2.0).sin();
+        if d.abs() < 1e-12 {
+            len
+        } else {
+            (x * len / 2.0).sin() / d
+        }
+    };
+    let step = 2.0 * PI / len;
+    (0.5 * dirichlet(delta) + 0.25 * (dirichlet(delta + step) + dirichlet(delta - step)))
+        / (len / 2.0)
+}
+
+/// Lanes of the Hann DFT's partial sums (independent accumulators that vectorise).
+const LANES: usize = 8;
+
 fn db_ratio(db: f64) -> f64 {
     10f64.powf(db / 10.0)
 }
@@ -283,6 +327,10 @@ impl DtmfDetector {
                 omega,
             };
         }
+        let mut coefs = [0f32; 8];
+        for (c, b) in coefs.iter_mut().zip(&bins) {
+            *c = b.coef;
+        }
         let hann: Vec<f32> = (0..window)
             .map(|n| {
                 let s = (PI * (n as f64 + 0.5) / window as f64).sin();
@@ -310,6 +358,7 @@ impl DtmfDetector {
             buf: vec![0.0; 3 * hop],
             fill: window,
             bins,
+            coefs,
             hann_cos,
             hann_sin,
             hann,
@@ -458,11 +507,25 @@ impl DtmfDetector {
         ) else {
             return (0.0, 0.0);
         };
-        let (mut re, mut im) = (0f32, 0f32);
-        for ((&v, &cv), &sv) in x.iter().zip(c).zip(s) {
-            re += v * cv;
-            im -= v * sv;
+        let (mut re, mut im) = ([0f32; LANES], [0f32; LANES]);
+        for ((xv, cv), sv) in x
+            .chunks_exact(LANES)
+            .zip(c.chunks_exact(LANES))
+            .zip(s.chunks_exact(LANES))
+        {
+            for l in 0..LANES {
+                re[l] += xv[l] * cv[l];
+                im[l] -= xv[l] * sv[l];
+            }
         }
+        // The window is not a multiple of the lane count: the tail goes in one by one.
+        let tail = x.len() - x.len() % LANES;
+        for ((&v, &cv), &sv) in x.iter().zip(c).zip(s).skip(tail) {
+            re[0] += v * cv;
+            im[0] -= v * sv;
+        }
+        let re: f32 = re.iter().sum();
+        let im: f32 = im.iter().sum();
         (f64::from(re), f64::from(im))
     }
 
@@ -480,14 +543,9 @@ impl DtmfDetector {
         let delta = adv / hop;
         // For a·cos((ω+δ)n + φ) the DFT is (a/2)·e^{j(φ + δ·mid)}·Σw·H(δ), where
         // H(δ) = Σ w[n]·cos(δ(n − mid)) / Σ w is the Hann window's (real, symmetric) response.
-        let mid = (self.hann.len() as f64 - 1.0) / 2.0;
-        let resp: f64 = self
-            .hann
-            .iter()
-            .enumerate()
-            .map(|(n, &w)| f64::from(w) * (delta * (n as f64 - mid)).cos())
-            .sum::<f64>()
-            / self.hann_sum;
+        let len = self.hann.len() as f64;
+        let mid = (len - 1.0) / 2.0;
+        let resp = hann_response(delta, len);
         Fit {
             error: delta / omega,
             amplitude: 2.0 * (cr * cr + ci * ci).sqrt() / (self.hann_sum * resp.max(1e-3)),
@@ -506,10 +564,7 @@ impl DtmfDetector {
         if energy < self.quiet_energy {
             return Err(Reject::Quiet);
         }
-        let mut power = [0f32; 8];
-        for (p, b) in power.iter_mut().zip(&self.bins) {
-            *p = goertzel(cur, b.coef);
-        }
+        let power = goertzel8(cur, &self.coefs);
         let (rows, cols) = power.split_at(4);
         let peak = |group: &[f32]| -> Option<usize> {
             let (best, &top) = group.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
@@ -814,6 +869,27 @@ mod tests {
                 DtmfEvent::Released(_) => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn hann_response_matches_the_window() {
+        let d = DtmfDetector::new(8000).unwrap();
+        for delta in [0.0, 0.001, 0.01, 0.03, 0.05, -0.02] {
+            let mid = (d.hann.len() as f64 - 1.0) / 2.0;
+            let direct: f64 = d
+                .hann
+                .iter()
+                .enumerate()
+                .map(|(n, &w)| f64::from(w) * (delta * (n as f64 - mid)).cos())
+                .sum::<f64>()
+                / d.hann_sum;
+            let closed = hann_response(delta, d.hann.len() as f64);
+            assert!(
+                (direct - closed).abs() < 1e-5,
+                "{delta}: {direct} vs {closed}"
+            );
+        }
+        assert!((hann_response(0.0, 204.0) - 1.0).abs() < 1e-12);
     }
 
     #[test]
