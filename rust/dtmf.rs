@@ -6,12 +6,15 @@
 //! ([`WINDOW_MS`]: 102 samples at 8 kHz, 204 at 16 kHz) that overlap by half, so a verdict comes
 //! every 6.375 ms. A window is a *hit* for a digit when all of these hold:
 //!
-//! 1. **Peaks.** Rectangular-window Goertzel power at the eight DTMF frequencies; the strongest
-//!    row and column tones each exceed every other tone of their group by [`RELATIVE_PEAK_DB`].
-//!    At this window length neighbouring row tones sit near each other's first null.
+//! 1. **Peaks.** The strongest row tone exceeds every other row tone by [`RELATIVE_PEAK_DB`] in
+//!    rectangular-window Goertzel power (neighbouring rows, 73 to 89 Hz apart, sit near each
+//!    other's first null at 78.4 Hz), and the strongest column tone exceeds the other columns by
+//!    as much in Hann-window power (columns are 127 to 156 Hz apart; the Hann window also keeps
+//!    a row tone up to 8 dB stronger out of the column bins, where the rectangular window's
+//!    sidelobes let it in).
 //! 2. **Energy share.** Those two tones carry at least [`TONE_ENERGY_FRACTION`] of the window's
-//!    energy, which rejects speech and music (their energy spreads over many harmonics), noise,
-//!    and windows only partly covered by a tone.
+//!    energy (Goertzel power against the sum of squares), which rejects speech and music (their
+//!    energy spreads over many harmonics), noise, and windows only partly covered by a tone.
 //! 3. **Frequency.** Each tone's frequency, from the phase advance of a Hann-windowed DFT
 //!    between this window and the previous one (6.375 ms earlier), is within
 //!    [`FREQ_TOLERANCE`] of nominal. That accepts the ±1.5 % Q.24 asks to accept and rejects
@@ -21,14 +24,19 @@
 //! 5. **Twist.** The low-group tone is at most [`NORMAL_TWIST_DB`] above the high-group tone
 //!    and at most [`REVERSE_TWIST_DB`] below it (Asterisk's convention of "normal" and
 //!    "reverse" twist).
-//! 6. **Second harmonic.** The power at twice each tone's frequency is at least
-//!    [`HARMONIC_DB`] below the tone. A voiced sound with a harmonic on a DTMF frequency also
-//!    has one at twice that frequency; a DTMF tone has none.
+//! 6. **Second harmonic.** With both fitted tones (frequency, amplitude, phase) subtracted from
+//!    the window, the power left at twice each tone's frequency is at least [`HARMONIC_DB`]
+//!    below the tone. A voiced sound with a harmonic on a DTMF frequency also has one at twice
+//!    that frequency; a DTMF tone has none. (Twice a row frequency lies only 58 to 71 Hz from a
+//!    column tone, so without the subtraction the column tone would read as a harmonic.)
+//! 7. **Residual.** What is left after the subtraction holds at most [`RESIDUAL_DB`] of the
+//!    window's energy: the window is two steady sines and little else.
 //!
-//! A digit is *pressed* after [`HITS_TO_PRESS`] hits in a row (so tones shorter than about
-//! 24 ms never count and tones of 40 ms or more always do) and *released* after
-//! [`MISSES_TO_RELEASE`] windows in a row without it (about 25 ms, so a short drop-out inside a
-//! digit does not split it, and a 50 ms pause always does).
+//! A digit is *pressed* after [`HITS_TO_PRESS`] hits in a row and *released* after
+//! [`MISSES_TO_RELEASE`] windows in a row without it. As measured at 20 dB SNR: tones of 38 ms
+//! or more are always pressed and tones of 31 ms or less never are; a gap of up to 19 ms inside
+//! a press is bridged (Q.24: at least 10 ms) and one of 27 ms or more always splits it into two
+//! digits (Q.24: at most 40 ms).
 //!
 //! The detector is a `&mut self` kernel: samples of any frame length go into a buffer carried
 //! across calls, every decision depends only on the sample stream (never on where the frames
@@ -54,10 +62,11 @@ pub const KEYS: [[char; 4]; 4] = [
 
 /// Analysis window length in ms (the hop between verdicts is half of it).
 pub const WINDOW_MS: f64 = 12.75;
-/// Consecutive hits that make a press (4 hits span 31.9 ms of audio).
+/// Consecutive hits that make a press (4 hits span 31.9 ms of audio; the frequency test also
+/// looks 6.4 ms further back).
 pub const HITS_TO_PRESS: u32 = 4;
-/// Consecutive windows without the digit that release it.
-pub const MISSES_TO_RELEASE: u32 = 4;
+/// Consecutive windows without the digit that release it (6 hops, 38 ms).
+pub const MISSES_TO_RELEASE: u32 = 6;
 /// Weakest tone accepted, per tone (peak level of that sine).
 pub const MIN_TONE_DBFS: f64 = -42.0;
 /// Largest excess of the low-group tone over the high-group tone.
@@ -1267,6 +1276,15 @@ mod tests {
             });
             eprintln!("{rate} Hz SNR: all down to {all} dB, none from {none} dB");
             assert!(all <= 20.0);
+            // Share of split presses (two digits) against the length of a gap inside a press.
+            let (bridged, split) = boundary(&steps(0.0, 45.0, 1.0), |gap| {
+                detection_share(rate, trials, |s, d, _| {
+                    s.digit(d, 60.0, -10.0).silence(gap).digit(d, 60.0, -10.0);
+                    s.noise_snr(20.0, 5);
+                })
+            });
+            eprintln!("{rate} Hz gaps: bridged up to {bridged} ms, always split from {split} ms");
+            assert!(bridged >= 10.0 && split <= 40.0);
         }
     }
 
@@ -1338,6 +1356,90 @@ mod tests {
         }
     }
 
+    /// A sustained vowel: harmonics of `f0` (with a slow 1 % pitch wander) from a source
+    /// falling 6 dB per octave (glottal pulse and lip radiation), through a cascade of
+    /// second-order formant resonances `(centre, bandwidth)` plus a third formant at 2.5 kHz.
+    fn vowel(rate: u32, f0: f64, formants: [(f64, f64); 2], secs: f64) -> Vec<i16> {
+        let r = f64::from(rate);
+        let n = (secs * r) as usize;
+        // Magnitude of a resonance with unity gain at 0 Hz.
+        let resonance = |f: f64, fc: f64, bw: f64| {
+            let b = bw / 2.0;
+            (fc * fc + b * b) / (((f - fc).powi(2) + b * b) * ((f + fc).powi(2) + b * b)).sqrt()
+        };
+        let mut phases = [0.0f64; 48];
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let t = i as f64 / r;
+            let f = f0 * (1.0 + 0.01 * (2.0 * PI * 0.8 * t).sin());
+            let mut v = 0.0;
+            for (h, ph) in phases.iter_mut().enumerate() {
+                let fh = f * (h + 1) as f64;
+                *ph += 2.0 * PI * fh / r;
+                if fh > 3600.0 {
+                    continue;
+                }
+                let g: f64 = formants
+                    .iter()
+                    .map(|&(fc, bw)| resonance(fh, fc, bw))
+                    .product::<f64>()
+                    * resonance(fh, 2500.0, 150.0)
+                    / (h + 1) as f64;
+                v += g * ph.sin();
+            }
+            out.push(v);
+        }
+        // Peak at -6 dBFS.
+        let peak = out.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        out.iter()
+            .map(|v| tone::to_i16(v * 16384.0 / peak))
+            .collect()
+    }
+
+    #[test]
+    fn vowels_with_harmonics_on_a_digit_give_no_digits() {
+        // The worst case for talk-off: a pitch whose harmonics land on both tones of a digit
+        // (within 1.5 %), with the formants centred on those harmonics.
+        let mut cases = 0;
+        let mut total = DtmfStats::default();
+        for rate in [8000, 16000] {
+            for d in ALL.chars() {
+                let (fl, fh) = digit_frequencies(d).unwrap();
+                for h1 in 2..=8u32 {
+                    let f0 = fl / f64::from(h1);
+                    if !(80.0..=350.0).contains(&f0) {
+                        continue;
+                    }
+                    let h2 = (fh / f0).round();
+                    if (h2 * f0 / fh - 1.0).abs() > 0.015 {
+                        continue;
+                    }
+                    for bw in [60.0, 100.0] {
+                        let pcm = vowel(rate, f0, [(fl, bw), (fh, bw * 1.3)], 1.0);
+                        let (ev, st) = events(rate, &pcm, rate as usize / 50);
+                        assert!(
+                            ev.is_empty(),
+                            "{rate} {d} f0 {f0:.1} bw {bw}: {ev:?} {st:?}"
+                        );
+                        cases += 1;
+                        total.hits += st.hits;
+                        total.windows += st.windows;
+                        total.residual += st.residual;
+                        total.harmonic += st.harmonic;
+                        total.twisted += st.twisted;
+                        total.off_frequency += st.off_frequency;
+                        total.low_fraction += st.low_fraction;
+                        total.not_peaked += st.not_peaked;
+                        total.quiet += st.quiet;
+                        total.too_weak += st.too_weak;
+                    }
+                }
+            }
+        }
+        assert!(cases >= 20, "{cases}");
+        eprintln!("adversarial vowels: {cases} cases, no digit; {total:?}");
+    }
+
     #[test]
     fn capacity_does_not_grow() {
         let mut d = DtmfDetector::new(16000).unwrap();
@@ -1381,6 +1483,31 @@ mod tests {
         assert_eq!(got.len(), 8);
         d.reset();
         assert_eq!(d.current(), None);
+    }
+
+    #[test]
+    fn interruptions_and_pauses() {
+        for rate in [8000, 16000] {
+            for shift in 0..12 {
+                let lead = 20.0 + shift as f64 * 0.6;
+                // A 10 ms interruption inside a digit does not split it (Q.24).
+                let mut s = Sig::new(rate);
+                s.silence(lead)
+                    .digit('6', 60.0, -10.0)
+                    .silence(10.0)
+                    .digit('6', 60.0, -10.0);
+                s.silence(60.0).noise_snr(20.0, shift);
+                assert_eq!(presses(rate, &s.pcm()), "6", "{rate} Hz shift {shift}");
+                // A 40 ms pause between two presses of one key gives two digits.
+                let mut s = Sig::new(rate);
+                s.silence(lead)
+                    .digit('6', 60.0, -10.0)
+                    .silence(40.0)
+                    .digit('6', 60.0, -10.0);
+                s.silence(60.0).noise_snr(20.0, shift);
+                assert_eq!(presses(rate, &s.pcm()), "66", "{rate} Hz shift {shift}");
+            }
+        }
     }
 
     #[test]
