@@ -23,11 +23,13 @@ use std::fmt;
 pub const RAMP_MS: u32 = 5;
 /// Sample value of a 0 dBFS sine's peak.
 pub const FULL_SCALE: f64 = 32767.0;
-/// Lowest and highest sample rates the generators accept.
+/// Lowest sample rate the generators accept.
 pub const MIN_RATE: u32 = 8000;
+/// Highest sample rate the generators accept.
 pub const MAX_RATE: u32 = 96_000;
-/// CW speeds accepted, in words per minute (a dot at 60 wpm is 20 ms, still 4 ramps long).
+/// Slowest CW speed accepted, in words per minute.
 pub const MIN_WPM: u32 = 1;
+/// Fastest CW speed accepted (a dot at 60 wpm is 20 ms, still four ramps long).
 pub const MAX_WPM: u32 = 60;
 
 /// Errors of the tone kernels (bad construction parameters).
