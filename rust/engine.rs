@@ -36,6 +36,10 @@ const MAX_TICK_LAG: Duration = Duration::from_millis(5 * FRAME_MS as u64);
 /// Tick lateness samples kept for the percentiles in the counters (one minute of ticks).
 const LATENESS_WINDOW: usize = 3000;
 
+/// Ticks between two publications of the legs' jitter statistics. Their readers (a PONG per
+/// call every 21 s, `GET /stats`) are rare, so half a second old is fresh enough.
+const STATS_EVERY_TICKS: u32 = 25;
+
 /// Frames of local microphone or speaker audio buffered between the device and the engine.
 const LOCAL_QUEUE_FRAMES: usize = 4;
 
@@ -330,6 +334,9 @@ struct Worker {
     epoch: Instant,
     tick_out: TickOutput,
     media_events: Vec<MediaEvent>,
+    /// Ticks since the jitter statistics were last published, and the leg count then.
+    stats_age: u32,
+    stats_legs: usize,
 }
 
 impl Worker {
@@ -449,8 +456,14 @@ impl Worker {
             self.shared
                 .emit(self.tick_out.events.drain(..).map(EngineEvent::Media));
         }
-        self.station
-            .fill_jitter_stats(&mut lock(&self.shared.jitter));
+        self.stats_age += 1;
+        let legs = self.station.leg_count();
+        if self.stats_age >= STATS_EVERY_TICKS || legs != self.stats_legs {
+            self.station
+                .fill_jitter_stats(&mut lock(&self.shared.jitter));
+            self.stats_age = 0;
+            self.stats_legs = legs;
+        }
     }
 
     fn run(mut self) {
@@ -578,6 +591,8 @@ impl Engine {
             epoch: Instant::now(),
             tick_out: TickOutput::default(),
             media_events: Vec::new(),
+            stats_age: 0,
+            stats_legs: 0,
         };
         let thread = std::thread::Builder::new()
             .name("iax-engine".into())

@@ -512,6 +512,13 @@ pub struct MiniFrame {
     pub payload: Vec<u8>,
 }
 
+/// Appends a mini frame's 4-byte header (call number masked to 15 bits); the payload follows.
+/// The media path encodes straight behind it, so an outgoing mini frame costs one buffer.
+pub fn write_mini_header(scall: u16, ts16: u16, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(scall & CALLNO_MASK).to_be_bytes());
+    out.extend_from_slice(&ts16.to_be_bytes());
+}
+
 impl MiniFrame {
     pub fn new(scall: u16, ts16: u16, payload: Vec<u8>) -> Result<Self, FrameError> {
         if scall == 0 || scall > CALLNO_MASK {
@@ -536,8 +543,7 @@ impl MiniFrame {
     /// Appends the frame; the call number is masked to 15 bits.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         out.reserve(self.encoded_len());
-        out.extend_from_slice(&(self.scall & CALLNO_MASK).to_be_bytes());
-        out.extend_from_slice(&self.ts16.to_be_bytes());
+        write_mini_header(self.scall, self.ts16, out);
         out.extend_from_slice(&self.payload);
     }
 

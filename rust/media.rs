@@ -153,7 +153,6 @@ struct Leg {
     last_full_ts: Option<u32>,
     last_tx_codec: Option<Codec>,
     mini_before_full_reported: bool,
-    frames_out: u64,
 }
 
 /// The conference, its legs and the local radio.
@@ -173,7 +172,6 @@ pub struct Station {
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
-    encoded: Vec<u8>,
 }
 
 /// Errors of the media path (commands naming a leg that does not exist, and the like).
@@ -224,7 +222,6 @@ impl Station {
             jitter_cfg: JitterConfig::default(),
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
-            encoded: Vec::with_capacity(frame_len * 2 * 2),
         }
     }
 
@@ -303,7 +300,6 @@ impl Station {
             last_full_ts: None,
             last_tx_codec: None,
             mini_before_full_reported: false,
-            frames_out: 0,
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);
@@ -456,7 +452,6 @@ impl Station {
         self.conference.capacity_samples()
             + self.decoded.capacity()
             + self.resampled.capacity()
-            + self.encoded.capacity()
             + self.local_out.capacity()
             + self
                 .legs
@@ -554,8 +549,6 @@ impl Station {
                 continue;
             };
             leg.tx_edge.run(mix, &mut self.resampled);
-            self.encoded.clear();
-            leg.spec.codec.encode(&self.resampled, &mut self.encoded);
             let codec = leg.spec.codec;
             let needs_full = !leg.talking_out
                 || leg.last_tx_codec != Some(codec)
@@ -563,25 +556,27 @@ impl Station {
                     .last_full_ts
                     .is_none_or(|f| (f >> 15) != (ts >> 15) || wrap_diff(ts, f) < 0);
             leg.talking_out = true;
-            leg.frames_out += 1;
+            // Encode once, into the buffer that leaves: the event's payload, or a mini frame
+            // encoded straight behind its header.
+            let payload_len = codec.bytes_for_samples(self.resampled.len());
             if needs_full {
                 leg.last_full_ts = Some(ts);
                 leg.last_tx_codec = Some(codec);
+                let mut payload = Vec::with_capacity(payload_len);
+                codec.encode(&self.resampled, &mut payload);
                 out.events.push(MediaEvent::FullVoice {
                     callno: leg.spec.callno,
                     format: codec.format_bit(),
                     ts,
-                    payload: self.encoded.clone(),
+                    payload,
                 });
             } else {
-                let mini = MiniFrame {
-                    scall: leg.spec.callno,
-                    ts16: (ts & 0xFFFF) as u16,
-                    payload: self.encoded.clone(),
-                };
+                let mut bytes = Vec::with_capacity(4 + payload_len);
+                crate::frame::write_mini_header(leg.spec.callno, (ts & 0xFFFF) as u16, &mut bytes);
+                codec.encode(&self.resampled, &mut bytes);
                 out.datagrams.push(Outgoing {
                     to: leg.spec.peer,
-                    bytes: crate::frame::Frame::Mini(mini).to_bytes(),
+                    bytes,
                 });
             }
         }

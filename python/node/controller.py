@@ -15,7 +15,7 @@ import logging
 import secrets as pysecrets
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from node.config import NodeConfig
@@ -66,7 +66,6 @@ class CallInfo:
     answered: float | None = None
     media: bool = False
     ended: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, now: float) -> dict[str, Any]:
         return {

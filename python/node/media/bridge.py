@@ -71,7 +71,6 @@ class MediaBridge:
         self._backend = backend
         self._input, self._output = input, output
         self._device: AudioDevice | None = None
-        self._speaker = bytearray(2 * engine.frame_len)
         self._apply(topology)
 
     # --- topology ----------------------------------------------------------------------------
