@@ -3,7 +3,6 @@ through `CallPair` (two endpoints on a simulated link)."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from node.iax2.endpoint import (
     InboundRejected,
 )
 from node.iax2.negotiate import CodecPolicy
-from tests.conftest import shared_dir
+from tests.conftest import interop_dir
 from tests.iax2.callpair import ADDR_A, ADDR_B, Address, CallPair, Datagram, make_endpoint, seeded
 from tests.pcap import udp_datagrams
 
@@ -609,11 +608,8 @@ _SEQLESS = {IaxSubclass.ACK, IaxSubclass.VNAK, IaxSubclass.CALLTOKEN}
 
 
 def _interop(*parts: str) -> Path:
-    path = shared_dir().joinpath("interop", *parts)
-    if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{path} is missing")
-        pytest.skip(f"{path} is not available (set IAX_NODE_SHARED)")
+    path = interop_dir().joinpath(*parts)
+    assert path.exists(), f"{path} is missing"
     return path
 
 
