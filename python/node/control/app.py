@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from node.control.page import page_routes
 from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
@@ -154,6 +155,7 @@ def create_app(controller: Controller) -> Starlette:
         return error("internal error", 500)
 
     routes = [
+        *page_routes(),
         Route("/status", status, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
