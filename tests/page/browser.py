@@ -99,9 +99,7 @@ class StatusPage:
         self.page: Page = self.context.new_page()
         self.page.add_init_script(MARKS_JS)
         self.page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
-        self.page.on(
-            "console", lambda m: self.errors.append(m.text) if m.type == "error" else None
-        )
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
 
     def open(self) -> StatusPage:
         response = self.page.goto(self.base_url + "/")

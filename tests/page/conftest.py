@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,8 +26,6 @@ def browser() -> Iterator[Any]:
 
     # The host is shared and slow at times: give the page time before an assertion gives up.
     expect.set_options(timeout=15_000)
-    # Playwright must never fetch a browser of its own (it cannot here, and CI must not try).
-    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:

@@ -266,7 +266,9 @@ def test_event_list_is_newest_first_bounded_and_plain_text(
     expect(loc("#events li")).to_have_count(50)
     expect(loc("#events li").last).to_have_text(re.compile(r"DTMF 5 on call 10$"))
     scripted.send({"event": "dtmf", "call": 4, "digit": "3", "command": "*32000"})
-    expect(loc("#events li").first).to_have_text(re.compile(r"DTMF 3 on call 4 \(command \*32000\)$"))
+    expect(loc("#events li").first).to_have_text(
+        re.compile(r"DTMF 3 on call 4 \(command \*32000\)$")
+    )
     assert loc("#events img, #conn-rows b").count() == 0
     assert view.page.evaluate("window.__pwned") is None
     expect(loc("#no-events")).to_be_hidden()
@@ -302,7 +304,8 @@ def test_reopens_the_stream_when_it_ends_or_is_refused(
     expect(loc("#conn")).to_have_text("Live")
     assert scripted.connections == 4
     # The browser logs the refused request; that one is expected, nothing else is.
-    view.errors.remove("Failed to load resource: the server responded with a status of 503 (Service Unavailable)")
+    refused = "the server responded with a status of 503 (Service Unavailable)"
+    view.errors.remove(f"Failed to load resource: {refused}")
     expect(loc('#events li[data-event="shutdown"]')).to_have_text(
         re.compile(r"Node shutting down$")
     )
