@@ -279,18 +279,25 @@ def test_reopens_the_stream_when_it_ends_or_is_refused(
 ) -> None:
     loc = view.page.locator
     assert scripted.connections == 1
+    scripted.snapshot_now(links=[link("2000", 7, connected_s=30.0)])
+    up_time = loc('#conn-rows tr[data-node="2000"] td').nth(1)
+    expect(up_time).to_have_text(re.compile(r"00:00:3\d"))
+    # Durations stay on screen while the stream is down (they stop counting, never go blank).
+    view.watch("blank", "#conn-rows td[data-at]:empty")
     # The stream ends without a word: EventSource reconnects by itself; the new snapshot wins.
     view.watch("down", "#conn", "disconnected — reconnecting…")
     view.watch("stale", "main.stale")
     view.watch("unknown", "#tx", "Transmit state unknown")
-    scripted.snapshot = {**scripted.snapshot, "node_id": "2001"}
+    scripted.snapshot = {**scripted.snapshot, "node_id": "2001", "links": []}
     scripted.drop()
     for name in ("down", "stale", "unknown"):
         view.mark(name)
     expect(loc("#conn")).to_have_text("Live")
     expect(loc("#node-id")).to_have_text("2001")
     expect(loc("#tx")).to_have_text("Idle")
+    expect(loc("#conn-rows tr")).to_have_count(0)
     assert scripted.connections == 2
+    assert view.page.evaluate("window.__marks.blank") is None
 
     # A shutdown event, then the next stream is refused with 503: EventSource gives up for
     # good, and the page opens a new one itself.

@@ -32,6 +32,9 @@
 
   let state = null;
   let live = false;
+  // While disconnected the clock stands still at the moment the stream was lost: the durations
+  // stay on screen, but they no longer count on, as nobody knows whether they still run.
+  let lostAt = null;
   let source = null;
   let reopenTimer = null;
   // Registration failures seen as events, for snapshots that carry no `registration` object.
@@ -185,6 +188,7 @@
   // --- rendering ---------------------------------------------------------------------------
 
   function setLive(on) {
+    if (live && !on) lostAt = now();
     live = on;
     const conn = el("conn");
     setText(conn, on ? "Live" : "disconnected — reconnecting…");
@@ -341,10 +345,10 @@
     tick();
   }
 
-  // Counts the anchored durations on; frozen while disconnected (the values are stale then).
+  // Shows the anchored durations as of now (or as of the moment the stream was lost).
   function tick() {
-    if (!live || !state) return;
-    const t = now();
+    if (!state) return;
+    const t = live || lostAt === null ? now() : lostAt;
     for (const td of el("conn-rows").querySelectorAll("td[data-at]")) {
       setText(td, hms((t - Number(td.dataset.at)) / 1000));
     }
