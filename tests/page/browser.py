@@ -16,10 +16,20 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:  # imported lazily, so a machine without Playwright skips instead of erroring
     from playwright.sync_api import Browser, Locator, LocatorAssertions, Page
 
-__all__ = ["ARTIFACTS", "CHROMIUM_ARGS", "VIEWS", "StatusPage", "chromium_path", "expect"]
+__all__ = [
+    "ARTIFACTS",
+    "CHROMIUM_ARGS",
+    "VIEWS",
+    "WRITTEN",
+    "StatusPage",
+    "chromium_path",
+    "expect",
+]
 
 #: Screenshots land here (ignored by git; CI keeps the working tree's files).
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+#: Every screenshot written in this test session (listed at the end of the run).
+WRITTEN: list[Path] = []
 
 CHROMIUM_ARGS = [
     "--no-sandbox",  # CI runs as root, where Chromium's sandbox refuses to start
@@ -151,6 +161,7 @@ class StatusPage:
                 self.page.screenshot(path=str(path), full_page=True)
                 print(f"screenshot: {path}")
                 paths.append(path)
+                WRITTEN.append(path)
         self.page.emulate_media(color_scheme="light")
         self.page.set_viewport_size(dict(VIEWS)["desktop"])
         return paths

@@ -32,3 +32,13 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the screenshots the page tests kept, so a CI log says where to find them."""
+    from tests.page.browser import WRITTEN
+
+    if WRITTEN:
+        terminalreporter.section("status page screenshots")
+        for path in WRITTEN:
+            terminalreporter.write_line(str(path))
