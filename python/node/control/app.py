@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from node.control.guard import BrowserGuard
+from node.control.page import page_routes
 from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
@@ -172,6 +173,7 @@ def create_app(controller: Controller) -> Starlette:
         return error("internal error", 500)
 
     routes = [
+        *page_routes(),
         Route("/status", status, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
