@@ -636,11 +636,17 @@ class Controller:
         self._apply_links(self.links.source_checked(action.callno, matches, self.now()))
 
     async def link(self, action: str, node: str, addr: str | None = None) -> dict[str, Any]:
-        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`."""
-        if action not in (*LINK_ACTIONS, "disconnect"):
+        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`; or
+        `disconnect_all` (app_rpt's `ilink 6`; `node` is not used)."""
+        if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
             raise CommandError(
-                f"unknown link action {action!r} (accepted: connect, monitor, disconnect)", 400
+                f"unknown link action {action!r} "
+                "(accepted: connect, monitor, disconnect, disconnect_all)",
+                400,
             )
+        if action == "disconnect_all":
+            self._apply_links(self.links.disconnect_all(self.now()))
+            return self.snapshot()
         if not node.isdigit():
             raise CommandError("node must be a node number (digits)", 400)
         now = self.now()

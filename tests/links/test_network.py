@@ -289,7 +289,9 @@ def test_disconnect_is_polite_and_final() -> None:
     assert "1998" not in n.links and n.is_link_call(10)
     assert n.call_ended(10, "hung up", T0 + 63.1, refused=False).events == ()
     assert not n.is_link_call(10)
-    assert run_until(n, T0 + 64) == [SendText(20, "L ")]
+    # No list for the departure: 1997 hears of it with the next periodic list.
+    assert run_until(n, T0 + 90) == [SendText(20, "L ")]
+    assert n.links["1997"].timers[ln._Timer.LIST] == pytest.approx(T0 + 120)
     with pytest.raises(CommandError) as exc:
         n.disconnect("1998", T0 + 65)
     assert exc.value.status == 404
@@ -305,6 +307,23 @@ def test_peer_disconnect_tears_down_at_once_and_sends_nothing_more() -> None:
     # The peer's HANGUP follows (asl_3node_md5 t=47.49): nothing else, no retry.
     assert n.call_ended(10, "hung up by peer", T0 + 47.01, refused=False).actions == ()
     assert run_until(n, T0 + 120) == [] and n.links == {}
+
+
+def test_disconnect_all_is_disconnect_complete_hangup_on_every_link() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    n.connect("2005", R, T0)
+    out = n.disconnect_all(T0 + 13.72)
+    # asl_3node_monitor t=13.72 (ilink 6), per link: !!DISCONNECT!!, T 1999 COMPLETE, HANGUP.
+    for callno in (10, 20):
+        assert [a for a in out.actions if getattr(a, "callno", None) == callno] == [
+            SendText(callno, "!!DISCONNECT!!"),
+            SendText(callno, "T 1999 COMPLETE"),
+            Hangup(callno, 0),
+        ]
+    assert {e.node for e in out.events} == {"1998", "1997", "2005"}
+    assert n.links == {}
 
 
 def test_peer_disconnect_without_hangup_is_ended_by_us() -> None:
