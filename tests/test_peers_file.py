@@ -122,6 +122,8 @@ def test_not_utf8_names_the_line(tmp_path: Path) -> None:
     assert info.value.key == "line 2"
     assert "not UTF-8" in str(info.value)
     assert CANARY not in str(info.value)
+    # No chained exception holds the file's bytes either.
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
 # --- the file -----------------------------------------------------------------------------------

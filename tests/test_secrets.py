@@ -31,8 +31,8 @@ BASE = "[listener]\n[control]\n"
 REGISTER = '[register]\npeer = "192.0.2.1:4569"\nnode_id = "2000"\n'
 
 
-def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
-    path = tmp_path / "node.toml"
+def write(tmp_path: Path, text: str, mode: int = 0o600, name: str = "node.toml") -> Path:
+    path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     path.chmod(mode)
     return path
@@ -228,10 +228,7 @@ PEERS = '[secrets]\npeers_file = "peers"\n'
 
 
 def write_peers(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
-    path = tmp_path / "peers"
-    path.write_text(text, encoding="utf-8")
-    path.chmod(mode)
-    return path
+    return write(tmp_path, text, mode, "peers")
 
 
 def test_peers_file_is_relative_to_the_config_and_joins_the_environment(tmp_path: Path) -> None:

@@ -178,7 +178,13 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
 
     def on_sighup() -> None:
         notifier.reloading()
-        notifier.ready(reload(path, controller))
+        try:
+            outcome = reload(path, controller)
+        except Exception:
+            # Whatever went wrong, the manager must hear READY again or it waits forever.
+            log.exception("reload failed unexpectedly; the node runs on")
+            outcome = "reload failed (see the log)"
+        notifier.ready(outcome)
 
     loop.add_signal_handler(signal.SIGHUP, on_sighup)
 

@@ -129,8 +129,14 @@ def read_peers_file(path: Path) -> PeersFile:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(where, f"line {line}", "is not UTF-8 text") from None
+        bad_at: int | None = exc.start
+    else:
+        bad_at = None
+    if bad_at is not None:
+        # Raised outside the handler: a UnicodeDecodeError carries the whole file as its
+        # `object`, and would ride along as the ConfigError's __context__.
+        line = data[:bad_at].count(b"\n") + 1
+        raise ConfigError(where, f"line {line}", "is not UTF-8 text")
     return parse_peers(text, path)
 
 

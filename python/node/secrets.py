@@ -180,10 +180,11 @@ class PeersChange:
 
 
 class SecretStore:
-    """All credentials of one daemon, resolved once at startup per `[secrets].source`.
+    """All credentials of one daemon, resolved at startup per `[secrets].source`.
 
     `environ` defaults to `os.environ`; tests pass a dict. Raises `ConfigError` when the
-    configured source cannot supply what the configuration needs.
+    configured source cannot supply what the configuration needs. Afterwards only POST /secrets
+    (`set`) and a reload of the peers file (`reload`) change what it holds.
     """
 
     def __init__(self, config: NodeConfig, environ: Mapping[str, str] | None = None) -> None:
@@ -355,9 +356,6 @@ class SecretStore:
         """
         if config.secrets.source == "config" and config.path is not None:
             check_private_file(config.path, "secrets.secret")
-        if config.secrets.secret is not None:
-            # Not applied, but it is a secret now in a file: scrub it from logs from now on.
-            self._remember(config.secrets.secret.reveal())
         new = self._merge_peers(self._read_peers_file(config))
         with self._lock:
             old = self._peers
