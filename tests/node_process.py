@@ -49,19 +49,27 @@ class NodeProcess:
     """One `node serve` child process; stop it with `terminate()` or a control command."""
 
     def __init__(
-        self, config: Path, udp_port: int, http_port: int, env: dict[str, str] | None = None
+        self,
+        config: Path,
+        udp_port: int,
+        http_port: int,
+        env: dict[str, str] | None = None,
+        program: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        """`program` replaces `python -m node` (e.g. the `node` script of another install)."""
         self.config = config
         self.udp_addr = ("127.0.0.1", udp_port)
         self.base_url = f"http://127.0.0.1:{http_port}"
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("NET_")}
         child_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "node", "serve", "--config", str(config)],
+            [*(program or [sys.executable, "-m", "node"]), "serve", "--config", str(config)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=child_env,
+            cwd=cwd,
         )
         self._output: tuple[str, str] | None = None
 
@@ -85,7 +93,15 @@ class NodeProcess:
     def post(
         self, path: str, json: object | None = None, content: bytes | None = None
     ) -> httpx.Response:
-        return httpx.post(self.base_url + path, json=json, content=content, timeout=5)
+        """POST a command as the control channel requires: `application/json`, even when the
+        body is empty or (to test refusals of bad bodies) not JSON at all."""
+        return httpx.post(
+            self.base_url + path,
+            json=json,
+            content=content,
+            headers={"Content-Type": "application/json"},
+            timeout=5,
+        )
 
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)

@@ -2,7 +2,9 @@
 
 Conventions of the spec: commands are POST with JSON bodies; a command that returns state replies
 with the snapshot, one with nothing to report replies `{"ok": true}`; errors reply
-`{"error": <message>}`; any other path is 404 `{"error": "not found"}`.
+`{"error": <message>}`; any other path is 404 `{"error": "not found"}`. Before any handler runs,
+`guard.BrowserGuard` refuses what a web page could send (foreign Host or Origin, commands not sent
+as `application/json`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from node.control.guard import BrowserGuard
+from node.control.page import page_routes
 from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
@@ -97,6 +102,20 @@ def create_app(controller: Controller) -> Starlette:
         node = required(body, "node", str)
         return JSONResponse(controller.dial(node, optional(body, "addr", str)))
 
+    async def link(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        action = required(body, "action", str)
+        node = required(body, "node", str)
+        return JSONResponse(await controller.link(action, node, optional(body, "addr", str)))
+
+    async def key(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.key())
+
+    async def unkey(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.unkey())
+
     def call_command(method: Callable[[int | None], dict[str, Any]]) -> Callable[..., Any]:
         async def handler(request: Request) -> JSONResponse:
             body = await read_json_body(request)
@@ -154,12 +173,16 @@ def create_app(controller: Controller) -> Starlette:
         return error("internal error", 500)
 
     routes = [
+        *page_routes(),
         Route("/status", status, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
         Route("/shutdown", shutdown, methods=["POST"]),
         Route("/bridge", bridge, methods=["POST"]),
         Route("/dial", dial, methods=["POST"]),
+        Route("/link", link, methods=["POST"]),
+        Route("/key", key, methods=["POST"]),
+        Route("/unkey", unkey, methods=["POST"]),
         Route("/hangup", call_command(controller.hangup), methods=["POST"]),
         Route("/answer", call_command(controller.answer), methods=["POST"]),
         Route("/reject", call_command(controller.reject), methods=["POST"]),
@@ -172,6 +195,7 @@ def create_app(controller: Controller) -> Starlette:
     ]
     return Starlette(
         routes=routes,
+        middleware=[Middleware(BrowserGuard, bind_host=controller.config.control.bind.host)],
         exception_handlers={
             404: not_found,
             HTTPException: http_error,
