@@ -102,6 +102,16 @@ def test_everything_else_keeps_its_running_value(tmp_path: Path) -> None:
     assert CANARY not in repr(plan)
 
 
+def test_top_level_fields_are_named_by_their_key_in_the_file(tmp_path: Path) -> None:
+    running = load(tmp_path, BASE)
+    loaded = load(
+        tmp_path, BASE + "[links]\nverify_source_ip = true\n[keying]\ntx_timeout_secs = 60\n"
+    )
+    plan = plan_reload(running, loaded)
+    assert plan.needs_restart == ("keying.tx_timeout_secs", "links.verify_source_ip")
+    assert plan.config == running
+
+
 def test_a_section_that_went_away_is_named_once(tmp_path: Path) -> None:
     running = load(tmp_path, BASE + '[register]\npeer = "192.0.2.1:4569"\nnode_id = "2000"\n')
     assert changed_keys(running, load(tmp_path, BASE)) == ("register",)

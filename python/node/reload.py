@@ -40,7 +40,7 @@ RELOADABLE: frozenset[str] = frozenset(
 )
 
 # Top-level fields whose dotted name differs from the attribute (`[links] nodes_file`).
-_KEY_OF_FIELD = {"nodes_file": "links.nodes_file"}
+_KEY_OF_FIELD = {"nodes_file": "links.nodes_file", "verify_source_ip": "links.verify_source_ip"}
 _ABSENT = object()
 _TABLE = object()
 
