@@ -12,7 +12,7 @@ from node.controller import Controller
 from node.daemon import reload
 from node.errors import ConfigError
 from node.events import EventBus
-from node.reload import RELOADABLE, changed_keys, plan_reload
+from node.reload import RELOADABLE, ReloadPlan, changed_keys, plan_reload
 from node.secrets import SecretStore
 
 CANARY = "Canary-reload-e19c"
@@ -24,6 +24,11 @@ def load(tmp_path: Path, text: str, name: str = "node.toml") -> NodeConfig:
     path.write_text(text, encoding="utf-8")
     path.chmod(0o600)
     return load_config(path)
+
+
+def plan_for(tmp_path: Path, extra: str) -> ReloadPlan:
+    """The plan for a node running on BASE whose file gained `extra`."""
+    return plan_reload(load(tmp_path, BASE), load(tmp_path, BASE + extra))
 
 
 def test_reloadable_keys_exist() -> None:
@@ -60,11 +65,9 @@ def test_listener_rules_apply_but_bind_needs_a_restart(tmp_path: Path) -> None:
 
 
 def test_peers_file_and_nodes_file_apply(tmp_path: Path) -> None:
-    running = load(tmp_path, BASE)
-    loaded = load(
-        tmp_path, BASE + '[secrets]\npeers_file = "p"\n[links]\nnodes_file = "/var/extnodes"\n'
+    plan = plan_for(
+        tmp_path, '[secrets]\npeers_file = "p"\n[links]\nnodes_file = "/var/extnodes"\n'
     )
-    plan = plan_reload(running, loaded)
     assert plan.applied == ("links.nodes_file", "secrets.peers_file")
     assert plan.needs_restart == ()
     assert plan.config.secrets.peers_file == tmp_path / "p"
@@ -103,13 +106,9 @@ def test_everything_else_keeps_its_running_value(tmp_path: Path) -> None:
 
 
 def test_top_level_fields_are_named_by_their_key_in_the_file(tmp_path: Path) -> None:
-    running = load(tmp_path, BASE)
-    loaded = load(
-        tmp_path, BASE + "[links]\nverify_source_ip = true\n[keying]\ntx_timeout_secs = 60\n"
-    )
-    plan = plan_reload(running, loaded)
+    plan = plan_for(tmp_path, "[links]\nverify_source_ip = true\n[keying]\ntx_timeout_secs = 60\n")
     assert plan.needs_restart == ("keying.tx_timeout_secs", "links.verify_source_ip")
-    assert plan.config == running
+    assert plan.config == load(tmp_path, BASE)
 
 
 def test_a_section_that_went_away_is_named_once(tmp_path: Path) -> None:
