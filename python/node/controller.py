@@ -40,9 +40,10 @@ from node.iax2.transport import Address, EngineEvents, EngineTransport, FrameBat
 from node.links import network as ln
 from node.links.resolve import NodeAddress, resolve
 from node.media.bridge import MediaBridge
-from node.secrets import SecretStore
+from node.reload import ReloadPlan, plan_reload
+from node.secrets import PeersChange, SecretStore
 
-__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller"]
+__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller", "Reloaded"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,14 @@ class CallInfo:
             "duration_s": round(now - (self.answered or self.started), 1),
             "keyed": self.keyed,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Reloaded:
+    """What `Controller.reload` changed (names and node ids only)."""
+
+    plan: ReloadPlan
+    peers: PeersChange
 
 
 class Controller:
@@ -837,6 +846,22 @@ class Controller:
             self.registration.set_secret(self.secrets.node_secret())
         if not self.registered:
             self.register()
+
+    def reload(self, loaded: NodeConfig) -> Reloaded:
+        """SIGHUP: take the reloadable settings of a re-read config (see `node.reload`).
+
+        All or nothing: a `ConfigError` (a bad peers file, a peer in both the file and the
+        environment) leaves everything as it was. Calls that are up, ringing or being set up keep
+        the rules and the secret they were admitted with; the new ones meet the next inbound
+        call.
+        """
+        plan = plan_reload(self.config, loaded)
+        peers = self.secrets.reload(plan.config)
+        self.config = plan.config
+        self.endpoint.set_policy(
+            InboundPolicy.from_listener(plan.config.listener, enabled=self.endpoint.listening)
+        )
+        return Reloaded(plan, peers)
 
     def start(self) -> None:
         """Start-up actions: register when configured and the credential is known; dial the
