@@ -47,7 +47,7 @@ class UdpDatagram:
     src: tuple[str, int]
     dst: tuple[str, int]
     payload: bytes
-    #: Capture time in seconds (pcapng: assuming the default microsecond resolution).
+    #: Capture time in seconds.
     time: float = 0.0
 
 
@@ -91,28 +91,46 @@ def _read_pcap(data: bytes, path: Path) -> Iterator[tuple[float, int, bytes]]:
 def _read_pcapng(data: bytes) -> Iterator[tuple[float, int, bytes]]:
     endian = "<"
     links: list[int] = []
+    #: Seconds per timestamp unit of each interface (if_tsresol; microseconds by default).
+    units: list[float] = []
     pos = 0
     while pos + 12 <= len(data):
         if data[pos : pos + 4] == b"\x0a\x0d\x0d\x0a":
             # A section header fixes the byte order of everything up to the next one.
             endian = "<" if data[pos + 8 : pos + 12] == b"\x4d\x3c\x2b\x1a" else ">"
             links = []
+            units = []
         btype, blen = struct.unpack_from(endian + "II", data, pos)
         if blen < 12 or pos + blen > len(data):
             raise ValueError(f"pcapng block of length {blen} at {pos} runs past the file")
         body = data[pos + 8 : pos + blen - 4]
         if btype == 1:  # interface description
             links.append(struct.unpack_from(endian + "H", body, 0)[0])
+            units.append(_tsresol(body[8:], endian))
         elif btype == 6:  # enhanced packet
             iface, hi, lo, caplen, _orig = struct.unpack_from(endian + "IIIII", body, 0)
-            yield ((hi << 32) | lo) * 1e-6, links[iface], body[20 : 20 + caplen]
+            yield ((hi << 32) | lo) * units[iface], links[iface], body[20 : 20 + caplen]
         elif btype == 3:  # simple packet: interface 0, no captured length field, no time
             (orig,) = struct.unpack_from(endian + "I", body, 0)
             yield 0.0, links[0], body[4 : 4 + min(orig, len(body) - 4)]
         elif btype == 2:  # obsolete packet block
             iface, _drops, hi, lo, caplen, _orig = struct.unpack_from(endian + "HHIIII", body, 0)
-            yield ((hi << 32) | lo) * 1e-6, links[iface], body[20 : 20 + caplen]
+            yield ((hi << 32) | lo) * units[iface], links[iface], body[20 : 20 + caplen]
         pos += blen
+
+
+def _tsresol(options: bytes, endian: str) -> float:
+    """The if_tsresol option of an interface description block (default: microseconds)."""
+    pos = 0
+    while pos + 4 <= len(options):
+        code, length = struct.unpack_from(endian + "HH", options, pos)
+        if code == 0:
+            break
+        if code == 9 and length >= 1:
+            v = options[pos + 4]
+            return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
+        pos += 4 + (length + 3) // 4 * 4
+    return 1e-6
 
 
 def _network_layer(linktype: int, frame: bytes) -> bytes | None:

@@ -130,10 +130,13 @@ def test_list_flattens_the_network_behind_each_link_and_downgrades_behind_monito
     run_until(n, T0 + 1)
     out = n.text(10, "L T2000,R2001,C2002", T0 + 2)
     assert out.changed and n.links["1998"].behind_nodes == {"2000", "2001", "2002"}
-    assert run_until(n, T0 + 2.3) == [
-        SendText(10, "L T1997"),
-        SendText(20, "L T1998,T2000,R2001,C2002"),
+    assert out.actions == ()  # the change travels with the next list
+    n.connect("2005", T, T0 + 2)
+    assert [a for a in run_until(n, T0 + 2.3) if isinstance(a, SendText)] == [
+        SendText(10, "L T1997,C2005"),
+        SendText(20, "L T1998,T2000,R2001,C2002,C2005"),
     ]
+    n.disconnect("2005", T0 + 2.5)
     # Monitoring 1998 instead: it and everything transceive behind it read as monitor.
     out = n.connect("1998", R, T0 + 3)
     assert SetLeg(10, mode="receive_only") in out.actions

@@ -11,7 +11,8 @@ No I/O and no clock: inputs take `now` (monotonic seconds) and return one `LinkO
 actions for the controller to carry out on calls and media legs (in order), events, and whether
 the snapshot changed. The controller routes; it never interprets the dialect.
 
-Lists go out when a link is added (dialled or answered) and every 30 s, not when one goes away:
+Lists go out when a link is added (dialled or answered) and every 30 s, not when one goes away
+or a neighbour's list changes:
 that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
 the network learns of a departure with the next periodic list.
 """
@@ -764,10 +765,11 @@ class LinkNetwork:
         elif isinstance(item, t.Disconnect):
             self._peer_disconnected(link, now)
         elif isinstance(item, t.LinkList):
+            # Stored for our tree and our next lists; app_rpt sends no list of its own in
+            # reply (the captures show none), the periodic one carries the change on.
             if item.entries != link.behind:
                 link.behind = item.entries
                 self._changed = True
-                self._kick(now)
         elif isinstance(item, t.Telemetry):
             if item.source != self.me:
                 self._forward(link, text, transceive_only=True)
