@@ -33,6 +33,7 @@ from node.config import (
     ParrotConfig,
     PortalConfig,
     RegisterConfig,
+    StatpostConfig,
     SecretsConfig,
     TtsConfig,
     iter_template_keys,
@@ -417,7 +418,11 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
     )
     assert dict(config.links) == {"2000": LinkConfig(shape="standard")}
     assert config.portal is not None
-    assert dataclasses.replace(config, register=None, links={}, portal=None) == NodeConfig()
+    assert config.statpost == StatpostConfig()
+    assert (
+        dataclasses.replace(config, register=None, links={}, portal=None, statpost=None)
+        == NodeConfig()
+    )
 
 
 def test_template_mentions_every_key_and_no_secret_value() -> None:

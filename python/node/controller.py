@@ -14,12 +14,14 @@ import contextlib
 import logging
 import secrets as pysecrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.statpost import StatReport
 from node.config import NodeConfig
-from node.errors import CommandError, LocalProtocolError
+from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
     Dtmf,
     EventBus,
@@ -32,11 +34,17 @@ from node.events import (
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass, Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
-from node.iax2.registration import Deregistered, Registration, RegistrationFailed
+from node.iax2.registration import (
+    Deregistered,
+    Registration,
+    RegistrationEvent,
+    RegistrationFailed,
+)
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address, EngineEvents, EngineTransport, FrameBatch
-from node.links.resolve import resolve
+from node.links.lookup import NodeResolver
 from node.media.bridge import MediaBridge
+from node.registration_status import format_addr, registration_json
 from node.secrets import SecretStore
 
 __all__ = ["CallInfo", "Controller"]
@@ -103,6 +111,14 @@ class Controller:
         )
         self.registration: Registration | None = None
         self._reg_callnos: set[int] = set()
+        #: `[register] method = "http"`: the HTTP registration, given by `attach`.
+        self.http_registration: HttpRegistrationRunner | None = None
+        #: `[statpost]`: the status poster, given by `attach` (call its `key_changed()` and
+        #: `links_changed()` when those happen).
+        self.statpost: StatPostRunner | None = None
+        #: Node number -> address: explicit, nodes file, DNS.
+        self.resolver = NodeResolver.from_config(config)
+        self.started = clock()
         self.calls: dict[int, CallInfo] = {}
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
@@ -118,11 +134,18 @@ class Controller:
         transport: EngineTransport,
         bridge: MediaBridge,
         request_stop: Callable[[], None],
+        *,
+        http_registration: HttpRegistrationRunner | None = None,
+        statpost: StatPostRunner | None = None,
     ) -> None:
-        """Connect the engine transport, the media bridge and the daemon's stop trigger."""
+        """Connect the engine transport, the media bridge, the daemon's stop trigger and the
+        HTTP services the daemon runs (their events come back through `on_registration_events`
+        and `stat_report`)."""
         self._transport = transport
         self._bridge = bridge
         self._stop_requested = request_stop
+        self.http_registration = http_registration
+        self.statpost = statpost
 
     @property
     def bridge(self) -> MediaBridge:
@@ -146,7 +169,17 @@ class Controller:
 
     @property
     def registered(self) -> bool:
+        if self.http_registration is not None:
+            return self.http_registration.core.registered
         return self.registration is not None and self.registration.registered
+
+    def registration_status(self) -> dict[str, Any]:
+        """The snapshot's `registration` object."""
+        reg = self.config.register
+        machine = (
+            self.http_registration.core if self.http_registration is not None else self.registration
+        )
+        return registration_json(reg.method if reg is not None else None, machine)
 
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
@@ -157,6 +190,7 @@ class Controller:
             "registered": self.registered,
             "calls": [info.to_json(now) for info in self.calls.values()],
             "links": [],
+            "registration": self.registration_status(),
         }
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
@@ -220,18 +254,23 @@ class Controller:
         for callno in self._reg_callnos - reg.callnos:
             self.endpoint.release_callno(callno, now)
         self._reg_callnos = set(reg.callnos)
-        for event in out.events:
+        self.on_registration_events(out.events)
+        self._arm()
+
+    def on_registration_events(self, events: Sequence[RegistrationEvent]) -> None:
+        """Publish what a registration machine (IAX2 or HTTP) reported."""
+        for event in events:
             if isinstance(event, RegistrationSucceeded):
-                log.info("registered with %s:%d", *reg.peer)
+                seen = format_addr(event.apparent_addr) or "an address it did not say"
+                log.info("registered; the registrar sees us at %s", seen)
                 self.bus.publish(Registered())
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
                 self.bus.publish(RegisterFailed(reason=event.reason))
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
-        if out.events:
+        if events:
             self._changed()
-        self._arm()
 
     def _arm(self) -> None:
         deadlines = [d for d in (self.endpoint.next_deadline(),) if d is not None]
@@ -379,12 +418,14 @@ class Controller:
         # The most recent one: what an operator who just heard it ring or connect means.
         return max(candidates, key=lambda i: i.started)
 
-    def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
-        """Place an outbound call to `node` (at `addr`, else resolved from the nodes file)."""
+    async def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
+        """Place an outbound call to `node` (at `addr`, else looked up: nodes file, DNS)."""
         try:
-            target = resolve(node, addr, self.config.nodes_file)
-        except (LookupError, ValueError) as exc:
+            target = await self.resolver.lookup(node, addr)
+        except NodeLookupError as exc:
             raise CommandError(str(exc), 400) from None
+        if self.stopping.is_set():
+            raise CommandError("the node is shutting down", 409)
         peer_secret = self.secrets.peer_secret(node)
         params = c.DialParams(
             called_number=node,
@@ -449,6 +490,13 @@ class Controller:
         secret = self.secrets.node_secret()
         if secret is None:
             raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
+        if self.http_registration is not None:
+            self.http_registration.set_secret(secret)
+            self.http_registration.register()
+            self._changed()
+            return self.snapshot()
+        if reg_cfg.peer is None:
+            raise CommandError(f"registration method {reg_cfg.method} is not running", 500)
         now = self.now()
         if self.registration is None:
             self.registration = Registration(
@@ -466,6 +514,12 @@ class Controller:
         return self.snapshot()
 
     def deregister(self) -> dict[str, Any]:
+        if self.http_registration is not None:
+            try:
+                self.http_registration.deregister()
+            except LocalProtocolError as exc:
+                raise CommandError(str(exc), 409) from None
+            return self.snapshot()
         if self.registration is None:
             raise CommandError("not registered", 409)
         try:
@@ -489,6 +543,8 @@ class Controller:
             return
         if self.registration is not None:
             self.registration.set_secret(self.secrets.node_secret())
+        if self.http_registration is not None:
+            self.http_registration.set_secret(self.secrets.node_secret())
         if not self.registered:
             self.register()
 
@@ -496,6 +552,14 @@ class Controller:
         """Start-up actions: register when configured and the credential is known."""
         if self.config.register is not None and self.secrets.node_secret() is not None:
             self.register()
+
+    def stat_report(self) -> StatReport:
+        """What a status post reports (`[statpost]`). Links and receiver keying are not tracked
+        yet: an empty link list, never keyed."""
+        node = self.node_id
+        if node is None:
+            raise CommandError("status posts need [register] node_id", 500)
+        return StatReport(node=node, uptime_s=self.now() - self.started)
 
     def set_bridge(
         self,

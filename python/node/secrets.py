@@ -22,8 +22,9 @@ import logging
 import os
 import re
 import stat
+import string
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from node.errors import CommandError, ConfigError
@@ -40,6 +41,7 @@ __all__ = [
     "Secret",
     "SecretStore",
     "check_private_file",
+    "shown_text",
 ]
 
 #: What every redacted secret is shown as.
@@ -51,6 +53,9 @@ ENV_PEER_PREFIX = "NET_PEER_"
 ENVIRONMENT = "environment"
 
 _NODE_ID = re.compile(r"[0-9]+")
+_PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
+#: A peer's free text (a registrar's CAUSE or reply) is shown to operators at most this long.
+MAX_SHOWN_TEXT = 120
 
 
 class Secret:
@@ -115,6 +120,16 @@ class Secret:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
         return self
+
+
+def shown_text(text: str, private: Iterable[str], limit: int = MAX_SHOWN_TEXT) -> str:
+    """A peer's free text made fit to show: printable, short, and free of anything we sent that
+    must stay private (a hostile registrar could echo a password back)."""
+    clean = "".join(c if c in _PRINTABLE else "?" for c in text).strip()
+    for value in private:
+        if value:
+            clean = clean.replace(value, REDACTED)
+    return clean[:limit]
 
 
 def check_private_file(path: str | os.PathLike[str], key: str) -> None:

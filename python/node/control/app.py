@@ -95,7 +95,7 @@ def create_app(controller: Controller) -> Starlette:
     async def dial(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         node = required(body, "node", str)
-        return JSONResponse(controller.dial(node, optional(body, "addr", str)))
+        return JSONResponse(await controller.dial(node, optional(body, "addr", str)))
 
     def call_command(method: Callable[[int | None], dict[str, Any]]) -> Callable[..., Any]:
         async def handler(request: Request) -> JSONResponse:
