@@ -146,6 +146,8 @@ class HttpRegistration:
         iax_port: int,
         interval: float,
         now: float,
+        *,
+        timeout: float = POST_TIMEOUT,
     ) -> None:
         if not node_id:
             raise ValueError("node_id must not be empty")
@@ -155,6 +157,7 @@ class HttpRegistration:
         self.node_id = node_id
         self.iax_port = iax_port
         self.interval = float(interval)
+        self.timeout = timeout
         self._secret = secret
         self._state = HttpRegistrationState.UNREGISTERED
         self._seq = 0
@@ -272,7 +275,9 @@ class HttpRegistration:
             )
         self._seq += 1
         self._in_flight = self._seq
-        post = RegistrationPost(self._seq, self.url, self.node_id, self.iax_port, self._secret)
+        post = RegistrationPost(
+            self._seq, self.url, self.node_id, self.iax_port, self._secret, self.timeout
+        )
         return self._output(posts=[post])
 
     def _finish_failed(self, reason: str, now: float) -> HttpOutput:
