@@ -19,6 +19,8 @@ class Request:
     target: str
     headers: dict[str, str]
     body: bytes
+    #: The client's source address.
+    client: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class HttpServer:
                     self.path,
                     {k.lower(): v for k, v in self.headers.items()},
                     self.rfile.read(length),
+                    self.client_address[0],
                 )
                 with outer._cond:
                     outer.requests.append(request)
