@@ -17,6 +17,23 @@ NODE_CANARY = "canary-node-secret-7f3a9c"
 PEER_CANARY = "canary-peer-secret-0d44e1"
 
 
+def collect_events(node: NodeProcess, events: list[str]) -> threading.Thread:
+    """Append the raw data of every SSE event of `node` to `events`, in a thread, until the
+    stream ends."""
+
+    def listen() -> None:
+        with (
+            httpx.Client(timeout=10) as client,
+            connect_sse(client, "GET", node.base_url + "/events") as src,
+        ):
+            for sse in src.iter_sse():
+                events.append(sse.data)
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    return t
+
+
 def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
     udp, http = free_port(socket.SOCK_DGRAM), free_port()
     registrar = free_port(socket.SOCK_DGRAM)  # nothing listens there: registration just fails
@@ -36,16 +53,7 @@ def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
     try:
         node.wait_ready()
 
-        def listen() -> None:
-            with (
-                httpx.Client(timeout=10) as client,
-                connect_sse(client, "GET", node.base_url + "/events") as src,
-            ):
-                for sse in src.iter_sse():
-                    events.append(sse.data)
-
-        t = threading.Thread(target=listen, daemon=True)
-        t.start()
+        t = collect_events(node, events)
         for path_ in ("/status", "/stats", "/nope"):
             outputs.append(node.get(path_).text)
         # Bad requests that carry a secret must not echo it back in the error.
@@ -106,16 +114,7 @@ def test_canary_secret_stays_out_of_http_registration_output(tmp_path: Path) -> 
         try:
             node.wait_ready()
 
-            def listen() -> None:
-                with (
-                    httpx.Client(timeout=10) as client,
-                    connect_sse(client, "GET", node.base_url + "/events") as src,
-                ):
-                    for sse in src.iter_sse():
-                        events.append(sse.data)
-
-            t = threading.Thread(target=listen, daemon=True)
-            t.start()
+            t = collect_events(node, events)
             failed = wait_until("the refusal", lambda: state(node, "failed"))
             outputs.append(failed)
             # The registrar's echo was blanked out, not merely absent.

@@ -187,10 +187,11 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         log.error("the control channel stopped unexpectedly")
         code = EXIT_RUNTIME
     log.info("shutting down")
-    controller.close()
+    # The HTTP services stop first, so that nothing they report follows the final event.
     for service in (http_registration, statpost):
         if service is not None:
             await service.aclose()
+    controller.close()
     server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):
         await http

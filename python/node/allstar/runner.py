@@ -101,7 +101,26 @@ class DeadlineTimer:
         self._callback()
 
 
-class HttpRegistrationRunner:
+class _Runner:
+    """What both runners hold: the clock, the HTTP client (closed with the runner when it made
+    it) and the timer that calls `_on_timer` at the core's deadline."""
+
+    def __init__(self, clock: Callable[[], float], client: httpx.AsyncClient | None) -> None:
+        self._clock = clock
+        self._client = client or make_client()
+        self._own_client = client is None
+        self._timer = DeadlineTimer(self._on_timer)
+
+    def _on_timer(self) -> None:
+        raise NotImplementedError
+
+    async def _close_client(self) -> None:
+        self._timer.cancel()
+        if self._own_client:
+            await self._client.aclose()
+
+
+class HttpRegistrationRunner(_Runner):
     """Runs an `HttpRegistration`: POSTs with httpx, events to `on_events`."""
 
     def __init__(
@@ -112,12 +131,9 @@ class HttpRegistrationRunner:
         clock: Callable[[], float] = time.monotonic,
         client: httpx.AsyncClient | None = None,
     ) -> None:
+        super().__init__(clock, client)
         self.core = core
         self._on_events = on_events
-        self._clock = clock
-        self._client = client or make_client()
-        self._own_client = client is None
-        self._timer = DeadlineTimer(self._on_timer)
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -135,14 +151,12 @@ class HttpRegistrationRunner:
     async def aclose(self) -> None:
         """Stop: no more posts; one under way is abandoned."""
         self._closed = True
-        self._timer.cancel()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if self._own_client:
-            await self._client.aclose()
+        await self._close_client()
 
     def _on_timer(self) -> None:
         self._apply(self.core.timer(self._clock()))
@@ -175,7 +189,7 @@ class HttpRegistrationRunner:
         self._apply(out)
 
 
-class StatPostRunner:
+class StatPostRunner(_Runner):
     """Runs a `StatPoster`: asks `report()` for the node's state when a post is due and GETs the
     URLs one after another. Never raises into the node; failures are logged once per outage."""
 
@@ -188,13 +202,10 @@ class StatPostRunner:
         wall_clock: Callable[[], float] = time.time,
         client: httpx.AsyncClient | None = None,
     ) -> None:
+        super().__init__(clock, client)
         self.core = core
         self._report = report
-        self._clock = clock
         self._wall = wall_clock
-        self._client = client or make_client()
-        self._own_client = client is None
-        self._timer = DeadlineTimer(self._on_timer)
         self._queue: asyncio.Queue[str] = asyncio.Queue(STATPOST_QUEUE)
         self._worker: asyncio.Task[None] | None = None
         self._failing = False
@@ -222,14 +233,13 @@ class StatPostRunner:
         self._apply(self.core.links_changed(self._clock()))
 
     async def aclose(self) -> None:
-        self._timer.cancel()
+        """Stop: no more posts; one under way is abandoned."""
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
             self._worker = None
-        if self._own_client:
-            await self._client.aclose()
+        await self._close_client()
 
     def _on_timer(self) -> None:
         now = self._clock()
