@@ -367,3 +367,18 @@ def test_source_ip_matches(server: DnsServer, tmp_path: Path) -> None:
     ]
     for node, ip, expected in cases:
         assert asyncio.run(check(node, ip)) is expected, (node, ip)
+
+
+def test_a_silent_first_server_leaves_time_for_the_next(server: DnsServer) -> None:
+    server.node("2000", "192.0.2.10", domain=DOMAIN)
+    with DnsServer() as stalled:
+        stalled.silent.update({f"_iax._udp.2000.{DOMAIN}.", f"2000.{DOMAIN}."})
+        servers = tuple(
+            Address(s.address.split(":")[0], int(s.address.split(":")[1]))
+            for s in (stalled, server)
+        )
+        res = NodeResolver(
+            None, DnsConfig(domain=DOMAIN, servers=servers, timeout_ms=3000), clock=FakeClock()
+        )
+        assert lookup(res, "2000").host == "192.0.2.10"
+        assert stalled.count(f"_iax._udp.2000.{DOMAIN}") >= 1

@@ -92,7 +92,10 @@ class _DnsClient:
                         "[links] dns_servers",
                         cacheable=False,
                     ) from None
-            resolver.timeout = self.timeout
+            # One silent server must not use up the budget of both queries (SRV, then A; each
+            # starts with the first server again) before the next server is asked. The lookup
+            # as a whole is bounded by `timeout` in NodeResolver.
+            resolver.timeout = self.timeout / (2 * max(1, len(resolver.nameservers)))
             resolver.lifetime = self.timeout
             self._resolver = resolver
         return self._resolver
