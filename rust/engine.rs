@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::codec::Codec;
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, Station, TickOutput, FRAME_MS};
+use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
 
 /// Largest datagram we read. IAX2 frames fit in one MTU, but a larger datagram must be read
 /// whole so it is counted as what it is instead of being silently truncated.
@@ -192,6 +192,7 @@ pub enum Command {
     RemoveLeg(u16),
     SetLegMode(u16, LegMode),
     SetLegCodec(u16, Codec),
+    SetLegKeying(u16, RxKeying),
     /// Payload of a full voice frame Python received and acknowledged.
     PushVoice {
         callno: u16,
@@ -208,6 +209,8 @@ pub enum Command {
     },
     SetMixMinus(bool),
     SetLocalRadio(bool),
+    /// The operator's push-to-talk: the local source talks into every leg until unkeyed.
+    SetLocalKeyed(bool),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
@@ -356,6 +359,9 @@ impl Worker {
                 Command::RemoveLeg(c) => self.station.remove_leg(c),
                 Command::SetLegMode(c, m) => self.station.set_leg_mode(c, m),
                 Command::SetLegCodec(c, codec) => self.station.set_leg_codec(c, codec),
+                Command::SetLegKeying(c, k) => {
+                    self.station.set_leg_keying(c, k, &mut self.media_events)
+                }
                 Command::PushVoice {
                     callno,
                     codec,
@@ -380,6 +386,10 @@ impl Worker {
                     self.station.set_local_radio(on);
                     Ok(())
                 }
+                Command::SetLocalKeyed(on) => {
+                    self.station.set_local_keyed(on);
+                    Ok(())
+                }
             };
             if let Err(e) = result {
                 failures.push(EngineEvent::CommandFailed(e.to_string()));
@@ -387,6 +397,10 @@ impl Worker {
         }
         if !failures.is_empty() {
             self.shared.emit(failures.into_iter());
+        }
+        if !self.media_events.is_empty() {
+            self.shared
+                .emit(self.media_events.drain(..).map(EngineEvent::Media));
         }
     }
 

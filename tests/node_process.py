@@ -84,7 +84,15 @@ class NodeProcess:
     def post(
         self, path: str, json: object | None = None, content: bytes | None = None
     ) -> httpx.Response:
-        return httpx.post(self.base_url + path, json=json, content=content, timeout=5)
+        """POST a command as the control channel requires: `application/json`, even when the
+        body is empty or (to test refusals of bad bodies) not JSON at all."""
+        return httpx.post(
+            self.base_url + path,
+            json=json,
+            content=content,
+            headers={"Content-Type": "application/json"},
+            timeout=5,
+        )
 
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)

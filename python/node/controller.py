@@ -321,7 +321,7 @@ class Controller:
         for event in events:
             kind = event[0]
             if kind == "full_voice":
-                _, callno, fmt, ts, payload = event
+                _, callno, fmt, ts, payload, _spurt_start = event
                 # A call that is hanging up no longer carries voice: its leg goes with it.
                 if callno in self.endpoint.calls:
                     with contextlib.suppress(LocalProtocolError):

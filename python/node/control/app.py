@@ -2,7 +2,9 @@
 
 Conventions of the spec: commands are POST with JSON bodies; a command that returns state replies
 with the snapshot, one with nothing to report replies `{"ok": true}`; errors reply
-`{"error": <message>}`; any other path is 404 `{"error": "not found"}`.
+`{"error": <message>}`; any other path is 404 `{"error": "not found"}`. Before any handler runs,
+`guard.BrowserGuard` refuses what a web page could send (foreign Host or Origin, commands not sent
+as `application/json`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from node.control.guard import BrowserGuard
 from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
@@ -172,6 +176,7 @@ def create_app(controller: Controller) -> Starlette:
     ]
     return Starlette(
         routes=routes,
+        middleware=[Middleware(BrowserGuard, bind_host=controller.config.control.bind.host)],
         exception_handlers={
             404: not_found,
             HTTPException: http_error,
