@@ -48,19 +48,27 @@ class NodeProcess:
     """One `node serve` child process; stop it with `terminate()` or a control command."""
 
     def __init__(
-        self, config: Path, udp_port: int, http_port: int, env: dict[str, str] | None = None
+        self,
+        config: Path,
+        udp_port: int,
+        http_port: int,
+        env: dict[str, str] | None = None,
+        program: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        """`program` replaces `python -m node` (e.g. the `node` script of another install)."""
         self.config = config
         self.udp_addr = ("127.0.0.1", udp_port)
         self.base_url = f"http://127.0.0.1:{http_port}"
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("NET_")}
         child_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "node", "serve", "--config", str(config)],
+            [*(program or [sys.executable, "-m", "node"]), "serve", "--config", str(config)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=child_env,
+            cwd=cwd,
         )
         self._output: tuple[str, str] | None = None
 

@@ -122,7 +122,8 @@ def test_config_is_frozen_all_the_way_down(tmp_path: Path) -> None:
 def test_config_supports_asdict_copy_and_hash(tmp_path: Path) -> None:
     config = load_text(tmp_path, MINIMAL + '[links.2000]\nshape = "standard"\n')
     as_dict = dataclasses.asdict(config)
-    assert as_dict["links"] == {"2000": {"shape": "standard"}}
+    assert as_dict["links"]["2000"]["shape"] == "standard"
+    assert as_dict["links"]["2000"]["permanent"] is False
     assert as_dict["listener"]["bind"] == {"host": "0.0.0.0", "port": 4569}
     assert copy.deepcopy(config) == config
     assert hash(config) == hash(copy.deepcopy(config))
@@ -453,7 +454,9 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
     assert config.register == RegisterConfig(
         peer=Address("register.example.org", 4569), node_id="2000", refresh=60
     )
-    assert dict(config.links) == {"2000": LinkConfig(shape="standard")}
+    assert dict(config.links) == {
+        "2000": LinkConfig(shape="standard", username="radio", addr=Address("192.0.2.10", 4569))
+    }
     assert config.portal is not None
     assert config.statpost == StatpostConfig()
     assert (
@@ -495,7 +498,13 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "announce.events.hangup.where",
         "destination",
     ),
-    (MINIMAL + "[links.2000]\nmode = 'x'\n", "links.2000.mode", "shape"),
+    (MINIMAL + "[links.2000]\ncolour = 'x'\n", "links.2000.colour", "shape"),
+    (MINIMAL + "[links.2000]\nmode = 'x'\n", "links.2000.mode", "monitor"),
+    (MINIMAL + "[links.2000]\nnetwork = 'dmr'\n", "links.2000.network", "dstar"),
+    (MINIMAL + "[links.2000]\naddr = 'nope'\n", "links.2000.addr", "host:port"),
+    (MINIMAL + "[links.2000]\nusername = 'a b'\n", "links.2000.username", "radio"),
+    (MINIMAL + "[links]\nverify_source_ip = 1\n", "links.verify_source_ip", "true"),
+    (MINIMAL + "[keying]\ntx_timeout_secs = 0\n", "keying.tx_timeout_secs", "3600"),
     (MINIMAL + "[links.abc]\n", "links.abc", "nodes_file"),
     (MINIMAL + "[links]\nshape = 'standard'\n", "links.shape", "nodes_file"),
     (MINIMAL + "[parrot]\ndelay = 1\n", "parrot.delay", "playback_delay_ms"),

@@ -47,7 +47,9 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
         "calls": [],
         "links": [],
     }
-    # Extensions beyond the spec (documented in the README): the bridge and the audio device.
+    # Extensions beyond the spec (documented in the README): the operator's TX, the bridge and
+    # the audio device.
+    assert snap.pop("tx") == {"keyed": False, "timeout_s": 180, "timeout_remaining_s": None}
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
     assert audio["backend"] == "none" and audio["running"] is True and audio["rate"] == 16000

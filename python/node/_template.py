@@ -178,11 +178,30 @@ source = "env"
 #dns_servers = []
 # Time allowed for one lookup in milliseconds (100-30000).
 #dns_timeout_ms = 3000
+# EXTENSION. Refuse an inbound link whose source address is not the address its node number
+# resolves to (what AllStarLink nodes do for "radio" callers).
+#verify_source_ip = false
 # Per-node settings; the table name is the node number. Example:
 #[links.2000]
 # "standard", or "wt-guest" for nodes whose guest context exposes only the web-transceiver
 # extension (needs the [portal] section).
 #shape = "standard"
+# EXTENSION. USERNAME of our link calls to this node (default "radio", or this node's number
+# when a peer secret for node 2000 is provisioned).
+#username = "radio"
+# EXTENSION. A permanent link: dialled at start and redialled for ever when lost.
+#permanent = false
+# EXTENSION. Mode of the permanent link: "transceive" (*3) or "monitor" (*2).
+#mode = "transceive"
+# EXTENSION. The node's address, instead of looking the number up: "<host>:<port>".
+#addr = "192.0.2.10:4569"
+# EXTENSION. "dstar" marks a D-Star gateway: while a link to it is up the node refuses to key.
+#network = "allstar"
+
+# EXTENSION. The operator's push-to-talk (POST /key).
+#[keying]
+# TX time-out in seconds (1-3600): a key held this long is released and reported.
+#tx_timeout_secs = 180
 
 # The web-transceiver portal account, required by wt-guest links. Example values:
 #[portal]

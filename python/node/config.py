@@ -49,6 +49,7 @@ __all__ = [
     "ControlConfig",
     "DnsConfig",
     "DtmfConfig",
+    "KeyingConfig",
     "LinkConfig",
     "ListenerConfig",
     "NodeConfig",
@@ -85,6 +86,8 @@ IdMode = Literal["cw", "tts", "off"]
 Destination = Literal["to_air", "to_monitor"]
 LinkShape = Literal["standard", "wt-guest"]
 RegisterMethod = Literal["iax2", "http"]
+LinkModeName = Literal["transceive", "monitor"]
+LinkNetworkName = Literal["allstar", "dstar"]
 
 ANSWERS: tuple[str, ...] = ("auto", "manual")
 AUTHS: tuple[str, ...] = ("required", "optional", "off")
@@ -102,6 +105,8 @@ ASL_REGISTER_URL = "https://register.allstarlink.org/"
 ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
 #: ASL3's node-lookup domain (app_rpt dns_node_domain).
 ASL_DNS_DOMAIN = "nodes.allstarlink.org"
+LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
+LINK_NETWORKS: tuple[str, ...] = ("allstar", "dstar")
 EVENT_NAMES: tuple[str, ...] = (
     "incoming_call",
     "hangup",
@@ -360,6 +365,27 @@ class LinkConfig:
     """`[links.<node_id>]`: per-node link settings."""
 
     shape: LinkShape = "standard"
+    #: *Extension.* USERNAME of our link calls to this node (default "radio", or our node
+    #: number when a peer secret for the node is provisioned).
+    username: str | None = None
+    #: *Extension.* A permanent link ("permalink"): dialled at start and redialled for ever
+    #: when lost.
+    permanent: bool = False
+    #: *Extension.* The mode of the permanent link.
+    mode: LinkModeName = "transceive"
+    #: *Extension.* Where the node is, instead of looking it up (host:port).
+    addr: Address | None = None
+    #: *Extension.* `dstar`: this node is a D-Star gateway; while a link to it is up (or being
+    #: set up) the node refuses to key (spec: D-Star is never keyed remotely).
+    network: LinkNetworkName = "allstar"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeyingConfig:
+    """*Extension* `[keying]`: the operator's push-to-talk (`POST /key`)."""
+
+    #: TX time-out: a key held this long is released and reported (app_rpt's default 180 s).
+    tx_timeout_secs: int = 180
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -395,6 +421,10 @@ class NodeConfig:
     announce: AnnounceConfig = field(default_factory=AnnounceConfig)
     dtmf: DtmfConfig = field(default_factory=DtmfConfig)
     links: Mapping[str, LinkConfig] = field(default_factory=FrozenDict)
+    #: *Extension* (`[links] verify_source_ip`): refuse an inbound link whose source address
+    #: is not the address its node number resolves to, as app_rpt does.
+    verify_source_ip: bool = False
+    keying: KeyingConfig = field(default_factory=KeyingConfig)
     #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
     #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
     #: resolved against the config file's directory.
@@ -436,6 +466,7 @@ _SECTIONS: tuple[str, ...] = (
     "announce",
     "dtmf",
     "links",
+    "keying",
     "portal",
     "parrot",
     "statpost",
@@ -888,7 +919,23 @@ def _parse_dtmf(r: _Reader, raw: object) -> DtmfConfig:
     )
 
 
-_LINKS_KEYS: tuple[str, ...] = ("nodes_file", "dns", "dns_domain", "dns_servers", "dns_timeout_ms")
+_LINKS_KEYS: tuple[str, ...] = (
+    "nodes_file",
+    "verify_source_ip",
+    "dns",
+    "dns_domain",
+    "dns_servers",
+    "dns_timeout_ms",
+)
+_LINK_KEYS: tuple[str, ...] = ("shape", "username", "permanent", "mode", "addr", "network")
+
+
+@dataclass(frozen=True, slots=True)
+class _Links:
+    nodes: FrozenDict[str, LinkConfig]
+    nodes_file: Path | None = None
+    verify_source_ip: bool = False
+    dns: DnsConfig = field(default_factory=DnsConfig)
 
 
 def _is_domain(name: str) -> bool:
@@ -902,9 +949,7 @@ def _is_domain(name: str) -> bool:
     return False
 
 
-def _parse_links(
-    r: _Reader, raw: object
-) -> tuple[FrozenDict[str, LinkConfig], Path | None, DnsConfig]:
+def _parse_links(r: _Reader, raw: object) -> _Links:
     if not isinstance(raw, dict):
         r.fail("links", f"must be a table ([links]), got {_toml_type(raw)}")
     links: dict[str, LinkConfig] = {}
@@ -919,12 +964,16 @@ def _parse_links(
                 "is neither a [links] key nor a [links.<node_id>] table with a numeric node id",
                 [*_LINKS_KEYS, "[links.<digits>] tables"],
             )
-        t = r.table(body, name, ("shape",))
-        links[key] = LinkConfig(shape=r.choice(t, name, "shape", "standard", LINK_SHAPES))
+        links[key] = _parse_link(r, body, name)
     text = r.string(raw, "links", "nodes_file", "")
     if text:
         nodes_file = r.path.absolute().parent / Path(text).expanduser()
-    return FrozenDict(links), nodes_file, _parse_dns(r, raw)
+    return _Links(
+        FrozenDict(links),
+        nodes_file,
+        r.boolean(raw, "links", "verify_source_ip", False),
+        _parse_dns(r, raw),
+    )
 
 
 def _parse_dns(r: _Reader, t: Mapping[str, Any]) -> DnsConfig:
@@ -944,6 +993,31 @@ def _parse_dns(r: _Reader, t: Mapping[str, Any]) -> DnsConfig:
         domain=domain.strip(".").lower(),
         servers=servers,
         timeout_ms=r.integer(t, "links", "dns_timeout_ms", d.timeout_ms, 100, 30000),
+    )
+
+
+def _parse_link(r: _Reader, body: object, name: str) -> LinkConfig:
+    t = r.table(body, name, _LINK_KEYS)
+    username: str | None = None
+    if "username" in t:
+        username = r.string(t, name, "username", "")
+        if not username or len(username) > 64 or any(c.isspace() for c in username):
+            r.fail(f"{name}.username", "must be a non-empty name without spaces", "e.g. radio")
+    return LinkConfig(
+        shape=r.choice(t, name, "shape", "standard", LINK_SHAPES),
+        username=username,
+        permanent=r.boolean(t, name, "permanent", False),
+        mode=r.choice(t, name, "mode", "transceive", LINK_MODES),
+        addr=r.address(t, name, "addr", None, bind=False) if "addr" in t else None,
+        network=r.choice(t, name, "network", "allstar", LINK_NETWORKS),
+    )
+
+
+def _parse_keying(r: _Reader, raw: object) -> KeyingConfig:
+    d = KeyingConfig()
+    t = r.table(raw, "keying", ("tx_timeout_secs",))
+    return KeyingConfig(
+        tx_timeout_secs=r.integer(t, "keying", "tx_timeout_secs", d.tx_timeout_secs, 1, 3600)
     )
 
 
@@ -1014,9 +1088,7 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         if section not in doc:
             r.fail(section, f"the required section [{section}] is missing")
 
-    links, nodes_file, dns = (
-        _parse_links(r, doc["links"]) if "links" in doc else (FrozenDict(), None, DnsConfig())
-    )
+    links = _parse_links(r, doc["links"]) if "links" in doc else _Links(FrozenDict())
     config = NodeConfig(
         listener=_parse_listener(r, doc["listener"]),
         register=_parse_register(r, doc["register"]) if "register" in doc else None,
@@ -1027,9 +1099,11 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         codec_policy=r.choice(doc, None, "codec_policy", "prefer_slin16", CODEC_POLICIES),
         announce=_parse_announce(r, doc["announce"]) if "announce" in doc else AnnounceConfig(),
         dtmf=_parse_dtmf(r, doc["dtmf"]) if "dtmf" in doc else DtmfConfig(),
-        links=links,
-        nodes_file=nodes_file,
-        dns=dns,
+        links=links.nodes,
+        nodes_file=links.nodes_file,
+        verify_source_ip=links.verify_source_ip,
+        dns=links.dns,
+        keying=_parse_keying(r, doc["keying"]) if "keying" in doc else KeyingConfig(),
         statpost=_parse_statpost(r, doc["statpost"]) if "statpost" in doc else None,
         portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
         parrot=_parse_parrot(r, doc["parrot"]) if "parrot" in doc else ParrotConfig(),
@@ -1085,6 +1159,7 @@ def iter_template_keys() -> Iterator[str]:
         (DtmfConfig, "dtmf"),
         (PortalConfig, "portal"),
         (ParrotConfig, "parrot"),
+        (KeyingConfig, "keying"),
         (StatpostConfig, "statpost"),
     ):
         for f in dataclasses.fields(cls):
@@ -1098,8 +1173,10 @@ def iter_template_keys() -> Iterator[str]:
         for f in dataclasses.fields(AnnounceEventConfig):
             yield f"announce.events.{event}.{f.name}"
     yield "links.nodes_file"
+    yield "links.verify_source_ip"
     yield from ("links.dns", "links.dns_domain", "links.dns_servers", "links.dns_timeout_ms")
-    yield "links.<node_id>.shape"
+    for f in dataclasses.fields(LinkConfig):
+        yield f"links.<node_id>.{f.name}"
 
 
 def write_template(path: str | os.PathLike[str]) -> None:

@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from node.control.guard import BrowserGuard
+from node.control.page import page_routes
 from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
@@ -101,6 +102,20 @@ def create_app(controller: Controller) -> Starlette:
         node = required(body, "node", str)
         return JSONResponse(await controller.dial(node, optional(body, "addr", str)))
 
+    async def link(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        action = required(body, "action", str)
+        node = required(body, "node", str)
+        return JSONResponse(await controller.link(action, node, optional(body, "addr", str)))
+
+    async def key(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.key())
+
+    async def unkey(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.unkey())
+
     def call_command(method: Callable[[int | None], dict[str, Any]]) -> Callable[..., Any]:
         async def handler(request: Request) -> JSONResponse:
             body = await read_json_body(request)
@@ -158,12 +173,16 @@ def create_app(controller: Controller) -> Starlette:
         return error("internal error", 500)
 
     routes = [
+        *page_routes(),
         Route("/status", status, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
         Route("/shutdown", shutdown, methods=["POST"]),
         Route("/bridge", bridge, methods=["POST"]),
         Route("/dial", dial, methods=["POST"]),
+        Route("/link", link, methods=["POST"]),
+        Route("/key", key, methods=["POST"]),
+        Route("/unkey", unkey, methods=["POST"]),
         Route("/hangup", call_command(controller.hangup), methods=["POST"]),
         Route("/answer", call_command(controller.answer), methods=["POST"]),
         Route("/reject", call_command(controller.reject), methods=["POST"]),
