@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
-from node.allstar.statpost import StatReport
+from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
@@ -153,6 +153,8 @@ class Controller:
         #: Node number -> address: explicit, nodes file, DNS.
         self.resolver = NodeResolver.from_config(config)
         self.started = clock()
+        #: The operator's keying as status posts count it.
+        self.key_stats = KeyStats()
         self.calls: dict[int, CallInfo] = {}
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
@@ -592,6 +594,8 @@ class Controller:
             self._spawn(self._verify_source(action))
 
     def _publish_link_event(self, event: ln.LinkEvent) -> None:
+        if self.statpost is not None and isinstance(event, ln.LinkConnected | ln.LinkDisconnected):
+            self.statpost.links_changed()
         if isinstance(event, ln.LinkConnected):
             log.info("link to node %s up (%s, %s)", event.node, event.mode.value, event.direction)
             self.bus.publish(
@@ -720,6 +724,8 @@ class Controller:
         self.bridge.set_local_keyed(True)
         self._tx_keyed_at = now
         self.links.set_local_keyed(True, now)
+        self.key_stats.keyed(now)
+        self._post_key_change()
         timeout = self.config.keying.tx_timeout_secs
         self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
         log.info("keyed by the operator (TX time-out %d s)", timeout)
@@ -738,6 +744,8 @@ class Controller:
         if self._bridge is not None:
             self._bridge.set_local_keyed(False)
         self.links.set_local_keyed(False, self.now())
+        self.key_stats.unkeyed(self.now())
+        self._post_key_change()
         log.info("unkeyed%s", f" ({reason})" if reason else "")
         self.bus.publish(
             Link(kind="keyed", node=self.node_id, call=None, keyed=False, reason=reason)
@@ -745,8 +753,13 @@ class Controller:
         self._changed()
         return self.snapshot()
 
+    def _post_key_change(self) -> None:
+        if self.statpost is not None:
+            self.statpost.key_changed()
+
     def _tx_timed_out(self) -> None:
         self._tot = None
+        self.key_stats.timeouts += 1
         timeout = self.config.keying.tx_timeout_secs
         log.warning("TX time-out: keyed for %d s, unkeying", timeout)
         self.unkey(f"TX time-out after {timeout} s")
@@ -903,12 +916,14 @@ class Controller:
         self._apply_links(self.links.start(self.now()))
 
     def stat_report(self) -> StatReport:
-        """What a status post reports (`[statpost]`). Links and receiver keying are not tracked
-        yet: an empty link list, never keyed."""
+        """What a status post reports (`[statpost]`): the adjacent links and the operator's
+        keying (app_rpt reports its receiver: here the local source is the operator's PTT)."""
         node = self.node_id
         if node is None:
             raise CommandError("status posts need [register] node_id", 500)
-        return StatReport(node=node, uptime_s=self.now() - self.started)
+        now = self.now()
+        links = link_list(self.links.snapshot(now))
+        return self.key_stats.report(node, links, now, now - self.started)
 
     def set_bridge(
         self,

@@ -80,6 +80,18 @@ def test_http_registration_and_status_posts_end_to_end(tmp_path: Path) -> None:
                 stat.target,
             ), stat.target
 
+            # The operator's key and unkey are each posted at once (app_rpt's key posts).
+            assert node.post("/key").status_code == 200
+            _, key = collector.wait_for(2)
+            assert re.fullmatch(
+                r"/uhandler\?node=1999&time=\d+&seqno=2&keyed=1&keytime=0", key.target
+            )
+            assert node.post("/unkey").status_code == 200
+            _, _, unkey = collector.wait_for(3)
+            assert re.fullmatch(
+                r"/uhandler\?node=1999&time=\d+&seqno=3&keyed=0&keytime=0", unkey.target
+            )
+
             r = node.post("/deregister")
             assert r.status_code == 200, r.text
             assert r.json()["registration"]["state"] == "unregistered"

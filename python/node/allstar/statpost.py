@@ -22,9 +22,18 @@ from __future__ import annotations
 
 import math
 import urllib.parse
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["LINK_CHANGE_DELAY", "StatOutput", "StatPoster", "StatReport"]
+__all__ = [
+    "LINK_CHANGE_DELAY",
+    "KeyStats",
+    "StatOutput",
+    "StatPoster",
+    "StatReport",
+    "link_list",
+]
 
 #: app_rpt LINKPOSTSHORTTIME: a link change is posted this soon (seconds).
 LINK_CHANGE_DELAY = 0.2
@@ -61,6 +70,64 @@ class StatReport:
         for count in (self.kerchunks, self.keyups, self.timeouts, self.executed_commands):
             if count < 0:
                 raise ValueError("counters cannot be negative")
+
+
+def link_list(links: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The `nodes` entries for the snapshot's `links` objects, as app_rpt's `__mklinklist`
+    writes them for a status post: `C` while not up, else `R` for monitor, `T` otherwise."""
+    out = []
+    for link in links:
+        if link.get("state") != "up":
+            letter = "C"
+        elif link.get("mode") == "monitor":
+            letter = "R"
+        else:
+            letter = "T"
+        out.append(f"{letter}{link['node']}")
+    return tuple(out)
+
+
+@dataclass(slots=True)
+class KeyStats:
+    """The local source's keying, counted as app_rpt counts it for status posts (sans-I/O:
+    every input carries `now`). Kerchunks stay 0: app_rpt declares the counter but never
+    increments it."""
+
+    #: Key-ups since start.
+    keyups: int = 0
+    #: Transmit time-outs since start.
+    timeouts: int = 0
+    #: Seconds keyed, from key-ups already released.
+    released_s: float = 0.0
+    #: When the current key-up began, while keyed.
+    keyed_at: float | None = None
+    #: When the source last keyed or unkeyed.
+    changed_at: float | None = None
+
+    def keyed(self, now: float) -> None:
+        if self.keyed_at is None:
+            self.keyups += 1
+            self.keyed_at = now
+            self.changed_at = now
+
+    def unkeyed(self, now: float) -> None:
+        if self.keyed_at is not None:
+            self.released_s += max(0.0, now - self.keyed_at)
+            self.keyed_at = None
+            self.changed_at = now
+
+    def report(self, node: str, links: tuple[str, ...], now: float, uptime_s: float) -> StatReport:
+        held = max(0.0, now - self.keyed_at) if self.keyed_at is not None else 0.0
+        return StatReport(
+            node=node,
+            links=links,
+            keyed=self.keyed_at is not None,
+            key_changed_s=None if self.changed_at is None else now - self.changed_at,
+            uptime_s=uptime_s,
+            keyups=self.keyups,
+            tx_s=self.released_s + held,
+            timeouts=self.timeouts,
+        )
 
 
 @dataclass(frozen=True, slots=True)
