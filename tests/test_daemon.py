@@ -211,6 +211,20 @@ def test_config_error_names_file_and_key_and_exits_78(tmp_path: Path) -> None:
     assert str(path) in err and "bridge.mode" in err and "conference" in err
 
 
+def test_template_that_cannot_be_written_is_a_config_error(tmp_path: Path) -> None:
+    # What a read-only /etc under systemd's ProtectSystem=strict looks like to the node: exit
+    # 78, which the unit does not restart, and a message saying what to do.
+    blocker = tmp_path / "etc"
+    blocker.write_text("a file where the config directory should be")
+    path = blocker / "iax-node" / "node.toml"
+    proc = NodeProcess(path, 0, 0)
+    assert proc.wait() == 78
+    _, err = proc.communicate()
+    assert str(path) in err
+    assert "template cannot be written there" in err
+    assert "Traceback" not in err
+
+
 def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", 0))

@@ -16,6 +16,11 @@ TEMPLATE = """\
 # Lines such as `#mode = "bridge"` are settings switched off: remove the `#` to use them. The
 # value shown is the default, unless the comment says it is an example.
 # Keys marked EXTENSION are not in the product spec; they exist because operators need them.
+#
+# SIGHUP (systemctl reload) re-reads this file and the peers file: [listener] settings other
+# than bind, [secrets] peers_file and [links] nodes_file apply to new calls at once, calls that
+# are up stay up; any other change needs a restart and the log names it. A file that does not
+# load changes nothing.
 
 # Offered codecs, best first:
 #   ulaw_only     = mu-law, A-law
@@ -36,7 +41,8 @@ answer = "auto"
 # Cap on simultaneous inbound calls (1-1000).
 max_calls = 8
 # Inbound authentication: "required" MD5-challenges every caller against the secret provisioned
-# for its node id (NET_PEER_<NODE>) and rejects unknown usernames; "optional"; "off".
+# for its node id ([secrets] peers_file or NET_PEER_<NODE>) and rejects unknown usernames;
+# "optional"; "off".
 auth = "required"
 # Allowlist of caller node ids, e.g. ["2000", "2001"]. Empty admits every caller (subject to
 # auth and max_calls); a caller not on a non-empty list is rejected before answer.
@@ -61,10 +67,17 @@ bind = "127.0.0.1:8730"
 #                   secret = ""
 #               The node refuses to start unless this file is readable by its owner alone
 #               (chmod 600) and refuses `secret` with any other source.
-# Per-node inbound peer secrets (for listener.auth) always come from environment variables
-# NET_PEER_<NODE>, e.g. NET_PEER_2001.
+# Per-node inbound peer secrets (for listener.auth), whatever the source, come from environment
+# variables NET_PEER_<NODE> (e.g. NET_PEER_2001) and from the peers file below.
 # Allowed: "env", "control", "config".
 source = "env"
+# EXTENSION. The peers file: one <node>=<secret> per line ('#' starts a comment line), e.g.
+#     2001=the secret of node 2001
+# Relative to this file's directory. Refused unless it is a regular file of mode 0600 (or 0400)
+# owned by the user the node runs as (or root). A node may have a secret in the file or in
+# NET_PEER_<NODE>, not both. Re-read on SIGHUP (systemctl reload): changes apply to the next
+# inbound call; calls that are up stay up.
+#peers_file = ""
 
 # Registration with an upstream registrar, so the node is reachable by its node number.
 # Omit the section to not register. The password is never here (see [secrets]). Example values:

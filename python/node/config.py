@@ -291,6 +291,9 @@ class SecretsConfig:
     #: The inline registration password, only with `source = "config"` (an empty string in the
     #: file means unset). A `Secret`, so it never shows in repr, asdict output or logs.
     secret: Secret | None = None
+    #: *Extension.* The peers file of per-node inbound secrets (`node.peers_file`), resolved
+    #: against the config file's directory; None when unset. Re-read on SIGHUP.
+    peers_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -526,6 +529,13 @@ class _Reader:
             if key not in raw:
                 self.fail(f"{name}.{key}", f"is required in [{name}]")
         return raw
+
+    def file_path(self, table: Mapping[str, Any], name: str, key: str) -> Path | None:
+        """A path key: relative to the config file's directory, `~` expanded; "" means None."""
+        text = self.string(table, name, key, "")
+        if not text:
+            return None
+        return self.path.absolute().parent / Path(text).expanduser()
 
     def boolean(self, table: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
         value = table.get(key, default)
@@ -787,7 +797,7 @@ def _parse_control(r: _Reader, raw: object) -> ControlConfig:
 
 
 def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
-    t = r.table(raw, "secrets", ("source", "secret"))
+    t = r.table(raw, "secrets", ("source", "secret", "peers_file"))
     source = r.choice(t, "secrets", "source", "env", SECRET_SOURCES)
     secret: Secret | None = None
     if "secret" in t:
@@ -804,7 +814,8 @@ def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
             )
         if value:
             secret = Secret(value)
-    return SecretsConfig(source=source, secret=secret)
+    peers_file = r.file_path(t, "secrets", "peers_file")
+    return SecretsConfig(source=source, secret=secret, peers_file=peers_file)
 
 
 def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
@@ -955,6 +966,9 @@ def _parse_links(r: _Reader, raw: object) -> _Links:
     links: dict[str, LinkConfig] = {}
     nodes_file: Path | None = None
     for key, body in raw.items():
+        if key == "nodes_file":
+            nodes_file = r.file_path(raw, "links", "nodes_file")
+            continue
         if key in _LINKS_KEYS:
             continue
         name = f"links.{key}"
@@ -965,9 +979,6 @@ def _parse_links(r: _Reader, raw: object) -> _Links:
                 [*_LINKS_KEYS, "[links.<digits>] tables"],
             )
         links[key] = _parse_link(r, body, name)
-    text = r.string(raw, "links", "nodes_file", "")
-    if text:
-        nodes_file = r.path.absolute().parent / Path(text).expanduser()
     return _Links(
         FrozenDict(links),
         nodes_file,

@@ -49,9 +49,10 @@ from node.links.lookup import NodeResolver
 from node.links.resolve import NodeAddress, same_ip
 from node.media.bridge import MediaBridge
 from node.registration_status import format_addr, registration_json
-from node.secrets import SecretStore
+from node.reload import ReloadPlan, plan_reload
+from node.secrets import PeersChange, SecretStore
 
-__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller"]
+__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller", "Reloaded"]
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,14 @@ class CallInfo:
             "duration_s": round(now - (self.answered or self.started), 1),
             "keyed": self.keyed,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Reloaded:
+    """What `Controller.reload` changed (names and node ids only)."""
+
+    plan: ReloadPlan
+    peers: PeersChange
 
 
 class Controller:
@@ -686,11 +695,17 @@ class Controller:
         self._apply_links(self.links.source_checked(action.callno, matches, self.now()))
 
     async def link(self, action: str, node: str, addr: str | None = None) -> dict[str, Any]:
-        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`."""
-        if action not in (*LINK_ACTIONS, "disconnect"):
+        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`; or
+        `disconnect_all` (app_rpt's `ilink 6`; `node` is not used)."""
+        if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
             raise CommandError(
-                f"unknown link action {action!r} (accepted: connect, monitor, disconnect)", 400
+                f"unknown link action {action!r} "
+                "(accepted: connect, monitor, disconnect, disconnect_all)",
+                400,
             )
+        if action == "disconnect_all":
+            self._apply_links(self.links.disconnect_all(self.now()))
+            return self.snapshot()
         if not node.isdigit():
             raise CommandError("node must be a node number (digits)", 400)
         now = self.now()
@@ -907,6 +922,24 @@ class Controller:
             self.http_registration.set_secret(self.secrets.node_secret())
         if not self.registered:
             self.register()
+
+    def reload(self, loaded: NodeConfig) -> Reloaded:
+        """SIGHUP: take the reloadable settings of a re-read config (see `node.reload`).
+
+        All or nothing: a `ConfigError` (a bad peers file, a peer in both the file and the
+        environment) leaves everything as it was. Calls that are up, ringing or being set up keep
+        the rules and the secret they were admitted with; the new ones meet the next inbound
+        call.
+        """
+        plan = plan_reload(self.config, loaded)
+        peers = self.secrets.reload(plan.config)
+        if (plan.config.nodes_file, plan.config.dns) != (self.config.nodes_file, self.config.dns):
+            self.resolver = NodeResolver.from_config(plan.config)
+        self.config = plan.config
+        self.endpoint.set_policy(
+            InboundPolicy.from_listener(plan.config.listener, enabled=self.endpoint.listening)
+        )
+        return Reloaded(plan, peers)
 
     def start(self) -> None:
         """Start-up actions: register when configured and the credential is known; dial the
