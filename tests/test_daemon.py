@@ -53,6 +53,13 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
     assert audio["backend"] == "none" and audio["running"] is True and audio["rate"] == 16000
+    # The link contract's registration object: no [register], so no method.
+    assert snap.pop("registration") == {
+        "method": None,
+        "state": "unregistered",
+        "perceived_addr": None,
+        "last_failure": None,
+    }
     assert snap == {}
 
 

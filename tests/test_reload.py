@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -72,6 +73,39 @@ def test_peers_file_and_nodes_file_apply(tmp_path: Path) -> None:
     assert plan.needs_restart == ()
     assert plan.config.secrets.peers_file == tmp_path / "p"
     assert plan.config.nodes_file == Path("/var/extnodes")
+
+
+def test_dns_lookup_settings_apply(tmp_path: Path) -> None:
+    plan = plan_for(
+        tmp_path,
+        '[links]\ndns = false\ndns_domain = "example.org"\ndns_servers = ["127.0.0.1:5353"]\n'
+        "dns_timeout_ms = 500\n",
+    )
+    assert plan.applied == (
+        "links.dns",
+        "links.dns_domain",
+        "links.dns_servers",
+        "links.dns_timeout_ms",
+    )
+    assert plan.needs_restart == ()
+    assert plan.config.dns.servers == (Address("127.0.0.1", 5353),)
+    assert not plan.config.dns.enabled
+
+
+def test_http_registration_and_status_posts_need_a_restart(tmp_path: Path) -> None:
+    http = '[register]\nmethod = "http"\nnode_id = "2000"\n'
+    running = load(tmp_path, BASE + http)
+    loaded = load(tmp_path, BASE + http + 'url = "https://r.example.org/"\n[statpost]\n')
+    plan = plan_reload(running, loaded)
+    assert plan.needs_restart == ("register.url", "statpost")
+    assert plan.config == running
+
+
+def test_controller_reload_points_lookups_at_the_new_nodes_file(tmp_path: Path) -> None:
+    (tmp_path / "new").write_text("2000=radio@192.0.2.7:4569/2000,192.0.2.7\n")
+    controller = make_controller(tmp_path, BASE + "[links]\ndns = false\n")
+    controller.reload(load(tmp_path, BASE + '[links]\ndns = false\nnodes_file = "new"\n'))
+    assert asyncio.run(controller.resolver.lookup("2000")).host == "192.0.2.7"
 
 
 def test_everything_else_keeps_its_running_value(tmp_path: Path) -> None:

@@ -82,12 +82,27 @@ source = "env"
 # Registration with an upstream registrar, so the node is reachable by its node number.
 # Omit the section to not register. The password is never here (see [secrets]). Example values:
 #[register]
-# Registrar address, "<host>:<port>".
+# EXTENSION. "iax2" (IAX2 REGREQ to `peer`) or "http" (AllStarLink 3's JSON POST to `url`).
+# Use one, never both: callees check that our calls come from the address we registered.
+#method = "iax2"
+# Registrar address, "<host>:<port>" (method "iax2" only; required there).
 #peer = "register.example.org:4569"
+# EXTENSION. The HTTP registrar (method "http" only), for example:
+# url = "https://register.allstarlink.org/"
 # This node's number; also the register username.
 #node_id = "2000"
-# EXTENSION. Registration refresh interval in seconds (10-3600); default 60.
+# EXTENSION. Refresh interval in seconds (10-3600): the IAX2 REFRESH asked for, or how often the
+# HTTP registration is re-posted.
 #refresh = 60
+
+# EXTENSION. Status posts to a stats collector, as app_rpt's statpost_url does (a GET with the
+# node's links and counters every interval, and one on every key change). Needs [register]
+# node_id. Omit the section to post nothing. Example values:
+#[statpost]
+# The collector (http:// or https://, no query).
+#url = "http://stats.allstarlink.org/uhandler"
+# Seconds between the full posts (30-600).
+#interval_secs = 60
 
 # The conference bridge; the topology can be changed live with POST /bridge.
 #[bridge]
@@ -160,11 +175,22 @@ source = "env"
 # Time allowed between the digits of a * sequence, in milliseconds (100-60000).
 #inter_digit_timeout_ms = 3000
 
-# Node-to-node links.
+# Node-to-node links. A node number is looked up in this order: the address given with the
+# command, then nodes_file, then DNS.
 #[links]
 # EXTENSION. Optional file resolving node numbers to addresses, one entry per line in the
-# extnodes form <node>=radio@<ip>:<port>/<node>,<ip>. Relative to this file's directory.
+# extnodes form <node>=radio@<ip>:<port>/<node>,<ip> (the last field is the address inbound
+# calls from that node must come from, or NONE). Re-read on every lookup. Relative to this
+# file's directory.
 #nodes_file = ""
+# EXTENSION. Look node numbers of 4 or more digits up in DNS as AllStarLink 3 does (SRV
+# _iax._udp.<node>.<dns_domain>, then the target's A record).
+#dns = true
+#dns_domain = "nodes.allstarlink.org"
+# Name servers, e.g. ["127.0.0.1:5353"]; empty uses the system resolver.
+#dns_servers = []
+# Time allowed for one lookup in milliseconds (100-30000).
+#dns_timeout_ms = 3000
 # EXTENSION. Refuse an inbound link whose source address is not the address its node number
 # resolves to (what AllStarLink nodes do for "radio" callers).
 #verify_source_ip = false

@@ -23,6 +23,10 @@ from pathlib import Path
 
 import uvicorn
 
+from node import __version__
+from node.allstar.http_registration import HttpRegistration
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
 from node.control.app import create_app
 from node.controller import Controller
@@ -103,6 +107,25 @@ def load_or_create(path: Path) -> NodeConfig:
     return load_config(path)
 
 
+def _http_services(
+    config: NodeConfig, secrets: SecretStore, controller: Controller, iax_port: int
+) -> tuple[HttpRegistrationRunner | None, StatPostRunner | None]:
+    """The HTTP registration (`[register] method = "http"`) and status posts (`[statpost]`)."""
+    now = controller.now()
+    registration = None
+    reg = config.register
+    if reg is not None and reg.method == "http":
+        core = HttpRegistration(
+            reg.url, reg.node_id, secrets.node_secret(), iax_port, reg.refresh, now
+        )
+        registration = HttpRegistrationRunner(core, controller.on_registration_events)
+    statpost = None
+    if config.statpost is not None:
+        poster = StatPoster(config.statpost.url, config.statpost.interval_secs, __version__, now)
+        statpost = StatPostRunner(poster, controller.stat_report)
+    return registration, statpost
+
+
 def reload(path: Path, controller: Controller) -> str:
     """Re-read the config and peers files and apply what can change; a one-line outcome.
 
@@ -170,8 +193,15 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
         log.error("cannot start audio ([audio] backend = %s): %s", config.audio.backend, exc)
         return EXIT_RUNTIME
     transport.start(loop)
-    controller.attach(transport, bridge, stop.set)
+    http_registration, statpost = _http_services(
+        config, secrets, controller, transport.local_addr[1]
+    )
+    controller.attach(
+        transport, bridge, stop.set, http_registration=http_registration, statpost=statpost
+    )
     controller.start()
+    if statpost is not None:
+        statpost.start()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     path = config.path if config.path is not None else Path("node.toml")
@@ -215,6 +245,10 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
         code = EXIT_RUNTIME
     log.info("shutting down")
     notifier.stopping()
+    # The HTTP services stop first, so that nothing they report follows the final event.
+    for service in (http_registration, statpost):
+        if service is not None:
+            await service.aclose()
     controller.close()
     server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):

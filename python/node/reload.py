@@ -8,6 +8,8 @@ Reloadable, for what happens from now on (calls already up are never touched):
   re-read on every reload, whether the key changed or not; `SecretStore.reload`).
 - `[links] nodes_file`: which file node numbers resolve in (its content is read at each dial
   anyway, so an updated file needs no reload at all).
+- `[links] dns`, `dns_domain`, `dns_servers`, `dns_timeout_ms`: how node numbers are looked up
+  in DNS (the lookup cache starts empty after such a change).
 
 Everything else was wired into sockets, threads and devices at startup (`listener.bind`,
 `control.bind`, `codec_policy` and so the station rate, `[audio]`, `[bridge]`, `[register]`, the
@@ -36,6 +38,10 @@ RELOADABLE: frozenset[str] = frozenset(
         "listener.calltoken",
         "secrets.peers_file",
         "links.nodes_file",
+        "links.dns",
+        "links.dns_domain",
+        "links.dns_servers",
+        "links.dns_timeout_ms",
     }
 )
 
@@ -68,6 +74,7 @@ def plan_reload(running: NodeConfig, loaded: NodeConfig) -> ReloadPlan:
         listener=dataclasses.replace(loaded.listener, bind=running.listener.bind),
         secrets=dataclasses.replace(running.secrets, peers_file=loaded.secrets.peers_file),
         nodes_file=loaded.nodes_file,
+        dns=loaded.dns,
     )
     return ReloadPlan(config, applied, needs_restart)
 
@@ -100,6 +107,14 @@ def _flatten(config: NodeConfig) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for f in dataclasses.fields(config):
         if f.name == "path":
+            continue
+        if f.name == "dns":
+            # Keys of [links] in the file, one dataclass in the config.
+            dns = config.dns
+            flat["links.dns"] = dns.enabled
+            flat["links.dns_domain"] = dns.domain
+            flat["links.dns_servers"] = dns.servers
+            flat["links.dns_timeout_ms"] = dns.timeout_ms
             continue
         _walk(flat, _KEY_OF_FIELD.get(f.name, f.name), getattr(config, f.name))
     return flat

@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import stat
+import string
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ __all__ = [
     "SecretStore",
     "check_private_file",
     "private_mode_problem",
+    "shown_text",
 ]
 
 #: What every redacted secret is shown as.
@@ -59,6 +61,9 @@ ENV_PEER_PREFIX = "NET_PEER_"
 ENVIRONMENT = "environment"
 
 _NODE_ID = re.compile(r"[0-9]+")
+_PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
+#: A peer's free text (a registrar's CAUSE or reply) is shown to operators at most this long.
+MAX_SHOWN_TEXT = 120
 
 
 class Secret:
@@ -123,6 +128,16 @@ class Secret:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
         return self
+
+
+def shown_text(text: str, private: Iterable[str], limit: int = MAX_SHOWN_TEXT) -> str:
+    """A peer's free text made fit to show: printable, short, and free of anything we sent that
+    must stay private (a hostile registrar could echo a password back)."""
+    clean = "".join(c if c in _PRINTABLE else "?" for c in text).strip()
+    for value in private:
+        if value:
+            clean = clean.replace(value, REDACTED)
+    return clean[:limit]
 
 
 def private_mode_problem(mode: int, path: str | os.PathLike[str]) -> tuple[str, str] | None:

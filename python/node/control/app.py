@@ -100,7 +100,7 @@ def create_app(controller: Controller) -> Starlette:
     async def dial(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         node = required(body, "node", str)
-        return JSONResponse(controller.dial(node, optional(body, "addr", str)))
+        return JSONResponse(await controller.dial(node, optional(body, "addr", str)))
 
     async def link(request: Request) -> JSONResponse:
         body = await read_json_body(request)
