@@ -1,16 +1,24 @@
 //! The engine: the one thread that owns the IAX2 UDP socket.
 //!
-//! Every datagram is parsed here, in Rust. Malformed datagrams are counted and dropped. Full
+//! Datagrams come and go through a [`Transport`] (`transport.rs`: batched `recvmmsg` and
+//! `sendmmsg` on a UDP socket), so the socket I/O is one small interface another transport can
+//! implement. Every datagram is parsed here, in Rust. Malformed datagrams are counted and dropped. Full
 //! frames (signalling, and the rare full voice frame) are queued for Python, which drains them in
 //! batches when the wakeup descriptor becomes readable; mini and trunk voice frames stay in Rust
 //! and never cost a Python call. Python sends through [`Engine::send_to`], which writes straight
 //! to the shared socket from the caller's thread.
 //!
+//! The thread wakes for each datagram while the load is light, so signalling reaches Python at
+//! once. Under load (at least [`BUSY_DATAGRAMS`] in the last tick) it stops waking per datagram
+//! and drains the socket every [`BUSY_DRAIN`] and just before each tick instead: media frames
+//! are only consumed by the tick, and each keeps the kernel's receive time, so reading them in
+//! batches adds no latency and the jitter buffer still sees their true arrival.
+//!
 //! This is the only module that starts a thread or reads the clock.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,10 +30,15 @@ use crate::codec::Codec;
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
+use crate::transport::{OutDatagram, RecvBatch, Transport, UdpTransport};
 
-/// Largest datagram we read. IAX2 frames fit in one MTU, but a larger datagram must be read
-/// whole so it is counted as what it is instead of being silently truncated.
-const RECV_BUFFER: usize = 65_536;
+/// Datagrams in one tick from which the engine counts as busy and drains on a timer.
+pub const BUSY_DATAGRAMS: u64 = 32;
+
+/// Interval between two drains of the socket while busy. Short enough that a tick's worth of
+/// datagrams at 2,000 legs (~2,000) fits any receive buffer the engine asks for several times
+/// over; long enough that each wake reads hundreds of datagrams in a handful of syscalls.
+pub const BUSY_DRAIN: Duration = Duration::from_millis(5);
 
 /// The media clock.
 const TICK: Duration = Duration::from_millis(FRAME_MS as u64);
@@ -55,6 +68,8 @@ pub struct EngineConfig {
     /// Full frames waiting for Python beyond this many are dropped and counted: if the asyncio
     /// loop stalls, memory stays bounded and the stall is visible in the counters.
     pub queue_limit: usize,
+    /// Legs the node is configured to carry: the socket buffers are sized for this many.
+    pub legs: usize,
 }
 
 impl EngineConfig {
@@ -64,6 +79,7 @@ impl EngineConfig {
             rate: 8000,
             mix_minus: true,
             queue_limit: 4096,
+            legs: 64,
         }
     }
 }
@@ -132,6 +148,10 @@ struct Counters {
     bytes_out: AtomicU64,
     send_errors: AtomicU64,
     recv_errors: AtomicU64,
+    truncated: AtomicU64,
+    recv_calls: AtomicU64,
+    send_calls: AtomicU64,
+    wakeups: AtomicU64,
 }
 
 /// A consistent-enough copy of the counters (each value is read atomically).
@@ -158,6 +178,18 @@ pub struct CounterSnapshot {
     pub bytes_out: u64,
     pub send_errors: u64,
     pub recv_errors: u64,
+    /// Datagrams longer than the engine reads whole (counted, never parsed).
+    pub truncated: u64,
+    /// Datagrams the kernel dropped because the socket's receive buffer was full.
+    pub kernel_drops: u64,
+    /// System calls that read (`recvmmsg`) and sent a tick's output (`sendmmsg`).
+    pub recv_calls: u64,
+    pub send_calls: u64,
+    /// Times the engine thread woke (a tick, a readable socket, or a drain while busy).
+    pub wakeups: u64,
+    /// Socket buffer sizes the kernel granted, in bytes.
+    pub rcvbuf_bytes: u64,
+    pub sndbuf_bytes: u64,
 }
 
 impl Counters {
@@ -177,6 +209,11 @@ impl Counters {
             bytes_out: r(&self.bytes_out),
             send_errors: r(&self.send_errors),
             recv_errors: r(&self.recv_errors),
+            truncated: r(&self.truncated),
+            recv_calls: r(&self.recv_calls),
+            send_calls: r(&self.send_calls),
+            wakeups: r(&self.wakeups),
+            ..CounterSnapshot::default()
         }
     }
 }
@@ -255,6 +292,15 @@ pub struct TickSnapshot {
     pub max_us: u32,
 }
 
+/// Lengths of the engine's queues at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepths {
+    pub frames: usize,
+    pub events: usize,
+    pub commands: usize,
+    pub speaker: usize,
+}
+
 /// The local radio's audio between the device thread and the engine (station rate, i16).
 #[derive(Debug, Default)]
 struct LocalPort {
@@ -264,7 +310,7 @@ struct LocalPort {
 
 /// State shared by the socket thread and the handle Python holds.
 struct Shared {
-    socket: UdpSocket,
+    transport: Box<dyn Transport>,
     queue: Mutex<VecDeque<Received>>,
     events: Mutex<VecDeque<EngineEvent>>,
     commands: Mutex<Vec<Command>>,
@@ -340,6 +386,9 @@ struct Worker {
     /// Ticks since the jitter statistics were last published, and the leg count then.
     stats_age: u32,
     stats_legs: usize,
+    /// Datagrams read since the last tick, and whether the last tick had enough to be busy.
+    tick_datagrams: u64,
+    busy: bool,
 }
 
 impl Worker {
@@ -404,6 +453,46 @@ impl Worker {
         }
     }
 
+    /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.
+    fn drain_socket(&mut self, batch: &mut RecvBatch, next_tick: Instant) {
+        loop {
+            bump(&self.shared.counters.recv_calls, 1);
+            let n = match self.shared.transport.recv_batch(batch) {
+                Ok(n) => n,
+                // ICMP errors reported on the socket (e.g. port unreachable from an earlier
+                // send) must not stop the node.
+                Err(_) => {
+                    bump(&self.shared.counters.recv_errors, 1);
+                    return;
+                }
+            };
+            if n == 0 {
+                return;
+            }
+            let now = Instant::now();
+            for (data, meta) in batch.iter() {
+                let at = meta
+                    .age
+                    .and_then(|age| now.checked_sub(age))
+                    .unwrap_or(now)
+                    .max(self.epoch);
+                let at_ms = self.now_ms(at);
+                if meta.truncated {
+                    let c = &self.shared.counters;
+                    bump(&c.datagrams_in, 1);
+                    bump(&c.truncated, 1);
+                    bump(&c.malformed, 1);
+                    continue;
+                }
+                self.handle_datagram(data, meta.from, at_ms);
+            }
+            self.tick_datagrams += n as u64;
+            if n < crate::transport::BATCH || Instant::now() >= next_tick {
+                return;
+            }
+        }
+    }
+
     fn handle_datagram(&mut self, data: &[u8], from: SocketAddr, now_ms: u64) {
         let c = &self.shared.counters;
         bump(&c.datagrams_in, 1);
@@ -450,14 +539,23 @@ impl Worker {
         }
         self.tick_out.clear();
         self.station.tick(now_ms, &mut self.tick_out);
-        for d in self.tick_out.datagrams.drain(..) {
-            match self.shared.socket.send_to(&d.bytes, d.to) {
-                Ok(_) => {
-                    bump(&self.shared.counters.datagrams_out, 1);
-                    bump(&self.shared.counters.bytes_out, d.bytes.len() as u64);
-                }
-                Err(_) => bump(&self.shared.counters.send_errors, 1),
-            }
+        if !self.tick_out.datagrams.is_empty() {
+            let out = &self.tick_out;
+            let batch: Vec<OutDatagram<'_>> = out
+                .datagrams
+                .iter()
+                .map(|d| OutDatagram {
+                    to: d.to,
+                    head: &d.head,
+                    body: out.payload(d),
+                })
+                .collect();
+            let r = self.shared.transport.send_batch(&batch);
+            let c = &self.shared.counters;
+            bump(&c.datagrams_out, r.sent);
+            bump(&c.bytes_out, r.bytes);
+            bump(&c.send_errors, r.failed);
+            bump(&c.send_calls, r.calls);
         }
         if self.station.local_radio() {
             let mut port = lock(&self.shared.local);
@@ -481,16 +579,24 @@ impl Worker {
     }
 
     fn run(mut self) {
-        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut batch = RecvBatch::new();
         let mut next_tick = Instant::now() + TICK;
-        let fd = self.shared.socket.as_raw_fd();
+        let mut last_drain = Instant::now();
+        let fd = self.shared.transport.poll_fd();
         while !self.shared.stop.load(Ordering::Acquire) {
             let now = Instant::now();
             let now_ms = self.now_ms(now);
             self.apply_commands(now_ms);
             if now >= next_tick {
+                // What arrived since the last read plays in this tick.
+                if self.busy {
+                    self.drain_socket(&mut batch, now + TICK);
+                    last_drain = now;
+                }
                 let late = now - next_tick;
                 self.tick(self.now_ms(next_tick));
+                self.busy = self.tick_datagrams >= BUSY_DATAGRAMS;
+                self.tick_datagrams = 0;
                 let mut stats = lock(&self.shared.ticks);
                 stats.record(late);
                 next_tick += TICK;
@@ -500,30 +606,21 @@ impl Worker {
                 }
                 continue;
             }
-            if !wait_readable(fd, next_tick - now) {
+            if self.busy {
+                let drain_at = (last_drain + BUSY_DRAIN).min(next_tick);
+                if now < drain_at {
+                    std::thread::sleep(drain_at - now);
+                    bump(&self.shared.counters.wakeups, 1);
+                    continue;
+                }
+                self.drain_socket(&mut batch, next_tick);
+                last_drain = now;
                 continue;
             }
-            // Read everything that is waiting, then look at the clock again.
-            loop {
-                match self.shared.socket.recv_from(&mut buf) {
-                    Ok((n, from)) => {
-                        if let Some(data) = buf.get(..n) {
-                            let at = self.now_ms(Instant::now());
-                            self.handle_datagram(data, from, at);
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    // ICMP errors reported on the socket (e.g. port unreachable from an
-                    // earlier send) must not stop the node.
-                    Err(_) => {
-                        bump(&self.shared.counters.recv_errors, 1);
-                        break;
-                    }
-                }
-                if Instant::now() >= next_tick {
-                    break;
-                }
+            let readable = wait_readable(fd, next_tick - now);
+            bump(&self.shared.counters.wakeups, 1);
+            if readable {
+                self.drain_socket(&mut batch, next_tick);
             }
         }
     }
@@ -563,23 +660,34 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Bind the socket and start the engine thread.
+    /// Bind the UDP socket (buffers sized for `cfg.legs`) and start the engine thread.
     pub fn start(cfg: EngineConfig) -> Result<Engine, EngineError> {
         if cfg.rate != 8000 && cfg.rate != 16000 {
             return Err(EngineError::Rate(cfg.rate));
         }
-        let socket = UdpSocket::bind(cfg.bind).map_err(|source| EngineError::Bind {
-            addr: cfg.bind,
-            source,
-        })?;
-        let local_addr = socket.local_addr()?;
-        socket.set_nonblocking(true)?;
+        let transport =
+            UdpTransport::bind(cfg.bind, cfg.legs).map_err(|source| EngineError::Bind {
+                addr: cfg.bind,
+                source,
+            })?;
+        Self::start_with(cfg, Box::new(transport))
+    }
+
+    /// Start the engine thread on a transport built by the caller (`cfg.bind` is not used).
+    pub fn start_with(
+        cfg: EngineConfig,
+        transport: Box<dyn Transport>,
+    ) -> Result<Engine, EngineError> {
+        if cfg.rate != 8000 && cfg.rate != 16000 {
+            return Err(EngineError::Rate(cfg.rate));
+        }
+        let local_addr = transport.local_addr();
         let (wake_tx, wake_rx) = UnixStream::pair()?;
         wake_tx.set_nonblocking(true)?;
         wake_rx.set_nonblocking(true)?;
         let station = Station::new(cfg.rate, cfg.mix_minus);
         let shared = Arc::new(Shared {
-            socket,
+            transport,
             queue: Mutex::new(VecDeque::new()),
             events: Mutex::new(VecDeque::new()),
             commands: Mutex::new(Vec::new()),
@@ -607,6 +715,8 @@ impl Engine {
             media_events: Vec::new(),
             stats_age: 0,
             stats_legs: 0,
+            tick_datagrams: 0,
+            busy: false,
         };
         let thread = std::thread::Builder::new()
             .name("iax-engine".into())
@@ -698,8 +808,8 @@ impl Engine {
         if self.thread.is_none() {
             return Err(EngineError::Stopped);
         }
-        match self.shared.socket.send_to(data, to) {
-            Ok(_) => {
+        match self.shared.transport.send_to(data, to) {
+            Ok(()) => {
                 bump(&self.shared.counters.datagrams_out, 1);
                 bump(&self.shared.counters.bytes_out, data.len() as u64);
                 Ok(())
@@ -712,7 +822,24 @@ impl Engine {
     }
 
     pub fn counters(&self) -> CounterSnapshot {
-        self.shared.counters.snapshot()
+        let t = self.shared.transport.stats();
+        CounterSnapshot {
+            kernel_drops: t.kernel_drops,
+            rcvbuf_bytes: t.rcvbuf,
+            sndbuf_bytes: t.sndbuf,
+            ..self.shared.counters.snapshot()
+        }
+    }
+
+    /// What waits in the engine's queues now: full frames and events for Python, commands
+    /// for the engine thread (flat under any steady load; the soak watches them).
+    pub fn queue_depths(&self) -> QueueDepths {
+        QueueDepths {
+            frames: lock(&self.shared.queue).len(),
+            events: lock(&self.shared.events).len(),
+            commands: lock(&self.shared.commands).len(),
+            speaker: lock(&self.shared.local).speaker.len(),
+        }
     }
 
     /// Tick timing since start: count, clock restarts, lateness percentiles.
@@ -737,6 +864,14 @@ impl Engine {
             p99_us: pct(99),
             max_us: stats.max_us,
         }
+    }
+
+    /// Jitter-buffer statistics of one leg, as of the last tick.
+    pub fn leg_jitter_stats(&self, callno: u16) -> Option<JitterStats> {
+        lock(&self.shared.jitter)
+            .iter()
+            .find(|(c, _)| *c == callno)
+            .map(|(_, s)| *s)
     }
 
     /// Jitter-buffer statistics of every leg, as of the last tick.
@@ -766,6 +901,7 @@ impl Drop for Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::UdpSocket;
     use std::time::Instant;
 
     fn loopback() -> SocketAddr {

@@ -515,8 +515,14 @@ pub struct MiniFrame {
 /// Appends a mini frame's 4-byte header (call number masked to 15 bits); the payload follows.
 /// The media path encodes straight behind it, so an outgoing mini frame costs one buffer.
 pub fn write_mini_header(scall: u16, ts16: u16, out: &mut Vec<u8>) {
-    out.extend_from_slice(&(scall & CALLNO_MASK).to_be_bytes());
-    out.extend_from_slice(&ts16.to_be_bytes());
+    out.extend_from_slice(&mini_header(scall, ts16));
+}
+
+/// The 4-byte header of a mini voice frame.
+pub fn mini_header(scall: u16, ts16: u16) -> [u8; 4] {
+    let [a, b] = (scall & CALLNO_MASK).to_be_bytes();
+    let [c, d] = ts16.to_be_bytes();
+    [a, b, c, d]
 }
 
 impl MiniFrame {

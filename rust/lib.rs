@@ -14,6 +14,7 @@ pub mod media;
 pub mod mixer;
 pub mod resample;
 pub mod tone;
+pub mod transport;
 
 #[cfg(feature = "python")]
 mod binding;

@@ -117,11 +117,14 @@ pub enum MediaEvent {
     RxKey { callno: u16, keyed: bool },
 }
 
-/// A frame ready to be sent as a mini frame.
+/// A frame ready to be sent as a mini frame: its 4-byte header, then one of the tick's encoded
+/// payloads, which listeners hearing the same mix share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
     pub to: SocketAddr,
-    pub bytes: Vec<u8>,
+    pub head: [u8; 4],
+    /// Index into [`TickOutput::payloads`].
+    pub payload: usize,
 }
 
 /// The result of one tick.
@@ -129,14 +132,60 @@ pub struct Outgoing {
 pub struct TickOutput {
     pub datagrams: Vec<Outgoing>,
     pub events: Vec<MediaEvent>,
+    /// Encoded payloads of this tick (buffers are kept and reused across ticks).
+    payloads: Vec<Vec<u8>>,
+    payloads_used: usize,
 }
 
 impl TickOutput {
     pub fn clear(&mut self) {
         self.datagrams.clear();
         self.events.clear();
+        self.payloads_used = 0;
+    }
+
+    /// The payload a datagram carries.
+    pub fn payload(&self, d: &Outgoing) -> &[u8] {
+        self.payloads.get(d.payload).map_or(&[], Vec::as_slice)
+    }
+
+    /// A datagram as one buffer (header and payload), as it goes on the wire.
+    pub fn wire(&self, d: &Outgoing) -> Vec<u8> {
+        let mut v = d.head.to_vec();
+        v.extend_from_slice(self.payload(d));
+        v
+    }
+
+    /// Payloads encoded this tick: fewer than datagrams when listeners share one.
+    pub fn payload_count(&self) -> usize {
+        self.payloads_used
+    }
+
+    /// Encode `pcm` into this tick's next payload buffer; returns its index.
+    fn encode_payload(&mut self, codec: Codec, pcm: &[i16]) -> usize {
+        let i = self.payloads_used;
+        match self.payloads.get_mut(i) {
+            Some(buf) => {
+                buf.clear();
+                codec.encode(pcm, buf);
+            }
+            None => {
+                let mut buf = Vec::with_capacity(codec.bytes_for_samples(pcm.len()));
+                codec.encode(pcm, &mut buf);
+                self.payloads.push(buf);
+            }
+        }
+        self.payloads_used += 1;
+        i
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.datagrams.capacity()
+            + self.events.capacity()
+            + self.payloads.iter().map(Vec::capacity).sum::<usize>()
     }
 }
+
 
 /// Which resampler sits at a leg's edge.
 #[derive(Debug)]
@@ -693,6 +742,10 @@ impl Station {
     }
 
     fn push_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+        // Listeners that hear the plain conference (not a mix-minus of their own), in the same
+        // codec at the station rate, get the same bytes: one encode per codec and tick, one
+        // payload buffer shared by all their datagrams (Asterisk's softmix does the same).
+        let mut shared: Vec<(Codec, usize)> = Vec::new();
         for leg in &mut self.legs {
             let hears = leg.spec.mode.transmits() && self.conference.hears_audio(leg.slot);
             let elapsed = now_ms.saturating_sub(leg.ts_origin_ms);
@@ -713,8 +766,25 @@ impl Station {
             let Ok(mix) = self.conference.output(leg.slot) else {
                 continue;
             };
-            leg.tx_edge.run(mix, &mut self.resampled);
             let codec = leg.spec.codec;
+            let stateless_edge = matches!(leg.tx_edge, Edge::Same);
+            let shareable = stateless_edge && self.conference.hears_total(leg.slot);
+            let payload = match shared.iter().find(|(c, _)| *c == codec) {
+                Some(&(_, i)) if shareable => i,
+                _ => {
+                    let i = if stateless_edge {
+                        out.encode_payload(codec, mix)
+                    } else {
+                        // A resampler keeps per-leg history: it runs for every frame it sends.
+                        leg.tx_edge.run(mix, &mut self.resampled);
+                        out.encode_payload(codec, &self.resampled)
+                    };
+                    if shareable {
+                        shared.push((codec, i));
+                    }
+                    i
+                }
+            };
             let spurt_start = !leg.talking_out;
             let needs_full = spurt_start
                 || leg.last_tx_codec != Some(codec)
@@ -722,14 +792,10 @@ impl Station {
                     .last_full_ts
                     .is_none_or(|f| (f >> 15) != (ts >> 15) || wrap_diff(ts, f) < 0);
             leg.talking_out = true;
-            // Encode once, into the buffer that leaves: the event's payload, or a mini frame
-            // encoded straight behind its header.
-            let payload_len = codec.bytes_for_samples(self.resampled.len());
             if needs_full {
                 leg.last_full_ts = Some(ts);
                 leg.last_tx_codec = Some(codec);
-                let mut payload = Vec::with_capacity(payload_len);
-                codec.encode(&self.resampled, &mut payload);
+                let payload = out.payloads.get(payload).cloned().unwrap_or_default();
                 out.events.push(MediaEvent::FullVoice {
                     callno: leg.spec.callno,
                     format: codec.format_bit(),
@@ -738,12 +804,10 @@ impl Station {
                     spurt_start,
                 });
             } else {
-                let mut bytes = Vec::with_capacity(4 + payload_len);
-                crate::frame::write_mini_header(leg.spec.callno, (ts & 0xFFFF) as u16, &mut bytes);
-                codec.encode(&self.resampled, &mut bytes);
                 out.datagrams.push(Outgoing {
                     to: leg.spec.peer,
-                    bytes,
+                    head: crate::frame::mini_header(leg.spec.callno, (ts & 0xFFFF) as u16),
+                    payload,
                 });
             }
         }
@@ -826,7 +890,7 @@ mod tests {
         }
         for d in &out.datagrams {
             if d.to == to {
-                if let Ok(Frame::Mini(m)) = parse(&d.bytes) {
+                if let Ok(Frame::Mini(m)) = parse(&out.wire(d)) {
                     assert_eq!(m.scall, callno);
                     codec.decode(&m.payload, &mut pcm).ok()?;
                     return Some(pcm);
@@ -912,7 +976,7 @@ mod tests {
             }
             for d in &out.datagrams {
                 assert_eq!(d.to, addr(6001), "the talker hears nothing");
-                if let Ok(Frame::Mini(m)) = parse(&d.bytes) {
+                if let Ok(Frame::Mini(m)) = parse(&out.wire(d)) {
                     kinds.push(("mini", u32::from(m.ts16)));
                 }
             }
@@ -1189,6 +1253,7 @@ mod tests {
         }
         assert_eq!(st.buffer_capacity(), cap);
         assert!(out.datagrams.capacity() < 64 && out.events.capacity() < 64);
+        assert!(out.payloads.len() <= 8, "payload buffers are reused");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Mix-minus conference kernel at the station rate.
 //!
 //! Members are slots in flat buffers (`slots × frame_len` samples), so one tick is two linear
-//! passes: sum every talking member into an `i32` total, then give each member the total minus
-//! its own contribution (or the full mix), saturated to `i16`. Members that are not talking cost
-//! nothing in the first pass. Codecs and resampling happen at each leg's edge, outside this file.
+//! passes: sum every talking member into an `i32` total, then give each talking member the total
+//! minus its own contribution, saturated to `i16`. Everyone else hears the same saturated total,
+//! computed once: members that are not talking cost nothing in either pass, which is what keeps
+//! a hub of thousands of listeners cheap. Codecs and resampling happen at each leg's edge, outside this file.
 
 /// Errors of the mixer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub struct Conference {
     input: Vec<i16>,
     output: Vec<i16>,
     total: Vec<i32>,
+    /// The saturated total: what every member hears who does not hear a mix-minus of its own.
+    total_out: Vec<i16>,
     talkers: usize,
 }
 
@@ -54,6 +57,7 @@ impl Conference {
             input: Vec::new(),
             output: Vec::new(),
             total: vec![0; frame_len],
+            total_out: vec![0; frame_len],
             talkers: 0,
         }
     }
@@ -175,20 +179,22 @@ impl Conference {
                 }
             }
         }
-        for slot in 0..self.used.len() {
-            let own = self.mix_minus && self.talking.get(slot).copied().unwrap_or(false);
+        for (o, t) in self.total_out.iter_mut().zip(&self.total) {
+            *o = saturate(*t);
+        }
+        if !self.mix_minus {
+            return;
+        }
+        for (slot, talking) in self.talking.iter().enumerate() {
+            if !*talking {
+                continue;
+            }
             let r = slot * n..(slot + 1) * n;
             let (Some(dst), Some(src)) = (self.output.get_mut(r.clone()), self.input.get(r)) else {
                 continue;
             };
-            if own {
-                for ((o, t), s) in dst.iter_mut().zip(&self.total).zip(src) {
-                    *o = saturate(*t - i32::from(*s));
-                }
-            } else {
-                for (o, t) in dst.iter_mut().zip(&self.total) {
-                    *o = saturate(*t);
-                }
+            for ((o, t), s) in dst.iter_mut().zip(&self.total).zip(src) {
+                *o = saturate(*t - i32::from(*s));
             }
         }
     }
@@ -196,8 +202,17 @@ impl Conference {
     /// What a member hears after `mix`.
     pub fn output(&self, slot: usize) -> Result<&[i16], MixerError> {
         self.check(slot)?;
+        if self.hears_total(slot) {
+            return Ok(&self.total_out);
+        }
         let r = self.range(slot);
         self.output.get(r).ok_or(MixerError::NoSuchSlot(slot))
+    }
+
+    /// Whether a member hears the plain total of the last mix (it did not talk, or the
+    /// conference is a full mix): every such member hears exactly the same samples.
+    pub fn hears_total(&self, slot: usize) -> bool {
+        !(self.mix_minus && self.talking.get(slot).copied().unwrap_or(false))
     }
 
     /// Whether a member hears anybody this tick (someone other than itself talked, or anyone
@@ -218,7 +233,10 @@ impl Conference {
 
     /// Bytes held by the buffers (for the no-growth test).
     pub fn capacity_samples(&self) -> usize {
-        self.input.capacity() + self.output.capacity() + self.total.capacity()
+        self.input.capacity()
+            + self.output.capacity()
+            + self.total.capacity()
+            + self.total_out.capacity()
     }
 }
 

@@ -281,10 +281,16 @@ _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
 class Engine:
-    """Binds `bind` ("host:port", port 0 for any) and starts the engine thread."""
+    """Binds `bind` ("host:port", port 0 for any) and starts the engine thread; the socket
+    buffers are sized for `legs` legs."""
 
     def __new__(
-        cls, bind: str, rate: int = 8000, mix_minus: bool = True, queue_limit: int = 4096
+        cls,
+        bind: str,
+        rate: int = 8000,
+        mix_minus: bool = True,
+        queue_limit: int = 4096,
+        legs: int = 64,
     ) -> Engine: ...
     @property
     def local_addr(self) -> _Addr: ...
@@ -299,8 +305,10 @@ class Engine:
     def drain_events(self) -> list[_EngineEvent]: ...
     def send_to(self, data: bytes, addr: _Addr) -> None: ...
     def counters(self) -> dict[str, int]: ...
+    def queue_depths(self) -> dict[str, int]: ...
     def tick_stats(self) -> dict[str, int]: ...
     def jitter_stats(self) -> list[tuple[int, dict[str, int]]]: ...
+    def leg_jitter_stats(self, callno: int) -> dict[str, int] | None: ...
     def add_leg(
         self,
         callno: int,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
 from node.errors import ConfigError
+from node.iax2.endpoint import MAX_CALLS
 from node.secrets import Secret
 
 if sys.version_info >= (3, 11):
@@ -741,7 +742,7 @@ def _parse_listener(r: _Reader, raw: object) -> ListenerConfig:
     return ListenerConfig(
         bind=r.address(t, "listener", "bind", d.bind, bind=True),
         answer=r.choice(t, "listener", "answer", d.answer, ANSWERS),
-        max_calls=r.integer(t, "listener", "max_calls", d.max_calls, 1, 1000),
+        max_calls=r.integer(t, "listener", "max_calls", d.max_calls, 1, MAX_CALLS),
         auth=r.choice(t, "listener", "auth", d.auth, AUTHS),
         allowed_nodes=tuple(allowed),
         calltoken=r.choice(t, "listener", "calltoken", d.calltoken, CALLTOKENS),

@@ -261,6 +261,7 @@ class Controller:
         return {
             **self._transport.counters(),
             "tick": engine.tick_stats(),
+            "queues": engine.queue_depths(),
             "legs": {str(callno): stats for callno, stats in engine.jitter_stats()},
             "link_texts": dict(self.links.text_counts),
         }
@@ -271,19 +272,20 @@ class Controller:
     def _rr_stats(self, callno: int) -> c.RrStats:
         if self._transport is None:
             return c.RrStats()
-        for leg, s in self._transport.engine.jitter_stats():
-            if leg == callno:
-                total = s["frames_in"] + s["lost"]
-                return c.RrStats(
-                    jitter=max(0, s["jitter_ms"]),
-                    loss_percent=min(100, 100 * s["lost"] // total) if total else 0,
-                    lost=s["lost"],
-                    packets=s["frames_in"],
-                    delay=max(0, s["delay_ms"]),
-                    dropped=s["dropped"] + s["late"],
-                    out_of_order=s["reordered"],
-                )
-        return c.RrStats()
+        # One leg's figures: a PONG per call every few seconds must not copy every leg's.
+        s = self._transport.engine.leg_jitter_stats(callno)
+        if s is None:
+            return c.RrStats()
+        total = s["frames_in"] + s["lost"]
+        return c.RrStats(
+            jitter=max(0, s["jitter_ms"]),
+            loss_percent=min(100, 100 * s["lost"] // total) if total else 0,
+            lost=s["lost"],
+            packets=s["frames_in"],
+            delay=max(0, s["delay_ms"]),
+            dropped=s["dropped"] + s["late"],
+            out_of_order=s["reordered"],
+        )
 
     # --- sending and the timer ----------------------------------------------------------------
 

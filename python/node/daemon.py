@@ -169,6 +169,8 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
             controller.on_engine_events,
             rate=config.station_rate,
             mix_minus=topology.effective_mix_minus,
+            # Inbound calls, plus the links and outbound calls the node places itself.
+            legs=config.listener.max_calls + len(config.links) + 16,
         )
     except EngineError as exc:
         log.error("cannot open the IAX2 socket (listener.bind = %s): %s", config.listener.bind, exc)

@@ -121,15 +121,17 @@ pub struct PyEngine {
 
 #[pymethods]
 impl PyEngine {
-    /// Bind `bind` ("host:port", port 0 for any) and start the engine thread.
+    /// Bind `bind` ("host:port", port 0 for any) and start the engine thread. `legs` is how
+    /// many legs the node is configured to carry: the socket buffers are sized for them.
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64))]
     fn new(
         py: Python<'_>,
         bind: &str,
         rate: u32,
         mix_minus: bool,
         queue_limit: usize,
+        legs: usize,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -140,6 +142,7 @@ impl PyEngine {
         cfg.rate = rate;
         cfg.mix_minus = mix_minus;
         cfg.queue_limit = queue_limit;
+        cfg.legs = legs;
         let inner = py.detach(|| Engine::start(cfg))?;
         Ok(PyEngine { inner })
     }
@@ -350,6 +353,18 @@ impl PyEngine {
         Ok(d)
     }
 
+    /// One leg's jitter statistics as of the last tick, or None when it has no leg.
+    fn leg_jitter_stats<'py>(
+        &self,
+        py: Python<'py>,
+        callno: u16,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        match self.inner.leg_jitter_stats(callno) {
+            Some(s) => Ok(Some(jitter_to_py(py, &s)?)),
+            None => Ok(None),
+        }
+    }
+
     /// [(callno, stats dict)] for every leg, as of the last tick.
     fn jitter_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
@@ -383,6 +398,24 @@ impl PyEngine {
         d.set_item("bytes_out", c.bytes_out)?;
         d.set_item("send_errors", c.send_errors)?;
         d.set_item("recv_errors", c.recv_errors)?;
+        d.set_item("truncated", c.truncated)?;
+        d.set_item("kernel_drops", c.kernel_drops)?;
+        d.set_item("recv_calls", c.recv_calls)?;
+        d.set_item("send_calls", c.send_calls)?;
+        d.set_item("wakeups", c.wakeups)?;
+        d.set_item("rcvbuf_bytes", c.rcvbuf_bytes)?;
+        d.set_item("sndbuf_bytes", c.sndbuf_bytes)?;
+        Ok(d)
+    }
+
+    /// What waits in the engine's queues now: {"frames", "events", "commands", "speaker"}.
+    fn queue_depths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let q = self.inner.queue_depths();
+        let d = PyDict::new(py);
+        d.set_item("frames", q.frames)?;
+        d.set_item("events", q.events)?;
+        d.set_item("commands", q.commands)?;
+        d.set_item("speaker", q.speaker)?;
         Ok(d)
     }
 

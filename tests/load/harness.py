@@ -164,17 +164,22 @@ def _delta(after: dict[str, Any], before: dict[str, Any], key: str) -> int:
     return int(after[key]) - int(before[key])
 
 
-def run_load(legs: int, seconds: float, warmup: float = 3.0) -> dict[str, Any]:
-    """Run N legs for `seconds` of measured window; returns every figure and raw snapshot."""
+def run_load(
+    legs: int, seconds: float, warmup: float = 3.0, talkers: int | None = None
+) -> dict[str, Any]:
+    """Run N legs for `seconds` of measured window; returns every figure and raw snapshot.
+
+    `talkers` peers talk (default: every leg); the others only listen."""
     info = machine()
-    node = Child.start("node", [str(NODE_SCRIPT)])
+    node = Child.start("node", [str(NODE_SCRIPT), str(legs)])
     peers: Child | None = None
     try:
         hello = node.read()
         node_port = int(hello["port"])
-        peers = Child.start(
-            "peers", [str(PEERS_SCRIPT), "--node", f"127.0.0.1:{node_port}", "--legs", str(legs)]
-        )
+        argv = [str(PEERS_SCRIPT), "--node", f"127.0.0.1:{node_port}", "--legs", str(legs)]
+        if talkers is not None:
+            argv += ["--talkers", str(talkers)]
+        peers = Child.start("peers", argv)
         phello = peers.read()
         legs_spec = [
             ["127.0.0.1", port, callno]

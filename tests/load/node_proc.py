@@ -63,6 +63,7 @@ class Node:
             "spurts_ended": 0,
             "mini_before_full": 0,
             "control_events": 0,
+            "rx_key_events": 0,
             "wakeups": 0,
         }
     )
@@ -101,7 +102,7 @@ class Node:
     def on_event(self, event: tuple[Any, ...]) -> None:
         kind = event[0]
         if kind == "full_voice":
-            _, callno, fmt, ts, payload = event
+            _, callno, fmt, ts, payload, _spurt_start = event
             leg = self.legs[callno]
             frame = _core.FullFrame(
                 VOICE,
@@ -122,6 +123,8 @@ class Node:
             self.counts["mini_before_full"] += 1
         elif kind == "control":
             self.counts["control_events"] += 1
+        elif kind == "rx_key":
+            self.counts["rx_key_events"] += 1
         elif kind == "command_failed":
             self.failures.append(str(event[1]))
         else:
@@ -161,8 +164,16 @@ class Node:
         }
 
 
-async def serve() -> None:
-    engine = _core.Engine("127.0.0.1:0", rate=8000)
+def start_engine(legs: int) -> _core.Engine:
+    try:
+        return _core.Engine("127.0.0.1:0", rate=8000, legs=legs)
+    except TypeError:
+        # An engine from before socket buffers were sized (measuring an older build).
+        return _core.Engine("127.0.0.1:0", rate=8000)
+
+
+async def serve(legs: int) -> None:
+    engine = start_engine(legs)
     node = Node(engine)
     loop = asyncio.get_running_loop()
     loop.add_reader(engine.wakeup_fd(), node.on_wakeup)
@@ -195,4 +206,4 @@ def reply(obj: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve())
+    asyncio.run(serve(int(sys.argv[1]) if len(sys.argv) > 1 else 64))

@@ -1,8 +1,9 @@
 """N emulated IAX2 µ-law peers on loopback, in their own process so the node's CPU is its own.
 
-Each peer has its own UDP socket (its own address, as real peers have) and talks all the time:
-one full VOICE frame, then a mini frame every 20 ms on an absolute schedule, a steady tone of
-its own frequency. Peers are spread over up to 8 send phases inside the 20 ms period, as
+Each peer has its own UDP socket (its own address, as real peers have). A talking peer talks
+all the time: one full VOICE frame, then a mini frame every 20 ms on an absolute schedule, a
+steady tone of its own frequency. With `--talkers K` only the first K peers talk; the others
+listen (they send nothing but ACKs), the shape of a big hub where a few stations talk at once. Peers are spread over up to 8 send phases inside the 20 ms period, as
 independent callers would be. Every peer counts what the node sends it; gaps in the timestamps
 of a leg's stream are frames the node never sent. Peer 0 ("A") replaces some of its frames with
 an impulse and peer 1 ("B") times when the impulse arrives in the mix it hears: the node's
@@ -105,15 +106,22 @@ class Impulses:
 
 
 class Peers:
-    def __init__(self, node: tuple[str, int], legs: int) -> None:
+    def __init__(self, node: tuple[str, int], legs: int, talkers: int | None = None) -> None:
         self.node = node
+        self.talkers = legs if talkers is None else max(2, min(talkers, legs))
         self.sel = selectors.DefaultSelector()
         rng = np.random.default_rng(20261122 + legs)
-        tones = [tone_frames(i, legs, rng) for i in range(legs)]
+        tones = [tone_frames(i, self.talkers, rng) for i in range(legs)]
         # What B hears when nobody sends an impulse: everyone but B. Its peak must stay well
         # below the impulse so detection cannot fire on the tones.
         self.background_peak = (
-            int(np.abs(np.sum(tones, axis=0, dtype=np.int32) - tones[1]).max()) if legs > 1 else 0
+            int(
+                np.abs(
+                    np.sum(tones[: self.talkers], axis=0, dtype=np.int32) - tones[1]
+                ).max()
+            )
+            if legs > 1
+            else 0
         )
         self.impulse_frames = []
         for f in tones[0]:
@@ -131,9 +139,9 @@ class Peers:
             peer = Peer(i, sock, 2000 + i, frames)
             self.peers.append(peer)
             self.sel.register(sock, selectors.EVENT_READ, peer)
-        self.phases = min(MAX_PHASES, legs)
+        self.phases = min(MAX_PHASES, self.talkers)
         self.groups: list[list[Peer]] = [[] for _ in range(self.phases)]
-        for p in self.peers:
+        for p in self.peers[: self.talkers]:
             p.phase = p.index % self.phases
             self.groups[p.phase].append(p)
         self.t0 = 0.0
@@ -300,6 +308,7 @@ class Peers:
                 "missed": self.impulses.missed,
                 "latency_ms": list(self.impulses.latencies_ms),
             },
+            "talkers": self.talkers,
             "background_peak": self.background_peak,
             "impulse_threshold": IMPULSE_THRESHOLD,
         }
@@ -363,9 +372,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--node", required=True, help="host:port of the node's IAX2 socket")
     ap.add_argument("--legs", type=int, required=True)
+    ap.add_argument("--talkers", type=int, help="peers that talk (default: all)")
     args = ap.parse_args()
     host, port = args.node.rsplit(":", 1)
-    Peers((host, int(port)), args.legs).run()
+    Peers((host, int(port)), args.legs, args.talkers).run()
 
 
 if __name__ == "__main__":

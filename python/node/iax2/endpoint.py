@@ -14,6 +14,7 @@ Inbound admission, in order (docs/iax2.md has the reasoning):
    "auto" (iaxmodem and DroidStar-class clients never send one).
 2. The listener is disabled: REJECT.
 3. `max_calls` inbound calls are already up or being set up: REJECT "Call limit reached" / 34.
+   A call that has ended and lingers only to re-ACK a retransmitted HANGUP does not count.
 4. `allowed_nodes` is non-empty and neither CALLING_NUMBER nor USERNAME is on it: REJECT. A list
    holding only placeholders ("<node_id>", "") admits nobody.
 5. No codec in common with `codec_policy`: REJECT "Unable to negotiate codec" / 65.
@@ -28,6 +29,7 @@ call number is spent on a caller that is turned away, and a retransmitted NEW is
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -59,6 +61,7 @@ from node.iax2.stateless import apathetic_reply, stateless_reply
 
 __all__ = [
     "CALLNO_MAX",
+    "MAX_CALLS",
     "CALLNO_MIN",
     "CALLNO_QUARANTINE",
     "Endpoint",
@@ -73,6 +76,8 @@ __all__ = [
 #: parsers) nor 1 (Asterisk's number for stateless replies).
 CALLNO_MIN = 2
 CALLNO_MAX = 0x7FFF
+#: The most simultaneous calls the call-number space can hold: the bound of `max_calls`.
+MAX_CALLS = CALLNO_MAX - CALLNO_MIN + 1
 #: A released call number is not reused for this long, so late frames of an old call cannot
 #: land in a new one.
 CALLNO_QUARANTINE = 60.0
@@ -119,8 +124,8 @@ class InboundPolicy:
         ):
             if value not in accepted:
                 raise ValueError(f"{name} = {value!r} (accepted: {', '.join(accepted)})")
-        if self.max_calls < 0:
-            raise ValueError("max_calls must not be negative")
+        if not 0 <= self.max_calls <= MAX_CALLS:
+            raise ValueError(f"max_calls = {self.max_calls} (accepted: 0-{MAX_CALLS})")
         object.__setattr__(self, "allowed_nodes", tuple(self.allowed_nodes))
 
     @classmethod
@@ -205,6 +210,12 @@ class Endpoint:
         self._peer_secret = peer_secret or (lambda _node: None)
         self._rr_stats = rr_stats
         self._calls: dict[int, Call] = {}
+        # Every input must stay O(log calls) at thousands of calls: the inbound calls that count
+        # against max_calls are kept as a set, and the calls' deadlines in a heap whose stale
+        # entries (a call's deadline moved or the call is gone) are skipped when they surface.
+        self._live_inbound: set[int] = set()
+        self._deadlines: list[tuple[float, int]] = []
+        self._deadline_of: dict[int, float] = {}
         self._by_peer: dict[tuple[Address, int], int] = {}
         self._peer_key: dict[int, tuple[Address, int]] = {}
         self._released: dict[int, float] = {}
@@ -240,12 +251,36 @@ class Endpoint:
         self.inbound = inbound
 
     def inbound_count(self) -> int:
-        """Inbound calls that count against `max_calls` (up or being set up)."""
-        return sum(1 for c in self._calls.values() if c.is_inbound and c.is_live)
+        """Inbound calls that count against `max_calls` (up or being set up; not those that
+        ended and linger to re-ACK a retransmitted HANGUP)."""
+        return len(self._live_inbound)
 
     def next_deadline(self) -> float | None:
-        times = [d for c in self._calls.values() if (d := c.next_deadline()) is not None]
-        return min(times) if times else None
+        heap = self._deadlines
+        while heap:
+            at, callno = heap[0]
+            if self._deadline_of.get(callno) == at:
+                return at
+            heapq.heappop(heap)
+        return None
+
+    def _track(self, call: Call) -> None:
+        """Bring the limit set and the deadline heap up to date after `call` ran."""
+        callno = call.callno
+        if call.is_inbound and call.is_live and not call.is_closed:
+            self._live_inbound.add(callno)
+        else:
+            self._live_inbound.discard(callno)
+        deadline = None if call.is_closed else call.next_deadline()
+        if deadline is None:
+            self._deadline_of.pop(callno, None)
+        elif self._deadline_of.get(callno) != deadline:
+            self._deadline_of[callno] = deadline
+            heapq.heappush(self._deadlines, (deadline, callno))
+            if len(self._deadlines) > 4 * len(self._deadline_of) + 64:
+                # Too many stale entries: rebuild from the live deadlines.
+                self._deadlines = [(at, n) for n, at in self._deadline_of.items()]
+                heapq.heapify(self._deadlines)
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -258,10 +293,13 @@ class Endpoint:
     def _take(self, call: Call, out: Output, now: float) -> None:
         self._frames.extend((call.peer_addr, f) for f in out.frames)
         self._events.extend(out.events)
+        self._track(call)
         if call.is_closed:
             self._forget(call, now)
 
     def _forget(self, call: Call, now: float) -> None:
+        self._live_inbound.discard(call.callno)
+        self._deadline_of.pop(call.callno, None)
         self._calls.pop(call.callno, None)
         key = self._peer_key.pop(call.callno, None)
         if key is not None and self._by_peer.get(key) == call.callno:
@@ -328,10 +366,18 @@ class Endpoint:
                 self._inval(addr, frame)
             return self._output()
         callno = self._by_peer.get((addr, frame.scall))
+        is_new = frame.ftype == FrameType.IAX and frame.subclass == IaxSubclass.NEW
+        if callno is not None and is_new and not self._calls[callno].is_live:
+            # A new call from the source call number of one that has ended and only lingers
+            # to re-ACK its HANGUP: the old call keeps answering frames addressed to it (dcall),
+            # the NEW is a new caller.
+            del self._by_peer[(addr, frame.scall)]
+            self._peer_key.pop(callno, None)
+            callno = None
         if callno is not None:
             call = self._calls[callno]
             self._take(call, call.receive(frame, now), now)
-        elif frame.ftype == FrameType.IAX and frame.subclass == IaxSubclass.NEW:
+        elif is_new:
             self._admit(addr, frame, now)
         elif frame.ftype == FrameType.IAX and frame.subclass in (
             IaxSubclass.REGREQ,
@@ -344,10 +390,22 @@ class Endpoint:
 
     def timer(self, now: float) -> EndpointOutput:
         """Run every call whose deadline has come."""
-        for call in list(self._calls.values()):
+        due: list[int] = []
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            at, callno = heapq.heappop(heap)
+            if self._deadline_of.get(callno) == at:
+                del self._deadline_of[callno]
+                due.append(callno)
+        for callno in due:
+            call = self._calls.get(callno)
+            if call is None:
+                continue
             deadline = call.next_deadline()
             if deadline is not None and deadline <= now:
                 self._take(call, call.timer(now), now)
+            else:
+                self._track(call)
         return self._output()
 
     def dial(self, now: float, addr: Address, params: DialParams) -> tuple[int, EndpointOutput]:

@@ -34,9 +34,12 @@ class EngineTransport:
         on_events: Callable[[EngineEvents], None] | None = None,
         rate: int = 8000,
         mix_minus: bool = True,
+        legs: int = 64,
     ) -> None:
+        """`legs` is the most legs the node carries (calls and links): the engine sizes the
+        socket buffers for that many."""
         try:
-            self._engine = Engine(bind, rate=rate, mix_minus=mix_minus)
+            self._engine = Engine(bind, rate=rate, mix_minus=mix_minus, legs=legs)
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.
             raise EngineError(str(exc)) from exc

@@ -1,0 +1,901 @@
+//! The engine's datagram I/O, behind one small interface.
+//!
+//! The engine thread reads what arrived in batches ([`Transport::recv_batch`]) and sends each
+//! tick's output in batches ([`Transport::send_batch`]); Python's signalling goes out one
+//! datagram at a time from its own thread ([`Transport::send_to`]). Nothing else in the engine
+//! touches a socket, so another transport (a userspace WireGuard tunnel that must see every
+//! datagram in and out) implements this trait and slots in at [`crate::engine::Engine::start_with`].
+//!
+//! [`UdpTransport`] is the plain UDP socket, on Linux:
+//! - `recvmmsg` fills up to [`BATCH`] datagrams per call, each with the kernel's receive time
+//!   (`SO_TIMESTAMPNS`), so a frame read late still enters the jitter buffer at its true arrival
+//!   time, and the kernel's count of datagrams it dropped for a full buffer (`SO_RXQ_OVFL`);
+//! - `sendmmsg` sends up to [`BATCH`] datagrams per call; a run of equal-sized datagrams to one
+//!   address goes as one UDP GSO message (`UDP_SEGMENT`), where the kernel offers it;
+//! - every datagram is gathered from a header and a body, so listeners who hear the same mix
+//!   share one encoded payload and only their 4-byte mini headers differ.
+//!
+//! `unsafe` is confined to the four syscall wrappers at the end of this file (`recvmmsg`,
+//! `sendmmsg`, `setsockopt`/`getsockopt`, `clock_gettime`); each states why it is sound.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Datagrams per `recvmmsg`/`sendmmsg` call.
+pub const BATCH: usize = 64;
+
+/// Largest datagram read whole. IAX2 datagrams fit an Ethernet MTU (Asterisk trunks stop at
+/// 5,120 bytes of payload); a longer one is counted as truncated, never parsed as a prefix.
+pub const SLOT: usize = 8192;
+
+/// Most segments the kernel accepts in one UDP GSO message (`UDP_MAX_SEGMENTS`).
+const GSO_MAX_SEGMENTS: usize = 64;
+
+/// A GSO message must stay under the largest UDP payload.
+const GSO_MAX_BYTES: usize = 65_000;
+
+/// `iovec`s per `sendmmsg` call (header and body per datagram).
+const IOV_POOL: usize = 2 * BATCH * 4;
+
+/// How long one send waits for room in a full send buffer before it gives the datagrams up.
+const SEND_WAIT: Duration = Duration::from_millis(2);
+
+/// Receive times older than this are clamped: a wall-clock step between the kernel's stamp
+/// and our read must not throw a frame far into the past.
+const MAX_AGE: Duration = Duration::from_secs(1);
+
+/// One datagram to send: `head` then `body` on the wire (either may be empty).
+#[derive(Debug, Clone, Copy)]
+pub struct OutDatagram<'a> {
+    pub to: SocketAddr,
+    pub head: &'a [u8],
+    pub body: &'a [u8],
+}
+
+impl OutDatagram<'_> {
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What the transport knows about one received datagram.
+#[derive(Debug, Clone, Copy)]
+pub struct RecvMeta {
+    /// Bytes stored in the slot (at most [`SLOT`]).
+    pub len: usize,
+    pub from: SocketAddr,
+    /// The datagram was longer than [`SLOT`] and only its start was kept.
+    pub truncated: bool,
+    /// How long before the read the kernel received it, when the transport knows.
+    pub age: Option<Duration>,
+}
+
+impl Default for RecvMeta {
+    fn default() -> Self {
+        RecvMeta {
+            len: 0,
+            from: SocketAddr::from(([0, 0, 0, 0], 0)),
+            truncated: false,
+            age: None,
+        }
+    }
+}
+
+/// Reusable storage for one batch of received datagrams.
+pub struct RecvBatch {
+    buf: Vec<u8>,
+    meta: Vec<RecvMeta>,
+    count: usize,
+}
+
+impl Default for RecvBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecvBatch {
+    pub fn new() -> Self {
+        RecvBatch {
+            buf: vec![0; BATCH * SLOT],
+            meta: vec![RecvMeta::default(); BATCH],
+            count: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The datagrams of the last receive, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &RecvMeta)> {
+        self.meta
+            .iter()
+            .take(self.count)
+            .zip(self.buf.chunks(SLOT))
+            .map(|(m, slot)| (slot.get(..m.len).unwrap_or(slot), m))
+    }
+
+    /// Forget the last batch.
+    pub fn clear(&mut self) {
+        self.count = 0;
+    }
+
+    /// Append one datagram by copy (for transports that produce plaintext in user space, such
+    /// as a tunnel). False when the batch is full.
+    pub fn push(&mut self, data: &[u8], from: SocketAddr, age: Option<Duration>) -> bool {
+        let i = self.count;
+        let (Some(slot), Some(meta)) = (self.buf.chunks_mut(SLOT).nth(i), self.meta.get_mut(i))
+        else {
+            return false;
+        };
+        let n = data.len().min(SLOT);
+        if let (Some(dst), Some(src)) = (slot.get_mut(..n), data.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        *meta = RecvMeta {
+            len: n,
+            from,
+            truncated: data.len() > SLOT,
+            age,
+        };
+        self.count += 1;
+        true
+    }
+}
+
+/// The outcome of one [`Transport::send_batch`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendReport {
+    /// Datagrams handed to the kernel.
+    pub sent: u64,
+    pub bytes: u64,
+    /// Datagrams given up (refused, or no room in the send buffer in time).
+    pub failed: u64,
+    /// System calls made.
+    pub calls: u64,
+}
+
+/// Socket-level figures for the counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransportStats {
+    /// Datagrams the kernel dropped because the receive buffer was full.
+    pub kernel_drops: u64,
+    /// Receive and send buffer sizes in bytes, as the kernel reports them.
+    pub rcvbuf: u64,
+    pub sndbuf: u64,
+    /// Whether runs of datagrams to one address go out as UDP GSO messages.
+    pub gso: bool,
+}
+
+/// Datagram I/O of one engine. Every method takes `&self`: the engine thread receives and sends
+/// ticks while Python's thread sends signalling.
+pub trait Transport: Send + Sync {
+    /// The address peers send to.
+    fn local_addr(&self) -> SocketAddr;
+    /// A descriptor that is readable when `recv_batch` has something to return.
+    fn poll_fd(&self) -> RawFd;
+    /// Fill `batch` with what is waiting (never blocks); returns how many datagrams it holds.
+    fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize>;
+    /// Send every datagram, in order per destination.
+    fn send_batch(&self, out: &[OutDatagram<'_>]) -> SendReport;
+    /// Send one datagram now.
+    fn send_to(&self, data: &[u8], to: SocketAddr) -> io::Result<()>;
+    fn stats(&self) -> TransportStats;
+}
+
+/// The plain UDP socket.
+pub struct UdpTransport {
+    socket: UdpSocket,
+    local: SocketAddr,
+    drops: AtomicU64,
+    gso: AtomicBool,
+    rcvbuf: u64,
+    sndbuf: u64,
+}
+
+/// Receive buffer per leg: 100 ms of its datagrams (5) at a small datagram's kernel footprint
+/// (~1.3 KB with the skb), so a host that stalls the engine that long drops nothing.
+pub const RCVBUF_PER_LEG: usize = 5 * 1_300;
+/// Send buffer per leg: one tick's datagram in flight, twice over.
+pub const SNDBUF_PER_LEG: usize = 2 * 1_300;
+/// Never below the kernel's usual default.
+const MIN_BUFFER: usize = 212_992;
+const MAX_BUFFER: usize = 256 << 20;
+
+impl UdpTransport {
+    /// Bind `addr` and size the buffers for `legs` legs. A buffer the kernel caps below the
+    /// wanted size (`net.core.rmem_max` without `CAP_NET_ADMIN`) is used as it is; `stats()`
+    /// reports what was granted.
+    pub fn bind(addr: SocketAddr, legs: usize) -> io::Result<UdpTransport> {
+        let socket = UdpSocket::bind(addr)?;
+        socket.set_nonblocking(true)?;
+        let fd = socket.as_raw_fd();
+        // Both are best effort: without them frames get their read time and drops go uncounted.
+        let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+        let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
+        let want_rcv = legs.saturating_mul(RCVBUF_PER_LEG).clamp(MIN_BUFFER, MAX_BUFFER);
+        let want_snd = legs.saturating_mul(SNDBUF_PER_LEG).clamp(MIN_BUFFER, MAX_BUFFER);
+        grow_buffer(fd, libc::SO_RCVBUF, libc::SO_RCVBUFFORCE, want_rcv);
+        grow_buffer(fd, libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, want_snd);
+        let rcvbuf = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0);
+        let sndbuf = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0);
+        // UDP_SEGMENT is accepted as a socket option exactly where the kernel supports GSO;
+        // it is then switched off again and asked for per message.
+        let gso = sys::setsockopt_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT, 1200).is_ok()
+            && sys::setsockopt_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT, 0).is_ok();
+        Ok(UdpTransport {
+            local: socket.local_addr()?,
+            socket,
+            drops: AtomicU64::new(0),
+            gso: AtomicBool::new(gso),
+            rcvbuf: u64::try_from(rcvbuf).unwrap_or(0),
+            sndbuf: u64::try_from(sndbuf).unwrap_or(0),
+        })
+    }
+
+    /// Turn GSO off (a kernel or device that refuses it), or back on for tests.
+    pub fn set_gso(&self, on: bool) {
+        self.gso.store(on, Ordering::Relaxed);
+    }
+}
+
+/// Raise a buffer to `want` bytes: the privileged option first (not capped by the sysctl
+/// maximum), then the plain one. Never shrinks it.
+fn grow_buffer(fd: RawFd, plain: libc::c_int, force: libc::c_int, want: usize) {
+    let have = sys::getsockopt_int(fd, libc::SOL_SOCKET, plain).unwrap_or(0);
+    if usize::try_from(have).unwrap_or(0) >= want {
+        return;
+    }
+    // The kernel doubles the value it is given (the other half is its bookkeeping).
+    let ask = libc::c_int::try_from(want / 2).unwrap_or(libc::c_int::MAX);
+    if sys::setsockopt_int(fd, libc::SOL_SOCKET, force, ask).is_err() {
+        let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, ask);
+    }
+}
+
+impl Transport for UdpTransport {
+    fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    fn poll_fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+
+    fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        batch.count = 0;
+        let got = sys::recvmmsg(self.socket.as_raw_fd(), batch)?;
+        batch.count = got.count;
+        if let Some(d) = got.drops {
+            self.drops.fetch_max(u64::from(d), Ordering::Relaxed);
+        }
+        Ok(got.count)
+    }
+
+    fn send_batch(&self, out: &[OutDatagram<'_>]) -> SendReport {
+        let mut report = SendReport::default();
+        let fd = self.socket.as_raw_fd();
+        let mut rest = out;
+        while !rest.is_empty() {
+            let gso = self.gso.load(Ordering::Relaxed);
+            let (taken, r) = sys::sendmmsg(fd, rest, gso);
+            report.sent += r.sent;
+            report.bytes += r.bytes;
+            report.failed += r.failed;
+            report.calls += r.calls;
+            if r.gso_refused {
+                // Resent without GSO on the next round (quinn-udp does the same on EIO/EINVAL).
+                self.gso.store(false, Ordering::Relaxed);
+            }
+            rest = rest.get(taken..).unwrap_or(&[]);
+        }
+        report
+    }
+
+    fn send_to(&self, data: &[u8], to: SocketAddr) -> io::Result<()> {
+        self.socket.send_to(data, to).map(|_| ())
+    }
+
+    fn stats(&self) -> TransportStats {
+        TransportStats {
+            kernel_drops: self.drops.load(Ordering::Relaxed),
+            rcvbuf: self.rcvbuf,
+            sndbuf: self.sndbuf,
+            gso: self.gso.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Socket address to the kernel's representation.
+fn to_storage(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is a plain C struct; all-zero bytes are a valid value of it.
+    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            write_into(&mut storage, sin);
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            write_into(&mut storage, sin6);
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (
+        storage,
+        libc::socklen_t::try_from(len).unwrap_or(libc::socklen_t::MAX),
+    )
+}
+
+/// Copy a `sockaddr_in`/`sockaddr_in6` into the front of a `sockaddr_storage`.
+fn write_into<T: Copy>(storage: &mut libc::sockaddr_storage, value: T) {
+    const {
+        assert!(size_of::<libc::sockaddr_in6>() <= size_of::<libc::sockaddr_storage>());
+    }
+    // SAFETY: T is sockaddr_in or sockaddr_in6 (the only callers), both no larger than
+    // sockaddr_storage (asserted above) and with no stricter alignment (sockaddr_storage is
+    // aligned for every socket address type by definition); the write stays inside `storage`.
+    unsafe { std::ptr::write_unaligned((storage as *mut libc::sockaddr_storage).cast::<T>(), value) }
+}
+
+/// The kernel's socket address back to a `SocketAddr` (None for a family we do not speak).
+fn from_storage(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: ss_family says the kernel wrote a sockaddr_in, which fits in the storage
+            // and has no stricter alignment; read_unaligned copies it out.
+            let sin: libc::sockaddr_in = unsafe {
+                std::ptr::read_unaligned(
+                    (storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>(),
+                )
+            };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes()),
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6: libc::sockaddr_in6 = unsafe {
+                std::ptr::read_unaligned(
+                    (storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>(),
+                )
+            };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// The syscall wrappers: the only `unsafe` code of the transport.
+mod sys {
+    use super::*;
+
+    /// Room for a `SCM_TIMESTAMPNS` (16-byte timespec) and a `SO_RXQ_OVFL` (u32) message.
+    const CONTROL_WORDS: usize = 8;
+    /// Room for one `UDP_SEGMENT` (u16) message.
+    const GSO_CONTROL_WORDS: usize = 4;
+
+    pub(super) fn setsockopt_int(
+        fd: RawFd,
+        level: libc::c_int,
+        name: libc::c_int,
+        value: libc::c_int,
+    ) -> io::Result<()> {
+        // SAFETY: `value` is a live c_int for the whole call and the length passed is exactly
+        // its size; the kernel only reads it. An invalid fd or option is reported as an error.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    pub(super) fn getsockopt_int(
+        fd: RawFd,
+        level: libc::c_int,
+        name: libc::c_int,
+    ) -> io::Result<libc::c_int> {
+        let mut value: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `value` and `len` are live, writable locals; `len` holds the size of `value`,
+        // so the kernel writes at most that many bytes into it.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                level,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            Ok(value)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// CLOCK_REALTIME, the clock of SO_TIMESTAMPNS stamps.
+    fn realtime() -> Option<Duration> {
+        // SAFETY: an all-zero timespec is a valid value; clock_gettime writes one timespec
+        // into the pointer it is given, which points at this live local.
+        let mut ts: libc::timespec = unsafe { zeroed() };
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        if rc != 0 {
+            return None;
+        }
+        Some(Duration::new(
+            u64::try_from(ts.tv_sec).ok()?,
+            u32::try_from(ts.tv_nsec).ok()?,
+        ))
+    }
+
+    pub(super) struct Received {
+        pub count: usize,
+        /// The kernel's drop counter as of the newest datagram that carried it.
+        pub drops: Option<u32>,
+    }
+
+    /// Read up to BATCH datagrams into `batch` without blocking.
+    pub(super) fn recvmmsg(fd: RawFd, batch: &mut RecvBatch) -> io::Result<Received> {
+        // SAFETY (zeroed): mmsghdr, iovec and sockaddr_storage are plain C structs for which
+        // all-zero bytes (null pointers, zero lengths) are valid values.
+        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        let mut iovs: [libc::iovec; BATCH] = unsafe { zeroed() };
+        let mut names: [libc::sockaddr_storage; BATCH] = unsafe { zeroed() };
+        let mut control = [[0u64; CONTROL_WORDS]; BATCH];
+        for ((((h, iov), name), ctl), slot) in hdrs
+            .iter_mut()
+            .zip(iovs.iter_mut())
+            .zip(names.iter_mut())
+            .zip(control.iter_mut())
+            .zip(batch.buf.chunks_mut(SLOT))
+        {
+            iov.iov_base = slot.as_mut_ptr().cast();
+            iov.iov_len = slot.len();
+            h.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_iov = iov;
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = ctl.as_mut_ptr().cast();
+            h.msg_hdr.msg_controllen = size_of::<[u64; CONTROL_WORDS]>() as _;
+        }
+        let n = loop {
+            // SAFETY: `hdrs` holds BATCH initialised mmsghdrs. Each points at its own iovec
+            // (one slot of SLOT bytes inside `batch.buf`), its own sockaddr_storage with
+            // msg_namelen = its size, and its own 8-word control buffer with msg_controllen =
+            // its size; all are locals or borrowed mutably for the whole call and none moves
+            // while the kernel writes. MSG_DONTWAIT makes the call non-blocking; MSG_TRUNC only
+            // changes the reported length. A null timeout is allowed.
+            let rc = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    hdrs.as_mut_ptr(),
+                    BATCH as libc::c_uint,
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc >= 0 {
+                break usize::try_from(rc).unwrap_or(0);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => {
+                    return Ok(Received {
+                        count: 0,
+                        drops: None,
+                    })
+                }
+                _ => return Err(e),
+            }
+        };
+        let now = realtime();
+        let mut drops = None;
+        let mut stored = 0;
+        for (h, name) in hdrs.iter().zip(names.iter()).take(n.min(BATCH)) {
+            let full_len = h.msg_len as usize;
+            let mut meta = RecvMeta {
+                len: full_len.min(SLOT),
+                from: from_storage(name).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+                truncated: full_len > SLOT || (h.msg_hdr.msg_flags & libc::MSG_TRUNC) != 0,
+                age: None,
+            };
+            read_control(&h.msg_hdr, now, &mut meta, &mut drops);
+            if let Some(m) = batch.meta.get_mut(stored) {
+                *m = meta;
+            }
+            stored += 1;
+        }
+        Ok(Received {
+            count: stored,
+            drops,
+        })
+    }
+
+    /// Walk the control messages the kernel wrote for one datagram.
+    fn read_control(
+        hdr: &libc::msghdr,
+        now: Option<Duration>,
+        meta: &mut RecvMeta,
+        drops: &mut Option<u32>,
+    ) {
+        // SAFETY: `hdr` is a msghdr the kernel just filled: msg_control points at our live
+        // control buffer and msg_controllen says how much of it holds messages. CMSG_FIRSTHDR
+        // and CMSG_NXTHDR only return headers inside that length (or null), and every data read
+        // below checks cmsg_len against the size it reads and copies with read_unaligned.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+            while !cmsg.is_null() {
+                let c = &*cmsg;
+                let data = libc::CMSG_DATA(cmsg);
+                let room = (c.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                if c.cmsg_level == libc::SOL_SOCKET {
+                    if c.cmsg_type == libc::SCM_TIMESTAMPNS
+                        && room >= size_of::<libc::timespec>()
+                    {
+                        let ts: libc::timespec = std::ptr::read_unaligned(data.cast());
+                        if let (Some(now), Ok(s), Ok(ns)) = (
+                            now,
+                            u64::try_from(ts.tv_sec),
+                            u32::try_from(ts.tv_nsec),
+                        ) {
+                            let at = Duration::new(s, ns);
+                            meta.age = Some(now.saturating_sub(at).min(MAX_AGE));
+                        }
+                    } else if c.cmsg_type == libc::SO_RXQ_OVFL && room >= size_of::<u32>() {
+                        let d: u32 = std::ptr::read_unaligned(data.cast());
+                        *drops = Some(drops.map_or(d, |old: u32| old.max(d)));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+            }
+        }
+    }
+
+    pub(super) struct Sent {
+        pub sent: u64,
+        pub bytes: u64,
+        pub failed: u64,
+        pub calls: u64,
+        pub gso_refused: bool,
+    }
+
+    /// Send a prefix of `out` (at most BATCH messages); returns how many datagrams of `out`
+    /// were dealt with (sent or given up) and the figures.
+    pub(super) fn sendmmsg(fd: RawFd, out: &[OutDatagram<'_>], gso: bool) -> (usize, Sent) {
+        let mut r = Sent {
+            sent: 0,
+            bytes: 0,
+            failed: 0,
+            calls: 0,
+            gso_refused: false,
+        };
+        // SAFETY (zeroed): plain C structs, all-zero is a valid value (null pointers, zero
+        // lengths).
+        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        let mut iovs: [libc::iovec; IOV_POOL] = unsafe { zeroed() };
+        let mut names: [libc::sockaddr_storage; BATCH] = unsafe { zeroed() };
+        let mut control = [[0u64; GSO_CONTROL_WORDS]; BATCH];
+        // Per message: how many datagrams of `out` it carries and their total bytes.
+        let mut plan = [(0usize, 0usize); BATCH];
+        let mut msgs = 0;
+        let mut used_iov = 0;
+        let mut taken = 0;
+        while msgs < BATCH && taken < out.len() {
+            let Some(first) = out.get(taken) else { break };
+            let seg = first.len();
+            let mut n = 1;
+            if gso && seg > 0 {
+                while n < GSO_MAX_SEGMENTS
+                    && (n + 1) * seg <= GSO_MAX_BYTES
+                    && used_iov + 2 * (n + 1) <= IOV_POOL
+                {
+                    match out.get(taken + n) {
+                        Some(d) if d.to == first.to && d.len() == seg => n += 1,
+                        _ => break,
+                    }
+                }
+            }
+            if used_iov + 2 * n > IOV_POOL {
+                break;
+            }
+            let iov_start = used_iov;
+            for d in out.iter().skip(taken).take(n) {
+                for part in [d.head, d.body] {
+                    if let Some(iov) = iovs.get_mut(used_iov) {
+                        // The kernel only reads through iov_base for a send.
+                        iov.iov_base = part.as_ptr() as *mut libc::c_void;
+                        iov.iov_len = part.len();
+                        used_iov += 1;
+                    }
+                }
+            }
+            let (Some(h), Some(name), Some(ctl), Some(p)) = (
+                hdrs.get_mut(msgs),
+                names.get_mut(msgs),
+                control.get_mut(msgs),
+                plan.get_mut(msgs),
+            ) else {
+                break;
+            };
+            let (storage, len) = to_storage(&first.to);
+            *name = storage;
+            h.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = len;
+            h.msg_hdr.msg_iov = iovs.get_mut(iov_start).map_or(std::ptr::null_mut(), |v| v);
+            h.msg_hdr.msg_iovlen = (used_iov - iov_start) as _;
+            if n > 1 {
+                set_gso_control(&mut h.msg_hdr, ctl, seg);
+            }
+            *p = (n, n * seg);
+            msgs += 1;
+            taken += n;
+        }
+        let mut k = 0;
+        let mut waited = false;
+        while k < msgs {
+            let rest = hdrs.get_mut(k..msgs).unwrap_or(&mut []);
+            r.calls += 1;
+            // SAFETY: every mmsghdr in `rest` was initialised above: msg_name points at its own
+            // sockaddr_storage with the matching length, msg_iov at `msg_iovlen` consecutive
+            // iovecs inside `iovs`, each pointing into a datagram's head or body slice that
+            // `out` borrows for the whole call; msg_control (when set) at its own buffer with
+            // a valid UDP_SEGMENT message. All are live locals that do not move during the
+            // call; the kernel only reads them and writes msg_len. MSG_DONTWAIT: never blocks.
+            let rc = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    rest.as_mut_ptr(),
+                    rest.len() as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if rc > 0 {
+                for (n, bytes) in plan.iter().skip(k).take(rc as usize) {
+                    r.sent += *n as u64;
+                    r.bytes += *bytes as u64;
+                }
+                k += rc as usize;
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            let (n, _) = plan.get(k).copied().unwrap_or((1, 0));
+            match e.raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::EAGAIN) if !waited => {
+                    waited = true;
+                    let _ = wait_writable(fd, SEND_WAIT);
+                }
+                Some(libc::EIO | libc::EINVAL) if n > 1 => {
+                    // No GSO here after all: hand the rest back to be sent without it.
+                    r.gso_refused = true;
+                    let done: usize = plan.iter().take(k).map(|p| p.0).sum();
+                    return (done, r);
+                }
+                _ => {
+                    r.failed += n as u64;
+                    k += 1;
+                }
+            }
+        }
+        (taken, r)
+    }
+
+    fn set_gso_control(hdr: &mut libc::msghdr, ctl: &mut [u64; GSO_CONTROL_WORDS], seg: usize) {
+        hdr.msg_control = ctl.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE of a u16 is 24 bytes on Linux, within the 32-byte buffer.
+        hdr.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+        // SAFETY: msg_control points at our live, 8-byte-aligned buffer with msg_controllen
+        // set, so CMSG_FIRSTHDR returns its start (non-null); the header and the u16 after it
+        // (at CMSG_DATA) lie inside the buffer, and write_unaligned has no alignment needs.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(hdr);
+            if cmsg.is_null() {
+                return;
+            }
+            (*cmsg).cmsg_level = libc::SOL_UDP;
+            (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+            let seg = u16::try_from(seg).unwrap_or(u16::MAX);
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), seg);
+        }
+    }
+
+    fn wait_writable(fd: RawFd, timeout: Duration) -> bool {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid, initialised pollfd that lives for the whole call, count 1.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        n > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn loopback() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    }
+
+    fn recv_all(t: &UdpTransport, want: usize) -> Vec<(Vec<u8>, RecvMeta)> {
+        let mut batch = RecvBatch::new();
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.len() < want && Instant::now() < deadline {
+            if t.recv_batch(&mut batch).expect("recv") == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            got.extend(batch.iter().map(|(d, m)| (d.to_vec(), *m)));
+        }
+        got
+    }
+
+    #[test]
+    fn batches_keep_order_sources_and_kernel_times() {
+        let rx = UdpTransport::bind(loopback(), 10).expect("bind");
+        let tx = UdpSocket::bind(loopback()).expect("peer");
+        for i in 0..150u8 {
+            tx.send_to(&[i; 20], rx.local_addr()).expect("send");
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let got = recv_all(&rx, 150);
+        assert_eq!(got.len(), 150);
+        for (i, (data, meta)) in got.iter().enumerate() {
+            assert_eq!(data, &vec![i as u8; 20]);
+            assert_eq!(meta.from, tx.local_addr().expect("addr"));
+            assert!(!meta.truncated);
+            // Sent 30 ms before the read: the kernel's stamp says so.
+            let age = meta.age.expect("kernel timestamp");
+            assert!(age >= Duration::from_millis(25), "{age:?}");
+        }
+    }
+
+    #[test]
+    fn long_datagrams_are_reported_truncated() {
+        let rx = UdpTransport::bind(loopback(), 1).expect("bind");
+        let tx = UdpSocket::bind(loopback()).expect("peer");
+        tx.send_to(&vec![7u8; SLOT + 100], rx.local_addr())
+            .expect("send");
+        let got = recv_all(&rx, 1);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].1.truncated);
+        assert_eq!(got[0].0.len(), SLOT);
+    }
+
+    fn send_and_check(gso: bool) {
+        let tx = UdpTransport::bind(loopback(), 1).expect("bind");
+        tx.set_gso(gso);
+        let peers: Vec<UdpSocket> = (0..3)
+            .map(|_| UdpSocket::bind(loopback()).expect("peer"))
+            .collect();
+        let body = vec![0xABu8; 160];
+        let heads: Vec<[u8; 4]> = (0..300u16)
+            .map(|i| {
+                let b = i.to_be_bytes();
+                [b[0], b[1], 0, 0]
+            })
+            .collect();
+        // Runs to one address (GSO material), then alternating addresses, then a short one.
+        let mut out = Vec::new();
+        for (i, h) in heads.iter().enumerate() {
+            let p = if i < 200 { 0 } else { 1 + i % 2 };
+            out.push(OutDatagram {
+                to: peers[p].local_addr().expect("addr"),
+                head: h,
+                body: if i == 299 { &body[..10] } else { &body },
+            });
+        }
+        let report = tx.send_batch(&out);
+        assert_eq!(report.sent, 300);
+        assert_eq!(report.failed, 0);
+        assert_eq!(report.bytes, 299 * 164 + 14);
+        for p in &peers {
+            p.set_read_timeout(Some(Duration::from_secs(2)))
+                .expect("timeout");
+        }
+        let mut buf = [0u8; 2048];
+        for (i, d) in out.iter().enumerate() {
+            let p = if i < 200 { 0 } else { 1 + i % 2 };
+            let (n, from) = peers[p].recv_from(&mut buf).expect("datagram");
+            assert_eq!(from, tx.local_addr());
+            assert_eq!(n, d.len(), "datagram {i}");
+            assert_eq!(&buf[..4], d.head);
+            assert_eq!(&buf[4..n], d.body);
+        }
+        if gso && tx.stats().gso {
+            assert!(report.calls <= 3, "{report:?}");
+        }
+    }
+
+    #[test]
+    fn send_batch_gathers_heads_and_shared_bodies() {
+        send_and_check(false);
+    }
+
+    #[test]
+    fn send_batch_with_gso_splits_into_the_same_datagrams() {
+        send_and_check(true);
+    }
+
+    #[test]
+    fn buffers_are_sized_for_the_legs() {
+        let t = UdpTransport::bind(loopback(), 2000).expect("bind");
+        let s = t.stats();
+        // Granted in full with CAP_NET_ADMIN, else up to net.core.rmem_max: never below the
+        // default.
+        assert!(s.rcvbuf >= MIN_BUFFER as u64, "{s:?}");
+        assert!(s.sndbuf >= MIN_BUFFER as u64, "{s:?}");
+    }
+
+    #[test]
+    fn kernel_drops_are_counted() {
+        let rx = UdpTransport::bind(loopback(), 0).expect("bind");
+        let fd = rx.poll_fd();
+        // Shrink the buffer so a burst overflows it.
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 4096).expect("rcvbuf");
+        let tx = UdpSocket::bind(loopback()).expect("peer");
+        for _ in 0..200 {
+            let _ = tx.send_to(&[1u8; 500], rx.local_addr());
+        }
+        // One more after the overflow carries the drop count.
+        let got = recv_all(&rx, 1);
+        assert!(!got.is_empty());
+        std::thread::sleep(Duration::from_millis(5));
+        let _ = recv_all(&rx, 200);
+        tx.send_to(&[2u8; 10], rx.local_addr()).expect("send");
+        let _ = recv_all(&rx, 1);
+        assert!(rx.stats().kernel_drops > 0, "{:?}", rx.stats());
+    }
+}
