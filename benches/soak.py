@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     cpu0 = daemon.cpu()
     try:
         while gen.poll() is None and time.monotonic() - t0 < args.duration + 60:
-            time.sleep(min(args.sample_every, max(1.0, args.duration + 5 - (time.monotonic() - t0))))
+            time.sleep(
+                min(args.sample_every, max(1.0, args.duration + 5 - (time.monotonic() - t0)))
+            )
             if gen.poll() is not None:
                 break
             row = sample(daemon, t0)

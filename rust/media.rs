@@ -186,7 +186,6 @@ impl TickOutput {
     }
 }
 
-
 /// Which resampler sits at a leg's edge.
 #[derive(Debug)]
 enum Edge {
@@ -1498,5 +1497,67 @@ mod tests {
             st.set_leg_keying(999, RxKeying::Voice, &mut events),
             Err(MediaError::NoSuchLeg(999))
         );
+    }
+
+    #[test]
+    fn listeners_hearing_the_same_mix_share_one_encode_and_payload() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(300, 9700, Codec::Ulaw), 0)
+            .expect("talker a");
+        st.add_leg(spec(301, 9701, Codec::Ulaw), 0)
+            .expect("talker b");
+        for c in 0..10u16 {
+            st.add_leg(spec(310 + c, 9710 + c, Codec::Ulaw), 0)
+                .expect("µ-law listener");
+        }
+        st.add_leg(spec(320, 9720, Codec::Alaw), 0).expect("A-law");
+        st.add_leg(spec(321, 9721, Codec::Slin16), 0)
+            .expect("slin16");
+        let mut out = TickOutput::default();
+        for n in 0..20usize {
+            let now = n as u64 * 20;
+            let ts = 100 + n as u32 * 20;
+            feed(&mut st, 300, Codec::Ulaw, &tone(500.0, 8000, n), ts, now);
+            feed(&mut st, 301, Codec::Ulaw, &tone(1300.0, 8000, n), ts, now);
+            out.clear();
+            st.tick(now, &mut out);
+        }
+        // Steady state: every leg sends a mini frame.
+        assert_eq!(out.datagrams.len(), 14);
+        // Two talkers (each its own mix-minus), one µ-law and one A-law payload shared by the
+        // listeners, and the resampled slin16 leg's own.
+        assert_eq!(out.payload_count(), 5);
+        let shared: Vec<usize> = out
+            .datagrams
+            .iter()
+            .filter(|d| (9710..9720).contains(&d.to.port()))
+            .map(|d| d.payload)
+            .collect();
+        assert_eq!(shared.len(), 10);
+        assert!(shared.iter().all(|&p| p == shared[0]));
+        // Same payload, own header: the mini frame names each listener's call.
+        for d in &out.datagrams {
+            let Ok(Frame::Mini(m)) = parse(&out.wire(d)) else {
+                panic!("not a mini frame")
+            };
+            assert_eq!(m.scall, d.to.port() - 9700 + 300);
+        }
+        // The shared payload is the plain mix: both talkers.
+        let heard = heard(&out, 310, addr(9710), Codec::Ulaw).expect("listener hears");
+        assert!(tone_db(&heard, 500.0, 8000) > -2.0);
+        assert!(tone_db(&heard, 1300.0, 8000) > -2.0);
+        let a = heard_at(&out, addr(9700), Codec::Ulaw);
+        assert!(
+            tone_db(&a, 500.0, 8000) < -30.0,
+            "mix-minus: a does not hear itself"
+        );
+    }
+
+    fn heard_at(out: &TickOutput, to: SocketAddr, codec: Codec) -> Vec<i16> {
+        let mut pcm = Vec::new();
+        for d in out.datagrams.iter().filter(|d| d.to == to) {
+            codec.decode(out.payload(d), &mut pcm).expect("decode");
+        }
+        pcm
     }
 }

@@ -226,8 +226,12 @@ impl UdpTransport {
         // Both are best effort: without them frames get their read time and drops go uncounted.
         let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
         let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
-        let want_rcv = legs.saturating_mul(RCVBUF_PER_LEG).clamp(MIN_BUFFER, MAX_BUFFER);
-        let want_snd = legs.saturating_mul(SNDBUF_PER_LEG).clamp(MIN_BUFFER, MAX_BUFFER);
+        let want_rcv = legs
+            .saturating_mul(RCVBUF_PER_LEG)
+            .clamp(MIN_BUFFER, MAX_BUFFER);
+        let want_snd = legs
+            .saturating_mul(SNDBUF_PER_LEG)
+            .clamp(MIN_BUFFER, MAX_BUFFER);
         grow_buffer(fd, libc::SO_RCVBUF, libc::SO_RCVBUFFORCE, want_rcv);
         grow_buffer(fd, libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, want_snd);
         let rcvbuf = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0);
@@ -364,7 +368,9 @@ fn write_into<T: Copy>(storage: &mut libc::sockaddr_storage, value: T) {
     // SAFETY: T is sockaddr_in or sockaddr_in6 (the only callers), both no larger than
     // sockaddr_storage (asserted above) and with no stricter alignment (sockaddr_storage is
     // aligned for every socket address type by definition); the write stays inside `storage`.
-    unsafe { std::ptr::write_unaligned((storage as *mut libc::sockaddr_storage).cast::<T>(), value) }
+    unsafe {
+        std::ptr::write_unaligned((storage as *mut libc::sockaddr_storage).cast::<T>(), value)
+    }
 }
 
 /// The kernel's socket address back to a `SocketAddr` (None for a family we do not speak).
@@ -576,15 +582,11 @@ mod sys {
                 let data = libc::CMSG_DATA(cmsg);
                 let room = (c.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
                 if c.cmsg_level == libc::SOL_SOCKET {
-                    if c.cmsg_type == libc::SCM_TIMESTAMPNS
-                        && room >= size_of::<libc::timespec>()
-                    {
+                    if c.cmsg_type == libc::SCM_TIMESTAMPNS && room >= size_of::<libc::timespec>() {
                         let ts: libc::timespec = std::ptr::read_unaligned(data.cast());
-                        if let (Some(now), Ok(s), Ok(ns)) = (
-                            now,
-                            u64::try_from(ts.tv_sec),
-                            u32::try_from(ts.tv_nsec),
-                        ) {
+                        if let (Some(now), Ok(s), Ok(ns)) =
+                            (now, u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec))
+                        {
                             let at = Duration::new(s, ns);
                             meta.age = Some(now.saturating_sub(at).min(MAX_AGE));
                         }

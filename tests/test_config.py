@@ -547,7 +547,8 @@ BAD: list[tuple[str, str | None, str | None]] = [
     ),
     (MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = -1\n", "register.node_id", "digits"),
     # out of range
-    ("[listener]\nmax_calls = 0\n[control]\n", "listener.max_calls", "1 to 1000"),
+    ("[listener]\nmax_calls = 0\n[control]\n", "listener.max_calls", "1 to 32766"),
+    ("[listener]\nmax_calls = 40000\n[control]\n", "listener.max_calls", "1 to 32766"),
     (
         MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '1'\nrefresh = 5\n",
         "register.refresh",
@@ -811,7 +812,7 @@ valid_docs = st.fixed_dictionaries(
                 st.integers(0, 65535),
             ),
             answer=st.sampled_from(["auto", "manual"]),
-            max_calls=st.integers(1, 1000),
+            max_calls=st.integers(1, 32766),
             auth=st.sampled_from(["required", "optional", "off"]),
             allowed_nodes=st.lists(node_ids, max_size=4),
             calltoken=st.sampled_from(["required", "auto", "off"]),
@@ -939,3 +940,9 @@ def test_docs_describe_every_key() -> None:
     for dotted in iter_template_keys():
         leaf = dotted.rsplit(".", 1)[-1]
         assert f"`{leaf}`" in text or f" {leaf}`" in text, dotted
+
+
+def test_max_calls_reaches_hub_scale(tmp_path: Path) -> None:
+    # Bounded by the IAX2 call-number space, not by a round number (issue 11).
+    config = load_text(tmp_path, "[listener]\nmax_calls = 5000\n[control]\n")
+    assert config.listener.max_calls == 5000

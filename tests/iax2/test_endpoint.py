@@ -32,7 +32,9 @@ from node.iax2.call import (
 )
 from node.iax2.constants import IE, ControlSubclass, Format, FrameType, IaxSubclass
 from node.iax2.endpoint import (
+    CALLNO_MAX,
     CALLNO_QUARANTINE,
+    MAX_CALLS,
     Endpoint,
     EndpointOutput,
     InboundPolicy,
@@ -266,6 +268,102 @@ def test_max_calls() -> None:
     p.drive()
     p.clear()
     establish(p)
+
+
+def test_lingering_calls_do_not_count_against_max_calls() -> None:
+    # Issue 11: 500 just-ended calls made 244 of the next 1,000 callers fail. Here, at a small
+    # scale: every slot is freed by a HANGUP, and each ended call lingers (re-ACKing its
+    # HANGUP) while as many new callers come in as max_calls allows, and not one more.
+    p = pair(InboundPolicy(auth="off", max_calls=20))
+    first = [p.dial("a") for _ in range(20)]
+    p.drive(max_steps=5_000)
+    assert p.b.inbound_count() == 20
+    for n in first:
+        p.act("a", p.a.hangup(n, p.now))
+    p.drive(max_steps=5_000)
+    lingering = [c for c in p.b.calls.values() if c.state is CallState.TERMINATED]
+    assert len(lingering) == 20 and p.b.inbound_count() == 0
+    p.clear()
+    second = [p.dial("a") for _ in range(20)]
+    p.drive(max_steps=5_000)
+    assert not p.events_of("b", InboundRejected)
+    assert all(p.a.call(n).state is CallState.UP for n in second)  # type: ignore[union-attr]
+    assert len(p.b.calls) == 40, "the ended calls still linger"
+    event = refused(p, DialParams("1000", calling_number="2001"))
+    assert (event.cause, event.causecode) == ("Call limit reached", 34)
+
+
+def test_new_from_the_source_callno_of_a_lingering_call_is_a_new_call() -> None:
+    b = make_endpoint(InboundPolicy(auth="off", calltoken="off"), seed=2)
+    now = 1000.0
+
+    def new(scall: int) -> FullFrame:
+        return FullFrame(
+            IAX, IaxSubclass.NEW, scall=scall, dcall=0, ts=3, oseq=0, iseq=0,
+            ies=[(IE.VERSION, 2), (IE.CALLED_NUMBER, "1000"), (IE.FORMAT, int(ULAW)),
+                 (IE.CAPABILITY, int(ULAW))],
+        )  # fmt: skip
+
+    accept = b.receive(ADDR_A, new(77), now).frames[0][1]
+    assert accept.subclass == IaxSubclass.ACCEPT
+    old = accept.scall
+    ack = FullFrame(IAX, IaxSubclass.ACK, scall=77, dcall=old, ts=accept.ts, oseq=1, iseq=1)
+    b.receive(ADDR_A, ack, now)
+    assert b.call(old).state is CallState.UP  # type: ignore[union-attr]
+    hangup = FullFrame(IAX, IaxSubclass.HANGUP, scall=77, dcall=old, ts=50, oseq=1, iseq=2)
+    b.receive(ADDR_A, hangup, now + 1)
+    assert b.call(old).state is CallState.TERMINATED  # type: ignore[union-attr]
+    # The same caller address and source call number start a new call at once.
+    out = b.receive(ADDR_A, new(77), now + 2)
+    assert [f.subclass for _, f in out.frames] == [IaxSubclass.ACCEPT]
+    fresh = out.frames[0][1].scall
+    assert fresh != old and b.call(fresh).state is CallState.ACCEPTED  # type: ignore[union-attr]
+    # The old call still re-ACKs its retransmitted HANGUP (addressed to it by dcall).
+    out = b.receive(ADDR_A, hangup, now + 3)
+    assert [(f.subclass, f.dcall) for _, f in out.frames] == [(IaxSubclass.ACK, 77)]
+    assert b.call(old).state is CallState.TERMINATED  # type: ignore[union-attr]
+
+
+def test_next_deadline_is_the_earliest_call_deadline_through_churn() -> None:
+    # The endpoint keeps deadlines in a heap; after any mix of inputs it must name exactly
+    # the earliest deadline of its calls, and every keep-alive must still fire.
+    p = pair(InboundPolicy(auth="off", max_calls=100))
+    rng = random.Random(5)
+    placed = [p.dial("a") for _ in range(30)]
+    for _ in range(40):
+        p.run_for(rng.uniform(0.1, 4.0))
+        if rng.random() < 0.4 and placed:
+            n = placed.pop(rng.randrange(len(placed)))
+            if n in p.a.calls:
+                p.act("a", p.a.hangup(n, p.now))
+        if rng.random() < 0.5:
+            placed.append(p.dial("a"))
+        for ep in (p.a, p.b):
+            times = [d for c in ep.calls.values() if (d := c.next_deadline()) is not None]
+            assert ep.next_deadline() == (min(times) if times else None)
+    pings = [f for f in p.sent("b") if f.ftype == IAX and f.subclass == IaxSubclass.PING]
+    assert pings, "keep-alives fired from the heap"
+    assert not p.events_of("a", CallLost) and not p.events_of("b", CallLost)
+
+
+def test_max_calls_is_bounded_by_the_call_number_space() -> None:
+    assert InboundPolicy(max_calls=MAX_CALLS).max_calls == MAX_CALLS == CALLNO_MAX - 1
+    with pytest.raises(ValueError, match="max_calls"):
+        InboundPolicy(max_calls=MAX_CALLS + 1)
+
+
+def test_setup_of_many_calls_at_100_per_second_with_call_tokens() -> None:
+    # 2,000 callers, one every 10 ms, each through the call-token round: none is refused.
+    p = pair(InboundPolicy(auth="off", max_calls=2000, calltoken="required"))
+    placed = []
+    for _ in range(2000):
+        placed.append(p.dial("a"))
+        p.run_for(0.010, max_steps=100_000)
+    p.run_for(2.0, max_steps=100_000)
+    assert not p.events_of("b", InboundRejected)
+    assert len(p.events_of("b", CallIncoming)) == 2000
+    assert all(p.a.call(n).state is CallState.UP for n in placed)  # type: ignore[union-attr]
+    assert p.b.inbound_count() == 2000
 
 
 def test_max_calls_zero_and_disabled_listener() -> None:

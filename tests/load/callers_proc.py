@@ -20,6 +20,7 @@ Only loopback addresses are used; every loop is bounded by the run's duration.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import heapq
 import json
 import math
@@ -107,10 +108,8 @@ class Callers:
 
     def _send(self, i: int, out: Any, now: float) -> None:
         for addr, frame in out.frames:
-            try:
+            with contextlib.suppress(OSError):
                 self.socks[i].sendto(frame.to_bytes(), addr)
-            except OSError:
-                pass
         for ev in out.events:
             self._event(i, ev, now)
         if out.deadline is not None:
@@ -192,10 +191,8 @@ class Callers:
                         )
                 else:
                     data = struct.pack("!HH", call.callno, ts & 0xFFFF) + TONE[k % 50]
-                    try:
+                    with contextlib.suppress(OSError):
                         self.socks[call.sock].sendto(data, self.node)
-                    except OSError:
-                        pass
                 call.frames_out += 1
             self.voice_k += 1
             self.next_voice += FRAME_S
@@ -273,7 +270,9 @@ def _tone() -> list[bytes]:
     """One second of a 400 Hz tone as 50 µ-law frames."""
     frames = []
     for k in range(50):
-        pcm = [round(3000 * math.sin(2 * math.pi * 400.0 * (k * 160 + n) / 8000.0)) for n in range(160)]
+        pcm = [
+            round(3000 * math.sin(2 * math.pi * 400.0 * (k * 160 + n) / 8000.0)) for n in range(160)
+        ]
         frames.append(ulaw_encode(struct.pack("<160h", *pcm)))
     return frames
 

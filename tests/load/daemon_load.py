@@ -76,7 +76,9 @@ class Daemon:
         return self.proc.wait(5)
 
 
-def start_daemon(max_calls: int, *, probe_every: float = 5.0, workdir: Path | None = None) -> Daemon:
+def start_daemon(
+    max_calls: int, *, probe_every: float = 5.0, workdir: Path | None = None
+) -> Daemon:
     """`node serve` on free loopback ports: µ-law only (an 8 kHz station), no authentication,
     call tokens on ("auto"), up to `max_calls` inbound calls."""
     work = workdir or Path(tempfile.mkdtemp(prefix="iax-load-"))

@@ -3,8 +3,9 @@
 Each peer has its own UDP socket (its own address, as real peers have). A talking peer talks
 all the time: one full VOICE frame, then a mini frame every 20 ms on an absolute schedule, a
 steady tone of its own frequency. With `--talkers K` only the first K peers talk; the others
-listen (they send nothing but ACKs), the shape of a big hub where a few stations talk at once. Peers are spread over up to 8 send phases inside the 20 ms period, as
-independent callers would be. Every peer counts what the node sends it; gaps in the timestamps
+listen (they send nothing but ACKs), the shape of a big hub where a few stations talk at once.
+Talkers are spread over up to 8 send phases inside the 20 ms period, as independent callers
+would be. Every peer counts what the node sends it; gaps in the timestamps
 of a leg's stream are frames the node never sent. Peer 0 ("A") replaces some of its frames with
 an impulse and peer 1 ("B") times when the impulse arrives in the mix it hears: the node's
 added one-way latency (jitter buffer, tick phase, processing), on one clock.
@@ -115,11 +116,7 @@ class Peers:
         # What B hears when nobody sends an impulse: everyone but B. Its peak must stay well
         # below the impulse so detection cannot fire on the tones.
         self.background_peak = (
-            int(
-                np.abs(
-                    np.sum(tones[: self.talkers], axis=0, dtype=np.int32) - tones[1]
-                ).max()
-            )
+            int(np.abs(np.sum(tones[: self.talkers], axis=0, dtype=np.int32) - tones[1]).max())
             if legs > 1
             else 0
         )

@@ -61,9 +61,9 @@ from node.iax2.stateless import apathetic_reply, stateless_reply
 
 __all__ = [
     "CALLNO_MAX",
-    "MAX_CALLS",
     "CALLNO_MIN",
     "CALLNO_QUARANTINE",
+    "MAX_CALLS",
     "Endpoint",
     "EndpointEvent",
     "EndpointOutput",
