@@ -8,6 +8,13 @@ every listener hears the same mix.
 
     python benches/load_legs.py                      # 500, 1000 and 2000 legs, 20 s each
     python benches/load_legs.py --legs 100 2000 --seconds 60 --repeat 3 --json out.json
+    python benches/load_legs.py --daemon             # the same through `node serve`
+
+`--daemon` measures the whole daemon instead: `node serve` (µ-law, call tokens on) takes N real
+IAX2 calls from `tests/load/callers_proc.py` (placed at 200 calls/s from 40 loopback sockets,
+each answering the node's keep-alives), so node CPU includes the Python side of every call:
+signalling, PING/LAGRQ, the controller. Lost frames are then the gaps in what each caller heard
+plus the node's jitter-buffer losses and kernel drops; latency is not measured in this mode.
 
 Build the extension in release mode first (`maturin develop --release`, or `pip install .`).
 CPU is the node process's utime + stime over the measured window (every thread), as a share of
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.load.daemon_load import callers, final_line, start_daemon  # noqa: E402
 from tests.load.harness import machine, run_load  # noqa: E402
 from tests.load.test_legs_loopback import check_consistent  # noqa: E402
 
@@ -38,7 +47,8 @@ TARGET_TICK_P99_MS = 2.0
 
 def row(r: dict[str, Any]) -> str:
     c, f, t, lat = r["cpu"], r["frames"], r["ticks"], r["latency"]
-    counters = r["snapshots"]["node"][-1]["counters"]
+    last = r["snapshots"]["node"][-1]
+    counters = last.get("counters", last)
     drops = counters.get("kernel_drops", "-")
     med = f"{lat['median_ms']:.1f}" if lat["median_ms"] is not None else "-"
     load = r["loadavg"]
@@ -66,6 +76,66 @@ LEGEND = (
 )
 
 
+def run_daemon_load(legs: int, seconds: float, warmup: float, talkers: int) -> dict[str, Any]:
+    """N real calls through `node serve`; the same figures as `run_load` where they apply."""
+    daemon = start_daemon(legs, probe_every=60.0)
+    try:
+        gen = callers(
+            daemon,
+            "setup",
+            *("--calls", str(legs), "--rate", "200", "--talkers", str(talkers)),
+            *("--hold", str(warmup + seconds + 2.0)),
+        )
+        assert gen.stdout is not None
+        ready: dict[str, Any] = {}
+        while not ready.get("ready"):
+            line = gen.stdout.readline()
+            if not line:
+                raise RuntimeError(f"callers exited before all calls were up\n{daemon.log_tail()}")
+            ready = json.loads(line)
+        time.sleep(warmup)
+        cpu0, s0, t0 = daemon.cpu(), daemon.stats(), time.monotonic()
+        time.sleep(seconds)
+        cpu1, s1, t1 = daemon.cpu(), daemon.stats(), time.monotonic()
+        result = final_line(gen, timeout=seconds + 120)
+    finally:
+        daemon.stop()
+    window = t1 - t0
+    cpu_pct = 100.0 * (cpu1 - cpu0) / window
+    jitter = {
+        k: sum(leg[k] for leg in s1["legs"].values()) - sum(leg[k] for leg in s0["legs"].values())
+        for k in ("lost", "late", "dropped")
+    }
+    tick = s1["tick"]
+    return {
+        "mode": "daemon",
+        "legs": legs,
+        "talkers": talkers,
+        "window_s": round(window, 2),
+        "cpu": {
+            "node_pct_of_core": round(cpu_pct, 3),
+            "node_pct_per_leg": round(cpu_pct / legs, 4),
+            "node_us_per_leg_frame": round(1e6 * (cpu1 - cpu0) / window / legs / 50.0, 2),
+            "peers_pct_of_core": float("nan"),
+        },
+        "frames": {
+            "lost": result["gaps"] + sum(jitter.values()) + s1.get("kernel_drops", 0),
+            "gaps_heard_by_callers": result["gaps"],
+            "jitter_in_window": jitter,
+            "kernel_drops": s1.get("kernel_drops"),
+        },
+        "ticks": {
+            "p50_ms": tick["p50_us"] / 1000.0,
+            "p99_ms": tick["p99_us"] / 1000.0,
+            "max_ms": tick["max_us"] / 1000.0,
+        },
+        "latency": {"median_ms": None},
+        "setup": {k: ready[k] for k in ("placed", "answered", "rejected", "lost", "setup_ms")},
+        "callers": result,
+        "snapshots": {"node": [s0, s1, s1]},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benches/load_legs.py", description=__doc__)
     ap.add_argument("--legs", type=int, nargs="+", default=[500, 1000, 2000])
@@ -74,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--repeat", type=int, default=1, help="runs per size")
     ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--daemon", action="store_true", help="real calls through `node serve`")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -89,11 +160,20 @@ def main(argv: list[str] | None = None) -> int:
     rc = 0
     for n in args.legs:
         for _ in range(args.repeat):
-            r = run_load(n, args.seconds, warmup=args.warmup, talkers=args.talkers)
-            r["talkers"] = r["snapshots"]["peers"][-1].get("talkers", args.talkers)
+            if args.daemon:
+                r = run_daemon_load(n, args.seconds, args.warmup, args.talkers)
+            else:
+                r = run_load(n, args.seconds, warmup=args.warmup, talkers=args.talkers)
+                r["talkers"] = r["snapshots"]["peers"][-1].get("talkers", args.talkers)
             r["loadavg"] = list(os.getloadavg())
             results.append(r)
             print(row(r), flush=True)
+            if args.daemon:
+                setup = r["setup"]
+                if setup["answered"] != n:
+                    print(f"!! {n} legs: only {setup['answered']} calls answered", file=sys.stderr)
+                    rc = 1
+                continue
             try:
                 check_consistent(r)
             except AssertionError as exc:

@@ -45,6 +45,7 @@ from node.iax2.call import (
 from node.iax2.endpoint import Endpoint, InboundPolicy, InboundRejected
 
 ULAW = 0x4
+VOICE = 2
 FRAME_S = 0.020
 RCVBUF = 1 << 21
 
@@ -60,6 +61,9 @@ class Placed:
     node_callno: int = 0
     minis_in: int = 0
     frames_out: int = 0
+    #: The node's last audio timestamp (low 16 bits) and the frames missing between them.
+    last_ts16: int | None = None
+    gaps: int = 0
 
 
 @dataclass
@@ -230,13 +234,29 @@ class Callers:
                 continue
             if data[0] & 0x80:
                 now = time.monotonic()
+                if len(data) >= 12 and data[10] == VOICE:
+                    self._audio(i, data)
                 frame = parse(data)
                 if isinstance(frame, FullFrame):
                     self._send(i, self.eps[i].receive(addr, frame, now), now)
             else:
-                call = self.by_node_callno.get((i, (data[0] << 8) | data[1]))
-                if call is not None:
-                    call.minis_in += 1
+                self._audio(i, data)
+
+    def _audio(self, i: int, data: bytes) -> None:
+        """Count a frame of the node's audio (mini, or full voice) and the gaps before it."""
+        if data[0] & 0x80:
+            key, ts16 = ((data[0] & 0x7F) << 8) | data[1], (data[6] << 8) | data[7]
+        else:
+            key, ts16 = (data[0] << 8) | data[1], (data[2] << 8) | data[3]
+        call = self.by_node_callno.get((i, key))
+        if call is None:
+            return
+        call.minis_in += 1
+        if call.last_ts16 is not None:
+            step = (ts16 - call.last_ts16) & 0xFFFF
+            if 20 < step < 0x8000:
+                call.gaps += step // 20 - 1
+        call.last_ts16 = ts16
 
     def run_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -263,6 +283,7 @@ class Callers:
             "up_now": len(up),
             "up_hearing_audio": sum(1 for c in up if c.minis_in > 0),
             "minis_in": sum(c.minis_in for c in self.calls.values()),
+            "gaps": sum(c.gaps for c in self.calls.values()),
         }
 
 
@@ -289,6 +310,13 @@ def run_setup(c: Callers, calls: int, rate: float, hold: float) -> dict[str, Any
             c.place(now)
             continue
         c.poll(due - now)
+    # Every call answered (or refused): the load is in place.
+    settle = time.monotonic() + 30.0
+    while c.stats.answered + c.stats.rejected + c.stats.lost < calls:
+        if time.monotonic() > settle:
+            break
+        c.poll(0.05)
+    print(json.dumps({"ready": True, **c.summary()}), flush=True)
     c.run_for(hold)
     result = c.summary()
     now = time.monotonic()
