@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.load.daemon_load import callers, final_line, start_daemon  # noqa: E402
-from tests.load.harness import machine, run_load  # noqa: E402
+from tests.load.harness import cpu_times, machine, run_load  # noqa: E402
 from tests.load.test_legs_loopback import check_consistent  # noqa: E402
 
 TARGET_CPU_PCT_AT_2000 = 50.0
@@ -51,9 +51,11 @@ def row(r: dict[str, Any]) -> str:
     counters = last.get("counters", last)
     drops = counters.get("kernel_drops", "-")
     med = f"{lat['median_ms']:.1f}" if lat["median_ms"] is not None else "-"
+    share = c.get("node_system_share")
+    sys_pct = f"{100 * share:.0f}%" if share is not None else "-"
     load = r["loadavg"]
     return (
-        f"{r['legs']:>5} {r['talkers']:>3} {c['node_pct_of_core']:>8.2f}% "
+        f"{r['legs']:>5} {r['talkers']:>3} {c['node_pct_of_core']:>8.2f}% {sys_pct:>4} "
         f"{c['node_pct_per_leg']:>8.4f}% {c['node_us_per_leg_frame']:>7.2f} "
         f"{f['lost']:>6} {drops!s:>6} {t['p50_ms']:>6.2f} {t['p99_ms']:>6.2f} "
         f"{t['max_ms']:>7.2f} {med:>7} {c['peers_pct_of_core']:>7.1f}% "
@@ -62,13 +64,14 @@ def row(r: dict[str, Any]) -> str:
 
 
 HEAD = (
-    f"{'legs':>5} {'tlk':>3} {'node CPU':>9} {'per leg':>9} {'µs/l·f':>7} {'lost':>6} "
+    f"{'legs':>5} {'tlk':>3} {'node CPU':>9} {'sys':>4} {'per leg':>9} {'µs/l·f':>7} {'lost':>6} "
     f"{'kdrop':>6} {'tick50':>6} {'p99':>6} {'max':>7} {'lat ms':>7} {'peers':>8} "
     f"{'load 1/5m':>11}"
 )
 
 LEGEND = (
-    "per leg = node CPU / legs; µs/l·f = node CPU µs per leg per 20 ms frame; lost = frames "
+    "sys = the kernel's share of node CPU; per leg = node CPU / legs; µs/l·f = node CPU µs "
+    "per leg per 20 ms frame; lost = frames "
     "lost either way + jitter-buffer lost/late/dropped + gaps in the node's streams; kdrop = "
     "datagrams the kernel dropped on the node's socket (SO_RXQ_OVFL); tick = tick lateness "
     "(ms, whole run); lat = added one-way latency, talker A's impulse heard by B (median); "
@@ -95,8 +98,10 @@ def run_daemon_load(legs: int, seconds: float, warmup: float, talkers: int) -> d
             ready = json.loads(line)
         time.sleep(warmup)
         cpu0, s0, t0 = daemon.cpu(), daemon.stats(), time.monotonic()
+        sys0 = cpu_times(daemon.proc.pid)[1]
         time.sleep(seconds)
         cpu1, s1, t1 = daemon.cpu(), daemon.stats(), time.monotonic()
+        sys1 = cpu_times(daemon.proc.pid)[1]
         result = final_line(gen, timeout=seconds + 120)
     finally:
         daemon.stop()
@@ -115,6 +120,7 @@ def run_daemon_load(legs: int, seconds: float, warmup: float, talkers: int) -> d
         "cpu": {
             "node_pct_of_core": round(cpu_pct, 3),
             "node_pct_per_leg": round(cpu_pct / legs, 4),
+            "node_system_share": round((sys1 - sys0) / max(1e-9, cpu1 - cpu0), 3),
             "node_us_per_leg_frame": round(1e6 * (cpu1 - cpu0) / window / legs / 50.0, 2),
             "peers_pct_of_core": float("nan"),
         },

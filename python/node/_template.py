@@ -38,7 +38,8 @@ codec_policy = "prefer_slin16"
 bind = "0.0.0.0:4569"
 # "auto" answers inbound calls at once; "manual" rings until POST /answer (or POST /reject).
 answer = "auto"
-# Cap on simultaneous inbound calls (1-1000).
+# Cap on simultaneous inbound calls (1-32766, the IAX2 call-number space). Calls that ended and
+# linger to re-ACK a HANGUP do not count. For hundreds of calls see docs/performance.md.
 max_calls = 8
 # Inbound authentication: "required" MD5-challenges every caller against the secret provisioned
 # for its node id ([secrets] peers_file or NET_PEER_<NODE>) and rejects unknown usernames;

@@ -119,12 +119,18 @@ class Child:
             self.stderr.close()
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a whole process (every thread), from /proc/<pid>/stat."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(utime, stime) of a whole process (every thread), from /proc/<pid>/stat."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     # The command name may hold spaces: the fields that follow start after its ")".
     fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a whole process (every thread)."""
+    return sum(cpu_times(pid))
 
 
 def thread_cpu_seconds(pid: int, name: str) -> float | None:
@@ -196,12 +202,14 @@ def run_load(
         time.sleep(warmup)
 
         wall0, cpu0 = time.monotonic(), cpu_seconds(node.pid)
+        sys0 = cpu_times(node.pid)[1]
         eng0 = thread_cpu_seconds(node.pid, "iax-engine")
         pcpu0 = cpu_seconds(peers.pid)
         n0, p0 = node.ask("stats"), peers.ask("stats")
         time.sleep(seconds)
         n1, p1 = node.ask("stats"), peers.ask("stats")
         wall1, cpu1 = time.monotonic(), cpu_seconds(node.pid)
+        sys1 = cpu_times(node.pid)[1]
         eng1 = thread_cpu_seconds(node.pid, "iax-engine")
         pcpu1 = cpu_seconds(peers.pid)
         node_alive = node.proc.poll() is None
@@ -224,6 +232,7 @@ def run_load(
         window=window,
         warmup=warmup,
         cpu=(cpu1 - cpu0),
+        sys_cpu=sys1 - sys0,
         engine_cpu=None if eng0 is None or eng1 is None else eng1 - eng0,
         peers_cpu=pcpu1 - pcpu0,
         snapshots={"node": (n0, n1, node_final), "peers": (p0, p1, peers_final)},
@@ -240,6 +249,7 @@ def figures(
     warmup: float,
     cpu: float,
     engine_cpu: float | None,
+    sys_cpu: float | None = None,
     peers_cpu: float,
     snapshots: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]],
     node_alive: bool,
@@ -283,6 +293,7 @@ def figures(
         "cpu": {
             "node_pct_of_core": round(cpu_pct, 3),
             "node_pct_per_leg": round(cpu_pct / legs, 4),
+            "node_system_share": None if sys_cpu is None or cpu <= 0 else round(sys_cpu / cpu, 3),
             "engine_thread_pct_of_core": (
                 None if engine_cpu is None else round(100.0 * engine_cpu / window, 3)
             ),
