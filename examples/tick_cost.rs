@@ -11,6 +11,7 @@ use std::hint::black_box;
 use std::net::SocketAddr;
 
 use _core::codec::Codec;
+use _core::engine::send_batch_of;
 use _core::frame::{self, Frame};
 use _core::media::{LegMode, LegSpec, RxKeying, Station, TickOutput};
 use _core::transport::OutDatagram;
@@ -68,16 +69,11 @@ fn main() {
         events.clear();
         out.clear();
         st.tick(now, &mut out);
-        let batch: Vec<OutDatagram<'_>> = out
-            .datagrams
+        let batch = send_batch_of(&out);
+        sent += black_box(&batch)
             .iter()
-            .map(|d| OutDatagram {
-                to: d.to,
-                head: &d.head,
-                body: out.payload(d),
-            })
-            .collect();
-        sent += black_box(&batch).iter().map(OutDatagram::len).sum::<usize>();
+            .map(OutDatagram::len)
+            .sum::<usize>();
     }
     println!("legs {legs} talkers {talkers} ticks {ticks} bytes {sent}");
 }

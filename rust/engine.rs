@@ -540,16 +540,7 @@ impl Worker {
         self.tick_out.clear();
         self.station.tick(now_ms, &mut self.tick_out);
         if !self.tick_out.datagrams.is_empty() {
-            let out = &self.tick_out;
-            let batch: Vec<OutDatagram<'_>> = out
-                .datagrams
-                .iter()
-                .map(|d| OutDatagram {
-                    to: d.to,
-                    head: &d.head,
-                    body: out.payload(d),
-                })
-                .collect();
+            let batch = send_batch_of(&self.tick_out);
             let r = self.shared.transport.send_batch(&batch);
             let c = &self.shared.counters;
             bump(&c.datagrams_out, r.sent);
@@ -624,6 +615,18 @@ impl Worker {
             }
         }
     }
+}
+
+/// A tick's datagrams as the transport sends them: each mini header with its (shared) payload.
+pub fn send_batch_of(out: &TickOutput) -> Vec<OutDatagram<'_>> {
+    out.datagrams
+        .iter()
+        .map(|d| OutDatagram {
+            to: d.to,
+            head: &d.head,
+            body: out.payload(d),
+        })
+        .collect()
 }
 
 /// Wait until `fd` is readable or `timeout` has passed; true when readable.
