@@ -132,8 +132,11 @@ def callers(daemon: Daemon, mode: str, *args: str) -> subprocess.Popen[str]:
     """Start `callers_proc.py` against the daemon; its JSON lines come on stdout."""
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    root = str(HERE.parent.parent)
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    # The callers always run this tree's endpoint, whichever daemon they call (measuring an
+    # older build must not change the load generator).
+    root = HERE.parent.parent
+    paths = [str(root / "python"), str(root), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return subprocess.Popen(
         [sys.executable, str(CALLERS), "--node", f"127.0.0.1:{daemon.udp_port}", mode, *args],
         stdout=subprocess.PIPE,
