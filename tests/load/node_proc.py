@@ -58,6 +58,7 @@ class Node:
         default_factory=lambda: {
             "full_voice_in": 0,
             "full_voice_out": 0,
+            "rx_key_edges": 0,
             "acks_in": 0,
             "other_full_in": 0,
             "spurts_ended": 0,
@@ -101,7 +102,7 @@ class Node:
     def on_event(self, event: tuple[Any, ...]) -> None:
         kind = event[0]
         if kind == "full_voice":
-            _, callno, fmt, ts, payload = event
+            _, callno, fmt, ts, payload, _spurt_start = event
             leg = self.legs[callno]
             frame = _core.FullFrame(
                 VOICE,
@@ -120,6 +121,8 @@ class Node:
             self.counts["spurts_ended"] += 1
         elif kind == "mini_before_full":
             self.counts["mini_before_full"] += 1
+        elif kind == "rx_key":
+            self.counts["rx_key_edges"] += 1
         elif kind == "control":
             self.counts["control_events"] += 1
         elif kind == "command_failed":
