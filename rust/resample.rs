@@ -65,7 +65,7 @@ const TAPS_X2: [f32; 17] = {
 };
 
 /// Outputs computed together; their accumulators stay in registers across the 17 taps.
-const BLOCK: usize = 32;
+pub(crate) const BLOCK: usize = 32;
 
 /// Errors from the resamplers.
 #[non_exhaustive]
@@ -75,6 +75,11 @@ pub enum ResampleError {
     OddLength { len: usize },
     /// The caller's output slice is too short for the result.
     OutputTooSmall { needed: usize, available: usize },
+    /// A conversion factor no filter is designed for.
+    UnsupportedFactor {
+        factor: u32,
+        accepted: &'static [u32],
+    },
 }
 
 impl fmt::Display for ResampleError {
@@ -89,6 +94,10 @@ impl fmt::Display for ResampleError {
             ResampleError::OutputTooSmall { needed, available } => write!(
                 f,
                 "output buffer too small: need {needed} elements, have {available}"
+            ),
+            ResampleError::UnsupportedFactor { factor, accepted } => write!(
+                f,
+                "no filter for a conversion factor of {factor} (accepted: {accepted:?})"
             ),
         }
     }
@@ -144,13 +153,13 @@ fn fir_symmetric_portable(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
 
 /// `buf[start..start + BLOCK]` as an array reference (None only if the caller mis-sized `buf`).
 #[inline(always)]
-fn window(buf: &[f32], start: usize) -> Option<&[f32; BLOCK]> {
+pub(crate) fn window(buf: &[f32], start: usize) -> Option<&[f32; BLOCK]> {
     buf.get(start..start + BLOCK)?.try_into().ok()
 }
 
 /// Rounds to nearest (ties to even) and saturates to i16.
 #[inline(always)]
-fn to_i16(v: f32) -> i16 {
+pub(crate) fn to_i16(v: f32) -> i16 {
     // After clamping, adding 1.5·2^23 gives a float whose unit in the last place is 1: the
     // addition rounds to an integer, and that integer sits in the low mantissa bits, so a bit
     // subtraction recovers it. No float-to-int conversion, so the loop vectorises.
@@ -159,12 +168,12 @@ fn to_i16(v: f32) -> i16 {
     ((c + MAGIC).to_bits().wrapping_sub(MAGIC.to_bits()) as i32) as i16
 }
 
-fn round_up_block(n: usize) -> usize {
+pub(crate) fn round_up_block(n: usize) -> usize {
     n.div_ceil(BLOCK).saturating_mul(BLOCK)
 }
 
 /// A source of 16-bit samples: `&[i16]` or native-endian bytes.
-trait PcmIn: Copy {
+pub(crate) trait PcmIn: Copy {
     fn samples(self) -> usize;
     /// Appends every sample, as f32, to `dst`.
     fn push_all(self, dst: &mut Vec<f32>);
@@ -200,10 +209,10 @@ impl PcmIn for &[i16] {
 
 /// Native-endian 16-bit PCM bytes, even length (checked by the public entry points).
 #[derive(Clone, Copy)]
-struct NeBytes<'a>(&'a [u8]);
+pub(crate) struct NeBytes<'a>(pub(crate) &'a [u8]);
 
 #[inline(always)]
-fn ne_at(c: &[u8], k: usize) -> i16 {
+pub(crate) fn ne_at(c: &[u8], k: usize) -> i16 {
     match (c.get(k), c.get(k + 1)) {
         (Some(&a), Some(&b)) => i16::from_ne_bytes([a, b]),
         _ => 0,
@@ -232,7 +241,7 @@ impl PcmIn for NeBytes<'_> {
 }
 
 /// A destination for 16-bit samples: `&mut [i16]` or native-endian bytes.
-trait PcmOut {
+pub(crate) trait PcmOut {
     fn samples(&self) -> usize;
     /// Writes `round(even[q]), odd[q]` pairs for every q.
     fn put_interleaved(self, even: &[f32], odd: &[f32]);
@@ -259,7 +268,7 @@ impl PcmOut for &mut [i16] {
     }
 }
 
-struct NeBytesMut<'a>(&'a mut [u8]);
+pub(crate) struct NeBytesMut<'a>(pub(crate) &'a mut [u8]);
 
 impl PcmOut for NeBytesMut<'_> {
     fn samples(&self) -> usize {
@@ -283,7 +292,7 @@ impl PcmOut for NeBytesMut<'_> {
     }
 }
 
-fn check_room(needed: usize, available: usize) -> Result<(), ResampleError> {
+pub(crate) fn check_room(needed: usize, available: usize) -> Result<(), ResampleError> {
     if available < needed {
         Err(ResampleError::OutputTooSmall { needed, available })
     } else {
@@ -291,7 +300,7 @@ fn check_room(needed: usize, available: usize) -> Result<(), ResampleError> {
     }
 }
 
-fn check_even(len: usize) -> Result<(), ResampleError> {
+pub(crate) fn check_even(len: usize) -> Result<(), ResampleError> {
     if len % 2 == 0 {
         Ok(())
     } else {
@@ -534,20 +543,10 @@ impl Downsampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::polyphase::bessel_i0;
+    use crate::test_signal::{amplitude, db, tone};
     use proptest::prelude::*;
     use std::f64::consts::PI;
-
-    /// Modified Bessel function of the first kind, order 0 (power series).
-    fn bessel_i0(x: f64) -> f64 {
-        let mut sum = 1.0;
-        let mut term = 1.0;
-        for k in 1..60 {
-            let r = x / (2.0 * f64::from(k));
-            term *= r * r;
-            sum += term;
-        }
-        sum
-    }
 
     /// Re-runs the offline design in the module docs.
     fn design() -> Vec<f64> {
@@ -591,27 +590,6 @@ mod tests {
         // Each polyphase branch has unity DC gain.
         let side: f64 = TAPS.iter().map(|&t| 2.0 * f64::from(t)).sum();
         assert!((side - 0.5).abs() < 1e-7, "{side}");
-    }
-
-    fn tone(freq: f64, fs: f64, amp: f64, len: usize) -> Vec<i16> {
-        (0..len)
-            .map(|n| (amp * (2.0 * PI * freq * n as f64 / fs).sin()).round() as i16)
-            .collect()
-    }
-
-    /// Amplitude of the `freq` component of `x` (one DFT bin; `x` spans whole periods).
-    fn amplitude(x: &[i16], freq: f64, fs: f64) -> f64 {
-        let (mut re, mut im) = (0.0, 0.0);
-        for (n, &v) in x.iter().enumerate() {
-            let ph = 2.0 * PI * freq * n as f64 / fs;
-            re += f64::from(v) * ph.cos();
-            im += f64::from(v) * ph.sin();
-        }
-        2.0 * re.hypot(im) / x.len() as f64
-    }
-
-    fn db(ratio: f64) -> f64 {
-        20.0 * ratio.log10()
     }
 
     fn up(x: &[i16]) -> Vec<i16> {
