@@ -478,11 +478,12 @@ impl Interpolator {
             acc.resize(padded, 0.0);
             fir_dot(&self.x, taps, acc);
         }
+        let m = self.factor;
         self.out.clear();
-        for j in 0..n {
-            for acc in &self.acc {
-                self.out
-                    .push(acc.get(j).copied().unwrap_or(0.0) * self.gain);
+        self.out.resize(n * m, 0.0);
+        for (frame, j) in self.out.chunks_exact_mut(m).zip(0..n) {
+            for (dst, acc) in frame.iter_mut().zip(&self.acc) {
+                *dst = acc.get(j).copied().unwrap_or(0.0) * self.gain;
             }
         }
         out.put(&self.out);

@@ -31,7 +31,10 @@ impl From<ResampleError> for PyErr {
 /// its items' memory in order: for 16-bit buffers that is native-endian samples. (The abi3
 /// build for Python 3.10 has no direct buffer access; only these slower paths pay the copy.)
 #[inline(always)]
-fn with_bytes<T>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<T>) -> PyResult<T> {
+pub(super) fn with_bytes<T>(
+    obj: &Bound<'_, PyAny>,
+    f: impl FnOnce(&[u8]) -> PyResult<T>,
+) -> PyResult<T> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return f(b.as_bytes());
     }
