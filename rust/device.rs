@@ -19,6 +19,7 @@ use std::fmt;
 
 use crate::level::{gain_db_valid, gain_from_db, LevelMeter, Reading, GAIN_DB_MAX, GAIN_DB_MIN};
 use crate::polyphase::{Decimator, Interpolator, DEVICE_RATE};
+use crate::resample::Resample;
 use crate::resample::{ne_at, to_i16, ResampleError};
 
 /// Length of the station's frames, as everywhere in the media path.
@@ -83,6 +84,31 @@ fn check_even(len: usize) -> Result<(), DeviceError> {
     }
 }
 
+/// A gain as set (dB) and as applied (linear).
+#[derive(Debug, Clone, Copy)]
+struct Gain {
+    db: f64,
+    linear: f32,
+}
+
+impl Gain {
+    const UNITY: Gain = Gain {
+        db: 0.0,
+        linear: 1.0,
+    };
+
+    fn new(db: f64) -> Result<Gain, DeviceError> {
+        if gain_db_valid(db) {
+            Ok(Gain {
+                db,
+                linear: gain_from_db(db),
+            })
+        } else {
+            Err(DeviceError::Gain { db })
+        }
+    }
+}
+
 /// The rate converters of a device at 48 kHz.
 #[derive(Debug, Clone)]
 struct Converters {
@@ -98,10 +124,8 @@ pub struct DeviceEdge {
     frame_len: usize,
     /// None when the device runs at the station rate.
     conv: Option<Converters>,
-    rx_gain_db: f64,
-    tx_gain_db: f64,
-    rx_gain: f32,
-    tx_gain: f32,
+    rx_gain: Gain,
+    tx_gain: Gain,
     /// Metered at the station rate: what goes to the network.
     rx_meter: LevelMeter,
     /// Metered at the device rate: what the transmitter gets.
@@ -143,10 +167,8 @@ impl DeviceEdge {
             station_rate,
             frame_len,
             conv,
-            rx_gain_db: 0.0,
-            tx_gain_db: 0.0,
-            rx_gain: 1.0,
-            tx_gain: 1.0,
+            rx_gain: Gain::UNITY,
+            tx_gain: Gain::UNITY,
             rx_meter: LevelMeter::new(station_rate),
             tx_meter: LevelMeter::new(device_rate),
             mic: Vec::new(),
@@ -182,35 +204,27 @@ impl DeviceEdge {
     }
 
     pub fn rx_gain_db(&self) -> f64 {
-        self.rx_gain_db
+        self.rx_gain.db
     }
 
     pub fn tx_gain_db(&self) -> f64 {
-        self.tx_gain_db
+        self.tx_gain.db
     }
 
     /// Gain applied to the captured audio (the radio's receiver, toward the network).
     pub fn set_rx_gain_db(&mut self, db: f64) -> Result<(), DeviceError> {
-        if !gain_db_valid(db) {
-            return Err(DeviceError::Gain { db });
-        }
-        self.rx_gain_db = db;
-        self.rx_gain = gain_from_db(db);
+        self.rx_gain = Gain::new(db)?;
         if let Some(c) = &mut self.conv {
-            c.down.set_gain(self.rx_gain);
+            c.down.set_gain(self.rx_gain.linear);
         }
         Ok(())
     }
 
     /// Gain applied to the played audio (toward the radio's transmitter).
     pub fn set_tx_gain_db(&mut self, db: f64) -> Result<(), DeviceError> {
-        if !gain_db_valid(db) {
-            return Err(DeviceError::Gain { db });
-        }
-        self.tx_gain_db = db;
-        self.tx_gain = gain_from_db(db);
+        self.tx_gain = Gain::new(db)?;
         if let Some(c) = &mut self.conv {
-            c.up.set_gain(self.tx_gain);
+            c.up.set_gain(self.tx_gain.linear);
         }
         Ok(())
     }
@@ -236,7 +250,7 @@ impl DeviceEdge {
         let start = self.mic.len();
         match &mut self.conv {
             None => {
-                let g = self.rx_gain;
+                let g = self.rx_gain.linear;
                 self.mic.extend(
                     input
                         .chunks_exact(2)
@@ -279,7 +293,7 @@ impl DeviceEdge {
             let station = self.speaker.get(..want).unwrap_or_default();
             match &mut self.conv {
                 None => {
-                    let g = self.tx_gain;
+                    let g = self.tx_gain.linear;
                     self.out
                         .extend(station.iter().map(|&x| to_i16(f32::from(x) * g)));
                 }
@@ -334,16 +348,16 @@ mod tests {
         frames
     }
 
-    /// Plays `blocks` blocks of `n` device samples, pulling from `frames` (silence once empty).
+    /// Plays blocks of the given sizes, pulling frames from `next` (None: not ready).
     fn play_all(
         edge: &mut DeviceEdge,
-        frames: &mut VecDeque<Vec<i16>>,
+        mut next: impl FnMut() -> Option<Vec<i16>>,
         sizes: &[usize],
     ) -> Vec<i16> {
         let mut out = Vec::new();
         for &n in sizes {
             let mut block = vec![0u8; 2 * n];
-            edge.playback(&mut block, |dst| match frames.pop_front() {
+            edge.playback(&mut block, |dst| match next() {
                 Some(f) => {
                     dst.copy_from_slice(&f);
                     true
@@ -415,7 +429,7 @@ mod tests {
             ] {
                 let mut edge = DeviceEdge::new(48000, station).unwrap();
                 let mut frames: VecDeque<Vec<i16>> = x.chunks(flen).map(<[i16]>::to_vec).collect();
-                let got = play_all(&mut edge, &mut frames, &sizes);
+                let got = play_all(&mut edge, || frames.pop_front(), &sizes);
                 assert_eq!(got.len(), 48000);
                 assert_eq!(got, want, "{station} {:?}", &sizes[..4]);
             }
@@ -429,7 +443,7 @@ mod tests {
         let frames = capture_all(&mut edge, &x, &[40, 77]);
         assert_eq!(frames.concat(), x[..800]);
         let mut q: VecDeque<Vec<i16>> = frames.into_iter().collect();
-        assert_eq!(play_all(&mut edge, &mut q, &[40; 20]), x);
+        assert_eq!(play_all(&mut edge, || q.pop_front(), &[40; 20]), x);
         edge.set_rx_gain_db(-6.0206).unwrap();
         let half = capture_all(&mut edge, &x, &[40]).concat();
         for (h, o) in half.iter().zip(&x) {
@@ -445,19 +459,8 @@ mod tests {
         let mut edge = DeviceEdge::new(8000, 8000).unwrap();
         let frame: Vec<i16> = (1..=160).collect();
         let mut ready = vec![Some(frame.clone()), None, Some(frame.clone())].into_iter();
-        let mut out = Vec::new();
-        for _ in 0..12 {
-            let mut block = vec![0u8; 80]; // 5 ms
-            edge.playback(&mut block, |dst| match ready.next().flatten() {
-                Some(f) => {
-                    dst.copy_from_slice(&f);
-                    true
-                }
-                None => false,
-            })
-            .unwrap();
-            out.extend(samples(&block));
-        }
+        // 5 ms blocks: 40 samples at 8 kHz.
+        let out = play_all(&mut edge, || ready.next().flatten(), &[40; 12]);
         // The first frame, 5 ms of silence where the second was due, then the late one whole.
         assert_eq!(out[..160], frame[..]);
         assert!(out[160..200].iter().all(|&s| s == 0));
@@ -488,7 +491,7 @@ mod tests {
             .chunks(160)
             .map(<[i16]>::to_vec)
             .collect();
-        let played = play_all(&mut edge, &mut q, &[240; 200]);
+        let played = play_all(&mut edge, || q.pop_front(), &[240; 200]);
         let r = edge.tx_level();
         assert!((r.peak_dbfs - (nominal - 10.0)).abs() < 0.05, "{r:?}");
         let level = db(amplitude(&played[4800..], 1000.0, 48000.0) / 7000.0);

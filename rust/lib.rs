@@ -8,6 +8,7 @@ pub mod codec;
 pub mod device;
 pub mod dtmf;
 pub mod engine;
+pub mod fir;
 pub mod frame;
 pub mod ie;
 pub mod jitter;

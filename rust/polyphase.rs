@@ -25,10 +25,8 @@
 
 use std::f64::consts::PI;
 
-use crate::resample::{
-    check_even, check_room, round_up_block, window, NeBytes, NeBytesMut, PcmIn, PcmOut,
-    ResampleError, BLOCK,
-};
+use crate::fir::{fir_dot, fir_pair, round_up_block};
+use crate::resample::{check_even, NeBytes, NeBytesMut, PcmIn, PcmOut, Resample, ResampleError};
 
 /// The sound card rate the filters are designed for.
 pub const DEVICE_RATE: u32 = 48_000;
@@ -99,85 +97,6 @@ pub fn prototype(factor: u32) -> Result<Vec<f64>, ResampleError> {
         *v *= scales.get(i % m).copied().unwrap_or(1.0);
     }
     Ok(h)
-}
-
-/// `acc[j] += Σ_i taps[i] · (a[j + k - 1 - i] + b[j + i])` for every j.
-///
-/// `acc.len()` must be a multiple of `BLOCK`, and `a`, `b` hold at least `acc.len() + k - 1`
-/// samples. Each output gets its terms added in the same order whatever block it falls in.
-fn fir_pair(a: &[f32], b: &[f32], taps: &[f32], k: usize, acc: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: calling a `#[target_feature(enable = "avx2")]` function is sound exactly when
-        // the CPU supports AVX2, which the runtime check above has just established. The
-        // function body is safe code.
-        unsafe { x86::fir_pair_avx2(a, b, taps, k, acc) };
-        return;
-    }
-    fir_pair_portable(a, b, taps, k, acc);
-}
-
-/// `acc[j] += Σ_i taps[i] · x[j + i]` for every j (`x` holds `acc.len() + taps.len() - 1`).
-fn fir_dot(x: &[f32], taps: &[f32], acc: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: as in `fir_pair`: AVX2 support was established by the runtime check above,
-        // and the function body is safe code.
-        unsafe { x86::fir_dot_avx2(x, taps, acc) };
-        return;
-    }
-    fir_dot_portable(x, taps, acc);
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    /// The same loops compiled for 256-bit vectors. No FMA: each output is rounded exactly as
-    /// on the portable path, so results do not depend on the CPU.
-    #[target_feature(enable = "avx2")]
-    pub(super) fn fir_pair_avx2(a: &[f32], b: &[f32], taps: &[f32], k: usize, acc: &mut [f32]) {
-        super::fir_pair_portable(a, b, taps, k, acc);
-    }
-
-    #[target_feature(enable = "avx2")]
-    pub(super) fn fir_dot_avx2(x: &[f32], taps: &[f32], acc: &mut [f32]) {
-        super::fir_dot_portable(x, taps, acc);
-    }
-}
-
-#[inline(always)]
-fn fir_pair_portable(a: &[f32], b: &[f32], taps: &[f32], k: usize, acc: &mut [f32]) {
-    for (blk, out) in acc.chunks_exact_mut(BLOCK).enumerate() {
-        let m0 = blk * BLOCK;
-        let mut s = [0f32; BLOCK];
-        s.copy_from_slice(out);
-        for (i, &g) in taps.iter().enumerate() {
-            let lo = window(a, (m0 + k).wrapping_sub(1 + i));
-            let hi = window(b, m0 + i);
-            if let (Some(lo), Some(hi)) = (lo, hi) {
-                for j in 0..BLOCK {
-                    s[j] += g * (lo[j] + hi[j]);
-                }
-            }
-        }
-        out.copy_from_slice(&s);
-    }
-}
-
-#[inline(always)]
-fn fir_dot_portable(x: &[f32], taps: &[f32], acc: &mut [f32]) {
-    for (blk, out) in acc.chunks_exact_mut(BLOCK).enumerate() {
-        let m0 = blk * BLOCK;
-        let mut s = [0f32; BLOCK];
-        s.copy_from_slice(out);
-        for (i, &g) in taps.iter().enumerate() {
-            if let Some(w) = window(x, m0 + i) {
-                for j in 0..BLOCK {
-                    s[j] += g * w[j];
-                }
-            }
-        }
-        out.copy_from_slice(&s);
-    }
 }
 
 /// Streaming 48 kHz → 8 kHz (factor 6) or → 16 kHz (factor 3) decimator.
@@ -259,21 +178,6 @@ impl Decimator {
         self.raw.resize(self.history(), 0.0);
     }
 
-    /// Output samples the next call produces for `input` input samples.
-    pub fn output_len(&self, input: usize) -> usize {
-        let waiting = self.raw.len() - self.history();
-        input.saturating_add(waiting) / self.factor
-    }
-
-    /// Appends the low-rate samples for `input` to `out`.
-    pub fn process(&mut self, input: &[i16], out: &mut Vec<i16>) {
-        let start = out.len();
-        out.resize(start + self.output_len(input.len()), 0);
-        if let Some(dst) = out.get_mut(start..) {
-            self.run(input, dst);
-        }
-    }
-
     /// As [`process`](Self::process) with native-endian 16-bit PCM bytes in.
     pub fn process_ne_bytes(
         &mut self,
@@ -287,32 +191,6 @@ impl Decimator {
             self.run(NeBytes(input), dst);
         }
         Ok(())
-    }
-
-    /// Writes the low-rate samples for `input` to the front of `out`; returns the count.
-    pub fn process_into(&mut self, input: &[i16], out: &mut [i16]) -> Result<usize, ResampleError> {
-        let n = self.output_len(input.len());
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(input, dst);
-        }
-        Ok(n)
-    }
-
-    /// As [`process_into`](Self::process_into) with native-endian 16-bit PCM bytes on both
-    /// sides; returns the bytes written.
-    pub fn process_ne_bytes_into(
-        &mut self,
-        input: &[u8],
-        out: &mut [u8],
-    ) -> Result<usize, ResampleError> {
-        check_even(input.len())?;
-        let n = self.output_len(input.len() / 2).saturating_mul(2);
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(NeBytes(input), NeBytesMut(dst));
-        }
-        Ok(n)
     }
 
     /// `out` holds exactly `output_len(input.samples())` samples.
@@ -350,6 +228,22 @@ impl Decimator {
         self.raw.capacity()
             + self.acc.capacity()
             + self.streams.iter().map(Vec::capacity).sum::<usize>()
+    }
+}
+
+impl Resample for Decimator {
+    /// One output sample per `factor` input samples, counting those waiting from the last call.
+    fn output_len(&self, input: usize) -> usize {
+        let waiting = self.raw.len() - self.history();
+        input.saturating_add(waiting) / self.factor
+    }
+
+    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
+        self.run(input, out);
+    }
+
+    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
+        self.run(NeBytes(input), NeBytesMut(out));
     }
 }
 
@@ -421,46 +315,6 @@ impl Interpolator {
         self.x.resize(self.k - 1, 0.0);
     }
 
-    /// Output samples produced for `input` input samples (saturating).
-    pub fn output_len(&self, input: usize) -> usize {
-        input.saturating_mul(self.factor)
-    }
-
-    /// Appends the 48 kHz samples for `input` to `out`.
-    pub fn process(&mut self, input: &[i16], out: &mut Vec<i16>) {
-        let start = out.len();
-        out.resize(start + self.output_len(input.len()), 0);
-        if let Some(dst) = out.get_mut(start..) {
-            self.run(input, dst);
-        }
-    }
-
-    /// Writes the 48 kHz samples for `input` to the front of `out`; returns the count.
-    pub fn process_into(&mut self, input: &[i16], out: &mut [i16]) -> Result<usize, ResampleError> {
-        let n = self.output_len(input.len());
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(input, dst);
-        }
-        Ok(n)
-    }
-
-    /// As [`process_into`](Self::process_into) with native-endian 16-bit PCM bytes on both
-    /// sides; returns the bytes written.
-    pub fn process_ne_bytes_into(
-        &mut self,
-        input: &[u8],
-        out: &mut [u8],
-    ) -> Result<usize, ResampleError> {
-        check_even(input.len())?;
-        let n = self.output_len(input.len() / 2).saturating_mul(2);
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(NeBytes(input), NeBytesMut(dst));
-        }
-        Ok(n)
-    }
-
     /// `out` holds exactly `factor × input.samples()` samples.
     fn run(&mut self, input: impl PcmIn, out: impl PcmOut) {
         let n = input.samples();
@@ -497,10 +351,25 @@ impl Interpolator {
     }
 }
 
+impl Resample for Interpolator {
+    /// `factor` output samples per input sample (saturating).
+    fn output_len(&self, input: usize) -> usize {
+        input.saturating_mul(self.factor)
+    }
+
+    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
+        self.run(input, out);
+    }
+
+    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
+        self.run(NeBytes(input), NeBytesMut(out));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_signal::{amplitude, db, tone};
+    use crate::test_signal::{amplitude, db, pieces, tone};
     use proptest::prelude::*;
     use std::f64::consts::PI;
 
@@ -897,32 +766,17 @@ mod tests {
     }
 
     #[test]
-    fn slice_and_byte_variants_check_sizes() {
-        let mut d = Decimator::new(6).unwrap();
+    fn byte_variants_check_sizes() {
+        // The checks themselves are the `Resample` trait's, tested in resample.rs.
         let mut u = Interpolator::new(3).unwrap();
-        let mut small = [0i16; 5];
-        assert_eq!(
-            u.process_into(&[0; 2], &mut small),
-            Err(ResampleError::OutputTooSmall {
-                needed: 6,
-                available: 5
-            })
-        );
-        assert_eq!(d.process_into(&[0; 30], &mut small), Ok(5));
         let mut bytes = [0u8; 16];
+        assert_eq!(u.process_ne_bytes_into(&[0; 4], &mut bytes), Ok(12));
         assert_eq!(
-            u.process_ne_bytes_into(&[0; 3], &mut bytes),
-            Err(ResampleError::OddLength { len: 3 })
-        );
-        assert_eq!(
-            d.process_ne_bytes_into(&[0; 5], &mut bytes),
-            Err(ResampleError::OddLength { len: 5 })
-        );
-        assert_eq!(
-            d.process_ne_bytes(&[0; 7], &mut Vec::new()),
+            Decimator::new(6)
+                .unwrap()
+                .process_ne_bytes(&[0; 7], &mut Vec::new()),
             Err(ResampleError::OddLength { len: 7 })
         );
-        assert_eq!(u.process_ne_bytes_into(&[0; 4], &mut bytes), Ok(12));
     }
 
     #[test]
@@ -947,19 +801,6 @@ mod tests {
             run(1000, &mut d, &mut u);
             assert_eq!((d.capacity(), u.capacity()), (cd, cu), "factor {factor}");
         }
-    }
-
-    /// Splits `x` at the given cut points (taken modulo the length, sorted).
-    fn pieces<'a>(x: &'a [i16], cuts: &[usize]) -> Vec<&'a [i16]> {
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (x.len() + 1)).collect();
-        cuts.sort_unstable();
-        let mut out = Vec::new();
-        let mut at = 0;
-        for c in cuts.into_iter().chain([x.len()]) {
-            out.push(&x[at..c]);
-            at = c;
-        }
-        out
     }
 
     proptest! {

@@ -24,3 +24,16 @@ pub fn amplitude(x: &[i16], freq: f64, fs: f64) -> f64 {
 pub fn db(ratio: f64) -> f64 {
     20.0 * ratio.log10()
 }
+
+/// Splits `x` at the given cut points (taken modulo the length, sorted).
+pub fn pieces<'a>(x: &'a [i16], cuts: &[usize]) -> Vec<&'a [i16]> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (x.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for c in cuts.into_iter().chain([x.len()]) {
+        out.push(&x[at..c]);
+        at = c;
+    }
+    out
+}

@@ -3,13 +3,12 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use super::codec::with_bytes;
+use super::codec::{resample, with_bytes};
 use super::errors::{DeviceError as PyDeviceError, EngineError as PyEngineError};
 use crate::device::DeviceError;
 use crate::engine::{DeviceLink, LocalCounters};
 use crate::level::{gain_db_valid, Reading};
 use crate::polyphase::{Decimator, Interpolator};
-use crate::resample::ResampleError;
 
 impl From<DeviceError> for PyErr {
     fn from(e: DeviceError) -> PyErr {
@@ -17,126 +16,83 @@ impl From<DeviceError> for PyErr {
     }
 }
 
-fn even(pcm: &[u8]) -> PyResult<()> {
-    if pcm.len() % 2 == 0 {
-        Ok(())
-    } else {
-        Err(ResampleError::OddLength { len: pcm.len() }.into())
-    }
+/// The Python class of one 48 kHz converter: the two differ only in names and texts.
+macro_rules! converter_class {
+    (
+        $(#[$doc:meta])*
+        $py:ident($inner:ident, $name:literal),
+        process: $process_doc:literal,
+        reset: $reset_doc:literal,
+        delay: $delay_doc:literal,
+        repr: $repr:literal $(,)?
+    ) => {
+        $(#[$doc])*
+        #[pyclass(name = $name, module = "node._core")]
+        pub struct $py {
+            inner: $inner,
+        }
+
+        #[pymethods]
+        impl $py {
+            #[new]
+            fn new(factor: u32) -> PyResult<Self> {
+                Ok($py {
+                    inner: $inner::new(factor)?,
+                })
+            }
+
+            #[doc = $process_doc]
+            fn process<'py>(
+                &mut self,
+                py: Python<'py>,
+                pcm: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyBytes>> {
+                resample(py, &mut self.inner, pcm)
+            }
+
+            #[doc = $reset_doc]
+            fn reset(&mut self) {
+                self.inner.reset();
+            }
+
+            #[getter]
+            fn factor(&self) -> u32 {
+                self.inner.factor()
+            }
+
+            #[doc = $delay_doc]
+            #[getter]
+            fn delay(&self) -> f64 {
+                self.inner.delay()
+            }
+
+            fn __repr__(&self) -> String {
+                let low = 48000 / self.inner.factor();
+                format!($repr, low = low, delay = self.inner.delay())
+            }
+        }
+    };
 }
 
-/// Streaming 48 kHz -> 8 kHz (factor 6) or -> 16 kHz (factor 3) decimator.
-#[pyclass(name = "Decimator", module = "node._core")]
-pub struct PyDecimator {
-    inner: Decimator,
-}
+converter_class!(
+    /// Streaming 48 kHz -> 8 kHz (factor 6) or -> 16 kHz (factor 3) decimator.
+    PyDecimator(Decimator, "Decimator"),
+    process: "Native-endian 16-bit PCM at 48 kHz in, one sample per `factor` out (fewer than \
+              `factor` trailing samples wait for the next call).",
+    reset: "Forget the filter history and any waiting samples.",
+    delay: "Group delay in output samples.",
+    repr: "Decimator(48000 -> {low}, delay={delay})",
+);
 
-#[pymethods]
-impl PyDecimator {
-    #[new]
-    fn new(factor: u32) -> PyResult<Self> {
-        Ok(PyDecimator {
-            inner: Decimator::new(factor)?,
-        })
-    }
-
-    /// Native-endian 16-bit PCM at 48 kHz in, one sample per `factor` out (fewer than `factor`
-    /// trailing samples wait for the next call).
-    fn process<'py>(
-        &mut self,
-        py: Python<'py>,
-        pcm: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        with_bytes(pcm, |pcm| {
-            even(pcm)?;
-            let n = self.inner.output_len(pcm.len() / 2).saturating_mul(2);
-            PyBytes::new_with(py, n, |out| {
-                self.inner.process_ne_bytes_into(pcm, out)?;
-                Ok(())
-            })
-        })
-    }
-
-    /// Forget the filter history and any waiting samples.
-    fn reset(&mut self) {
-        self.inner.reset();
-    }
-
-    #[getter]
-    fn factor(&self) -> u32 {
-        self.inner.factor()
-    }
-
-    /// Group delay in output samples.
-    #[getter]
-    fn delay(&self) -> f64 {
-        self.inner.delay()
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Decimator(48000 -> {}, delay={})",
-            48000 / self.inner.factor(),
-            self.inner.delay()
-        )
-    }
-}
-
-/// Streaming 8 kHz (factor 6) or 16 kHz (factor 3) -> 48 kHz interpolator.
-#[pyclass(name = "Interpolator", module = "node._core")]
-pub struct PyInterpolator {
-    inner: Interpolator,
-}
-
-#[pymethods]
-impl PyInterpolator {
-    #[new]
-    fn new(factor: u32) -> PyResult<Self> {
-        Ok(PyInterpolator {
-            inner: Interpolator::new(factor)?,
-        })
-    }
-
-    /// Native-endian 16-bit PCM at 48000 / `factor` Hz in, `factor` times as many samples out.
-    fn process<'py>(
-        &mut self,
-        py: Python<'py>,
-        pcm: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        with_bytes(pcm, |pcm| {
-            even(pcm)?;
-            let n = pcm.len().saturating_mul(self.inner.factor() as usize);
-            PyBytes::new_with(py, n, |out| {
-                self.inner.process_ne_bytes_into(pcm, out)?;
-                Ok(())
-            })
-        })
-    }
-
-    /// Forget the filter history.
-    fn reset(&mut self) {
-        self.inner.reset();
-    }
-
-    #[getter]
-    fn factor(&self) -> u32 {
-        self.inner.factor()
-    }
-
-    /// Group delay in output (48 kHz) samples.
-    #[getter]
-    fn delay(&self) -> f64 {
-        self.inner.delay()
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Interpolator({} -> 48000, delay={})",
-            48000 / self.inner.factor(),
-            self.inner.delay()
-        )
-    }
-}
+converter_class!(
+    /// Streaming 8 kHz (factor 6) or 16 kHz (factor 3) -> 48 kHz interpolator.
+    PyInterpolator(Interpolator, "Interpolator"),
+    process: "Native-endian 16-bit PCM at 48000 / `factor` Hz in, `factor` times as many \
+              samples out.",
+    reset: "Forget the filter history.",
+    delay: "Group delay in output (48 kHz) samples.",
+    repr: "Interpolator({low} -> 48000, delay={delay})",
+);
 
 /// A sound card attached to the engine's local radio member (`Engine.open_device`).
 #[pyclass(name = "DevicePort", module = "node._core")]

@@ -23,23 +23,9 @@ from node._core import (
 )
 from node.errors import CommandError
 from node.media.bridge import MediaBridge, Topology
+from tests.signals import AMP, amplitude, db, tone
 
-AMP = 16000.0
 FORMAT_ULAW = 0x4
-
-
-def tone(freq: float, rate: int, seconds: float, amp: float = AMP) -> np.ndarray:
-    n = np.arange(round(rate * seconds))
-    return np.round(amp * np.sin(2 * np.pi * freq * n / rate)).astype(np.int16)
-
-
-def amplitude(x: np.ndarray, freq: float, rate: int) -> float:
-    phase = np.exp(-2j * np.pi * freq * np.arange(x.size) / rate)
-    return float(2 * abs(np.dot(x.astype(np.float64), phase)) / x.size)
-
-
-def db(ratio: float) -> float:
-    return float(20 * np.log10(ratio))
 
 
 def pcm(b: bytes) -> np.ndarray:

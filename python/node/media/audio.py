@@ -242,7 +242,9 @@ class SoundDeviceAudio:
                 self.stats.input_overflows += 1
             if status.output_underflow:
                 self.stats.output_underflows += 1
-        outdata[:] = self._exchange(indata)
+        # bytes, not the cffi buffer: the port then reads it in place and runs no Python code
+        # while it holds itself, so a status read on another thread never finds it borrowed.
+        outdata[:] = self._exchange(bytes(indata))
         self.stats.blocks += 1
 
     def start(self, exchange: BlockExchange) -> None:
