@@ -22,7 +22,7 @@ use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, Station, TickOutput, FRAME_MS};
+use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
 
 /// Largest datagram we read. IAX2 frames fit in one MTU, but a larger datagram must be read
 /// whole so it is counted as what it is instead of being silently truncated.
@@ -197,6 +197,7 @@ pub enum Command {
     RemoveLeg(u16),
     SetLegMode(u16, LegMode),
     SetLegCodec(u16, Codec),
+    SetLegKeying(u16, RxKeying),
     /// Payload of a full voice frame Python received and acknowledged.
     PushVoice {
         callno: u16,
@@ -213,6 +214,8 @@ pub enum Command {
     },
     SetMixMinus(bool),
     SetLocalRadio(bool),
+    /// The operator's push-to-talk: the local source talks into every leg until unkeyed.
+    SetLocalKeyed(bool),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
@@ -264,8 +267,8 @@ pub struct TickSnapshot {
 pub struct LocalCounters {
     /// Captured frames handed to the engine.
     pub rx_frames: u64,
-    /// Ticks with the local radio in the conference that found no captured frame (the device
-    /// delivered late; the tick went on without it).
+    /// Ticks that needed a captured frame (the local radio in the conference, or keyed) and
+    /// found none (the device delivered late; the tick went on without it).
     pub rx_late: u64,
     /// Captured frames discarded because the engine had fallen behind by a full queue.
     pub rx_dropped: u64,
@@ -356,9 +359,9 @@ impl LocalPort {
     }
 
     /// The engine's side of a tick: the captured frame for it, if any.
-    fn take_mic(&mut self, local_on: bool) -> Option<Vec<i16>> {
+    fn take_mic(&mut self, wanted: bool) -> Option<Vec<i16>> {
         let frame = self.mic.pop_front();
-        if frame.is_none() && local_on && self.mic_seen && self.attached > 0 {
+        if frame.is_none() && wanted && self.mic_seen && self.attached > 0 {
             self.counters.rx_late += 1;
         }
         frame
@@ -479,6 +482,9 @@ impl Worker {
                 Command::RemoveLeg(c) => self.station.remove_leg(c),
                 Command::SetLegMode(c, m) => self.station.set_leg_mode(c, m),
                 Command::SetLegCodec(c, codec) => self.station.set_leg_codec(c, codec),
+                Command::SetLegKeying(c, k) => {
+                    self.station.set_leg_keying(c, k, &mut self.media_events)
+                }
                 Command::PushVoice {
                     callno,
                     codec,
@@ -503,6 +509,10 @@ impl Worker {
                     self.station.set_local_radio(on);
                     Ok(())
                 }
+                Command::SetLocalKeyed(on) => {
+                    self.station.set_local_keyed(on);
+                    Ok(())
+                }
             };
             if let Err(e) = result {
                 failures.push(EngineEvent::CommandFailed(e.to_string()));
@@ -510,6 +520,10 @@ impl Worker {
         }
         if !failures.is_empty() {
             self.shared.emit(failures.into_iter());
+        }
+        if !self.media_events.is_empty() {
+            self.shared
+                .emit(self.media_events.drain(..).map(EngineEvent::Media));
         }
     }
 
@@ -553,8 +567,10 @@ impl Worker {
     }
 
     fn tick(&mut self, now_ms: u64) {
+        // The microphone is heard while the local radio is a member or the operator keys it.
         let local_on = self.station.local_radio();
-        let mic = lock(&self.shared.local).take_mic(local_on);
+        let mic_wanted = local_on || self.station.local_keyed();
+        let mic = lock(&self.shared.local).take_mic(mic_wanted);
         if let Some(pcm) = mic {
             self.station.put_local(&pcm);
             lock(&self.shared.local).recycle(pcm);

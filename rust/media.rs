@@ -42,6 +42,33 @@ impl LegMode {
     }
 }
 
+/// How a leg's received audio keys it, which decides when it is mixed into the conference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxKeying {
+    /// Every frame the jitter buffer delivers is mixed; the leg counts as keyed while it talks.
+    Always,
+    /// A plain call: mixed while its level holds a VOX gate open, so a phone that streams
+    /// silence does not hold every transceive link keyed.
+    Vox,
+    /// A modern AllStarLink link (`!NEWKEY1!`, and every link before its handshake): voice
+    /// presence keys it; RADIO_UNKEY or [`RX_LINGER_MS`] without voice unkeys it.
+    Voice,
+    /// A legacy link (no handshake, or `!NEWKEY!`): RADIO_KEY keys, RADIO_UNKEY unkeys, and its
+    /// audio is mixed only while keyed (such peers may stream voice continuously).
+    Control,
+}
+
+/// app_rpt's RX_LINGER_TIME: a voice-keyed link unkeys this long after its audio stops.
+pub const RX_LINGER_MS: u64 = 50;
+
+/// VOX gate of plain calls: a 20 ms frame at or above this RMS level (dBFS) opens it. Low
+/// enough for quiet speech, far above a phone's idle line or decoded µ-law silence.
+pub const VOX_OPEN_DBFS: f64 = -50.0;
+
+/// How long the VOX gate stays open after the last frame above the threshold: longer than the
+/// pauses between words, so a sentence is one talk spurt on the links.
+pub const VOX_HANG_MS: u64 = 800;
+
 /// What Python tells the engine when a call's media starts.
 #[derive(Debug, Clone)]
 pub struct LegSpec {
@@ -54,6 +81,8 @@ pub struct LegSpec {
     /// voice frames.
     pub codec: Codec,
     pub mode: LegMode,
+    /// How the leg's received audio keys it.
+    pub keying: RxKeying,
     /// The call's own timestamp clock (ms since its first transmission) at `now_ms`, so mini
     /// frames continue the timeline Python's full frames use.
     pub call_ts_ms: u32,
@@ -68,6 +97,9 @@ pub enum MediaEvent {
         format: u64,
         ts: u32,
         payload: Vec<u8>,
+        /// The first frame of a talk spurt towards this leg (a legacy link sends RADIO_KEY
+        /// before it).
+        spurt_start: bool,
     },
     /// The conference went quiet for this leg after a talk spurt (a radio link sends UNKEY).
     SpurtEnded { callno: u16, ts: u32 },
@@ -81,6 +113,8 @@ pub enum MediaEvent {
     },
     /// A mini frame arrived before any full voice frame: Python answers with VNAK.
     MiniBeforeFull { callno: u16 },
+    /// The leg's receiver keyed (`true`) or unkeyed, as its [`RxKeying`] defines it.
+    RxKey { callno: u16, keyed: bool },
 }
 
 /// A frame ready to be sent as a mini frame.
@@ -153,6 +187,34 @@ struct Leg {
     last_full_ts: Option<u32>,
     last_tx_codec: Option<Codec>,
     mini_before_full_reported: bool,
+    /// Whether the leg's receiver is keyed now (reported on every change).
+    rx_keyed: bool,
+    /// When the leg last delivered audio (voice or concealment), for [`RX_LINGER_MS`].
+    last_audio_ms: u64,
+    /// The VOX gate is open until this time.
+    vox_until_ms: u64,
+}
+
+impl Leg {
+    fn set_rx_keyed(&mut self, keyed: bool, events: &mut Vec<MediaEvent>) {
+        if self.rx_keyed != keyed {
+            self.rx_keyed = keyed;
+            events.push(MediaEvent::RxKey {
+                callno: self.spec.callno,
+                keyed,
+            });
+        }
+    }
+}
+
+/// Mean power of a frame in dBFS (a full-scale sine is -3 dBFS); -inf for silence.
+fn frame_dbfs(pcm: &[i16]) -> f64 {
+    if pcm.is_empty() {
+        return f64::NEG_INFINITY;
+    }
+    let energy: f64 = pcm.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+    let ms = energy / pcm.len() as f64;
+    10.0 * (ms / (32768.0 * 32768.0)).log10()
 }
 
 /// The conference, its legs and the local radio.
@@ -165,6 +227,11 @@ pub struct Station {
     by_callno: HashMap<u16, usize>,
     by_peer: HashMap<(SocketAddr, u16), usize>,
     local_slot: Option<usize>,
+    /// The local radio is a member by topology (it hears the conference and its speaker plays).
+    local_member: bool,
+    /// The operator keyed the local source (`POST /key`): it talks every tick, silence
+    /// included, so every leg gets one unbroken talk spurt until unkey.
+    local_keyed: bool,
     local_in: Option<Vec<i16>>,
     local_out: Vec<i16>,
     local_hears: bool,
@@ -216,6 +283,8 @@ impl Station {
             by_callno: HashMap::new(),
             by_peer: HashMap::new(),
             local_slot: None,
+            local_member: false,
+            local_keyed: false,
             local_in: None,
             local_out: vec![0; frame_len],
             local_hears: false,
@@ -243,28 +312,48 @@ impl Station {
 
     /// Put the local radio in the conference, or take it out. Audio of legs is untouched.
     pub fn set_local_radio(&mut self, on: bool) {
-        match (on, self.local_slot) {
+        self.local_member = on;
+        self.sync_local_slot();
+    }
+
+    /// Key or unkey the local source (the operator's push-to-talk). While keyed it is a
+    /// talking member whatever the topology.
+    pub fn set_local_keyed(&mut self, on: bool) {
+        self.local_keyed = on;
+        self.sync_local_slot();
+    }
+
+    pub fn local_keyed(&self) -> bool {
+        self.local_keyed
+    }
+
+    fn sync_local_slot(&mut self) {
+        let wanted = self.local_member || self.local_keyed;
+        match (wanted, self.local_slot) {
             (true, None) => self.local_slot = Some(self.conference.add()),
             (false, Some(slot)) => {
                 let _ = self.conference.remove(slot);
                 self.local_slot = None;
                 self.local_in = None;
-                self.local_out.iter_mut().for_each(|s| *s = 0);
             }
             _ => {}
         }
+        if !self.local_member {
+            self.local_out.iter_mut().for_each(|s| *s = 0);
+        }
     }
 
+    /// Whether the local radio is a member by topology (its speaker plays the conference).
     pub fn local_radio(&self) -> bool {
-        self.local_slot.is_some()
+        self.local_member
     }
 
     /// The local microphone's frame for the next tick (station rate).
     pub fn put_local(&mut self, pcm: &[i16]) {
         if self.local_slot.is_some() && pcm.len() == self.frame_len {
-            // Only a frame with signal counts as talking, so an idle microphone does not hold
-            // every leg in a talk spurt.
-            if pcm.iter().any(|s| s.unsigned_abs() > 32) {
+            // Unkeyed, only a frame with signal counts as talking, so an idle microphone does
+            // not hold every leg in a talk spurt; keyed, every frame does.
+            if self.local_keyed || pcm.iter().any(|s| s.unsigned_abs() > 32) {
                 self.local_in = Some(pcm.to_vec());
             }
         }
@@ -300,6 +389,9 @@ impl Station {
             last_full_ts: None,
             last_tx_codec: None,
             mini_before_full_reported: false,
+            rx_keyed: false,
+            last_audio_ms: 0,
+            vox_until_ms: 0,
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);
@@ -334,6 +426,27 @@ impl Station {
             .ok_or(MediaError::NoSuchLeg(callno))?;
         if let Some(leg) = self.legs.get_mut(idx) {
             leg.spec.mode = mode;
+        }
+        Ok(())
+    }
+
+    /// Change how a leg's receiver keys (a link's newkey handshake decided its dialect).
+    pub fn set_leg_keying(
+        &mut self,
+        callno: u16,
+        keying: RxKeying,
+        events: &mut Vec<MediaEvent>,
+    ) -> Result<(), MediaError> {
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        if let Some(leg) = self.legs.get_mut(idx) {
+            if leg.spec.keying != keying {
+                leg.spec.keying = keying;
+                // The new dialect starts unkeyed: a legacy peer keys with its next RADIO_KEY.
+                leg.set_rx_keyed(false, events);
+            }
         }
         Ok(())
     }
@@ -469,13 +582,25 @@ impl Station {
     pub fn tick(&mut self, now_ms: u64, out: &mut TickOutput) {
         self.conference.begin_tick();
         self.pull_legs(now_ms, out);
-        if let (Some(slot), Some(pcm)) = (self.local_slot, self.local_in.take()) {
-            let _ = self.conference.put(slot, &pcm);
+        if let Some(slot) = self.local_slot {
+            match self.local_in.take() {
+                Some(pcm) => {
+                    let _ = self.conference.put(slot, &pcm);
+                }
+                None if self.local_keyed => {
+                    // Keyed with no microphone frame this tick: send silence rather than
+                    // break the talk spurt.
+                    self.decoded.clear();
+                    self.decoded.resize(self.frame_len, 0);
+                    let _ = self.conference.put(slot, &self.decoded);
+                }
+                None => {}
+            }
         }
         self.conference.mix();
         self.push_legs(now_ms, out);
         self.local_hears = false;
-        if let Some(slot) = self.local_slot {
+        if let (Some(slot), true) = (self.local_slot, self.local_member) {
             self.local_hears = self.conference.hears_audio(slot);
             if let Ok(o) = self.conference.output(slot) {
                 self.local_out.copy_from_slice(o);
@@ -489,6 +614,7 @@ impl Station {
             // Control events due now come out ahead of the audio that follows them; then one
             // item fills the tick.
             let mut ready = false;
+            let mut fresh = false;
             loop {
                 match leg.jitter.get(now_ms) {
                     GetResult::Control { ts, kind, payload } => {
@@ -497,7 +623,16 @@ impl Station {
                             kind,
                             ts,
                             payload: payload.to_vec(),
-                        })
+                        });
+                        match (leg.spec.keying, kind) {
+                            (RxKeying::Control, ControlKind::Key) => {
+                                leg.set_rx_keyed(true, &mut out.events)
+                            }
+                            (RxKeying::Control | RxKeying::Voice, ControlKind::Unkey) => {
+                                leg.set_rx_keyed(false, &mut out.events)
+                            }
+                            _ => {}
+                        }
                     }
                     GetResult::Dropped { .. } => {}
                     GetResult::Voice { payload, .. } => {
@@ -511,6 +646,7 @@ impl Station {
                         leg.last_pcm.copy_from_slice(&self.resampled);
                         leg.pcm.copy_from_slice(&self.resampled);
                         ready = true;
+                        fresh = true;
                         break;
                     }
                     GetResult::Interpolate { nth } => {
@@ -521,7 +657,36 @@ impl Station {
                     GetResult::Silence => break,
                 }
             }
-            if ready && leg.spec.mode.receives() {
+            if ready {
+                leg.last_audio_ms = now_ms;
+            }
+            let mixed = match leg.spec.keying {
+                RxKeying::Always => {
+                    leg.set_rx_keyed(ready, &mut out.events);
+                    ready
+                }
+                RxKeying::Vox => {
+                    if fresh && frame_dbfs(&leg.pcm) >= VOX_OPEN_DBFS {
+                        leg.vox_until_ms = now_ms + VOX_HANG_MS;
+                    }
+                    let open = now_ms < leg.vox_until_ms;
+                    leg.set_rx_keyed(open, &mut out.events);
+                    ready && open
+                }
+                RxKeying::Voice => {
+                    if fresh {
+                        leg.set_rx_keyed(true, &mut out.events);
+                    } else if leg.rx_keyed
+                        && !ready
+                        && now_ms.saturating_sub(leg.last_audio_ms) >= RX_LINGER_MS
+                    {
+                        leg.set_rx_keyed(false, &mut out.events);
+                    }
+                    ready
+                }
+                RxKeying::Control => ready && leg.rx_keyed,
+            };
+            if mixed && leg.spec.mode.receives() {
                 let _ = self.conference.put(leg.slot, &leg.pcm);
             }
         }
@@ -550,7 +715,8 @@ impl Station {
             };
             leg.tx_edge.run(mix, &mut self.resampled);
             let codec = leg.spec.codec;
-            let needs_full = !leg.talking_out
+            let spurt_start = !leg.talking_out;
+            let needs_full = spurt_start
                 || leg.last_tx_codec != Some(codec)
                 || leg
                     .last_full_ts
@@ -569,6 +735,7 @@ impl Station {
                     format: codec.format_bit(),
                     ts,
                     payload,
+                    spurt_start,
                 });
             } else {
                 let mut bytes = Vec::with_capacity(4 + payload_len);
@@ -606,6 +773,7 @@ mod tests {
             peer: addr(port),
             codec,
             mode: LegMode::Transceive,
+            keying: RxKeying::Always,
             call_ts_ms: 1000,
         }
     }
@@ -1049,5 +1217,221 @@ mod tests {
             "moved leg still routed"
         );
         assert!(!st.on_mini(addr(9400), &mini, 0, &mut ev));
+    }
+
+    fn rx_keys(out: &TickOutput, callno: u16) -> Vec<bool> {
+        out.events
+            .iter()
+            .filter_map(|e| match e {
+                MediaEvent::RxKey { callno: c, keyed } if *c == callno => Some(*keyed),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn silence(rate: u32) -> Vec<i16> {
+        vec![0; (rate / 50) as usize]
+    }
+
+    #[test]
+    fn voice_keyed_link_keys_on_voice_and_unkeys_on_unkey_or_linger() {
+        let mut st = Station::new(8000, true);
+        let mut link = spec(200, 9600, Codec::Ulaw);
+        link.keying = RxKeying::Voice;
+        st.add_leg(link, 0).expect("link");
+        st.add_leg(spec(201, 9601, Codec::Ulaw), 0)
+            .expect("listener");
+        let mut out = TickOutput::default();
+        let mut edges = Vec::new();
+        let mut heard = 0;
+        for n in 0..80usize {
+            let now = n as u64 * 20;
+            let ts = 100 + n as u32 * 20;
+            // Spurt one ends with RADIO_UNKEY; spurt two just stops.
+            if n < 15 || (30..45).contains(&n) {
+                feed(&mut st, 200, Codec::Ulaw, &tone(900.0, 8000, n), ts, now);
+            }
+            if n == 14 {
+                st.push_control(200, ControlKind::Unkey, ts + 20, &[], now)
+                    .expect("unkey");
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for k in rx_keys(&out, 200) {
+                edges.push((k, n));
+            }
+            if heard_frame(&out, 201, addr(9601)) {
+                heard += 1;
+            }
+        }
+        let kinds: Vec<bool> = edges.iter().map(|e| e.0).collect();
+        assert_eq!(kinds, vec![true, false, true, false], "{edges:?}");
+        // The second spurt unkeys by linger: concealment first, then 50 ms without audio.
+        let (second_on, second_off) = (edges[2].1, edges[3].1);
+        assert!(second_off > second_on + 14, "{edges:?}");
+        assert!(
+            heard >= 28,
+            "the listener heard both spurts ({heard} frames)"
+        );
+    }
+
+    fn heard_frame(out: &TickOutput, callno: u16, to: SocketAddr) -> bool {
+        out.events
+            .iter()
+            .any(|e| matches!(e, MediaEvent::FullVoice { callno: c, .. } if *c == callno))
+            || out.datagrams.iter().any(|d| d.to == to)
+    }
+
+    #[test]
+    fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
+        let mut st = Station::new(8000, true);
+        let mut link = spec(210, 9610, Codec::Ulaw);
+        link.keying = RxKeying::Control;
+        st.add_leg(link, 0).expect("link");
+        st.add_leg(spec(211, 9611, Codec::Ulaw), 0)
+            .expect("listener");
+        let mut out = TickOutput::default();
+        let mut heard_at = Vec::new();
+        let mut edges = Vec::new();
+        for n in 0..60usize {
+            let now = n as u64 * 20;
+            let ts = 100 + n as u32 * 20;
+            // A legacy peer streams voice all the time; only KEY..UNKEY counts.
+            feed(&mut st, 210, Codec::Ulaw, &tone(700.0, 8000, n), ts, now);
+            if n == 20 {
+                st.push_control(210, ControlKind::Key, ts, &[], now)
+                    .expect("key");
+            }
+            if n == 40 {
+                st.push_control(210, ControlKind::Unkey, ts, &[], now)
+                    .expect("unkey");
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            edges.extend(rx_keys(&out, 210));
+            if heard_frame(&out, 211, addr(9611)) {
+                heard_at.push(n);
+            }
+        }
+        assert_eq!(edges, vec![true, false]);
+        assert!(!heard_at.is_empty());
+        assert!(
+            heard_at.iter().all(|&n| (20..46).contains(&n)),
+            "{heard_at:?}"
+        );
+    }
+
+    #[test]
+    fn vox_call_streaming_silence_does_not_hold_the_conference() {
+        let mut st = Station::new(8000, true);
+        let mut phone = spec(220, 9620, Codec::Ulaw);
+        phone.keying = RxKeying::Vox;
+        st.add_leg(phone, 0).expect("phone");
+        st.add_leg(spec(221, 9621, Codec::Ulaw), 0).expect("link");
+        let mut out = TickOutput::default();
+        let mut heard_at = Vec::new();
+        let mut edges = Vec::new();
+        let hang = (VOX_HANG_MS / 20) as usize;
+        for n in 0..(40 + hang + 20) {
+            let now = n as u64 * 20;
+            let ts = 100 + n as u32 * 20;
+            // Silence, then 20 frames of speech-level tone, then silence for good.
+            let pcm = if (20..40).contains(&n) {
+                tone(500.0, 8000, n)
+            } else {
+                silence(8000)
+            };
+            feed(&mut st, 220, Codec::Ulaw, &pcm, ts, now);
+            out.clear();
+            st.tick(now, &mut out);
+            edges.extend(rx_keys(&out, 220));
+            if heard_frame(&out, 221, addr(9621)) {
+                heard_at.push(n);
+            }
+        }
+        assert_eq!(edges, vec![true, false]);
+        let first = heard_at.first().copied().unwrap_or(0);
+        let last = heard_at.last().copied().unwrap_or(0);
+        assert!(
+            first >= 20,
+            "silence before speech is not sent: {heard_at:?}"
+        );
+        // The gate holds over the hang time, then closes although frames keep coming.
+        assert!(last >= 40 && last < 40 + hang + 8, "{heard_at:?}");
+    }
+
+    #[test]
+    fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
+        let mut st = Station::new(16000, true);
+        st.add_leg(spec(230, 9630, Codec::Ulaw), 0).expect("a");
+        st.add_leg(spec(231, 9631, Codec::Slin16), 0).expect("b");
+        let mut out = TickOutput::default();
+        let mut starts = Vec::new();
+        let mut frames = 0;
+        let mut ended = Vec::new();
+        for n in 0..50usize {
+            let now = n as u64 * 20;
+            if n == 10 {
+                st.set_local_keyed(true);
+            }
+            if n == 30 {
+                st.set_local_keyed(false);
+            }
+            // A microphone frame only every other tick: keyed, the gaps are filled.
+            if n % 2 == 0 {
+                st.put_local(&tone(440.0, 16000, n));
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                match e {
+                    MediaEvent::FullVoice {
+                        callno: 230,
+                        spurt_start,
+                        ..
+                    } => {
+                        frames += 1;
+                        if *spurt_start {
+                            starts.push(n);
+                        }
+                    }
+                    MediaEvent::SpurtEnded { callno: 230, .. } => ended.push(n),
+                    _ => {}
+                }
+            }
+            frames += out.datagrams.iter().filter(|d| d.to == addr(9630)).count();
+        }
+        assert_eq!(starts, vec![10]);
+        assert_eq!(frames, 20, "one frame per keyed tick, silence included");
+        assert_eq!(ended, vec![30]);
+        assert!(!st.local_radio(), "keying does not make the radio a member");
+    }
+
+    #[test]
+    fn set_leg_keying_resets_the_keyed_state() {
+        let mut st = Station::new(8000, true);
+        let mut link = spec(240, 9640, Codec::Ulaw);
+        link.keying = RxKeying::Voice;
+        st.add_leg(link, 0).expect("link");
+        let mut out = TickOutput::default();
+        feed(&mut st, 240, Codec::Ulaw, &tone(900.0, 8000, 0), 100, 0);
+        for n in 0..5u64 {
+            out.clear();
+            st.tick(n * 20, &mut out);
+        }
+        let mut events = Vec::new();
+        st.set_leg_keying(240, RxKeying::Control, &mut events)
+            .expect("keying");
+        assert_eq!(
+            events,
+            vec![MediaEvent::RxKey {
+                callno: 240,
+                keyed: false
+            }]
+        );
+        assert_eq!(
+            st.set_leg_keying(999, RxKeying::Voice, &mut events),
+            Err(MediaError::NoSuchLeg(999))
+        );
     }
 }

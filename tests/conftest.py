@@ -1,4 +1,4 @@
-"""Shared test helpers: external tools and the read-only `shared/` reference tree."""
+"""Shared test helpers: external tools and the reference captures in `tests/data/`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["require_tool", "shared_dir"]
+__all__ = ["interop_dir", "require_tool"]
 
 
 def require_tool(name: str, check: Callable[[], bool] | None = None) -> None:
@@ -25,9 +25,7 @@ def require_tool(name: str, check: Callable[[], bool] | None = None) -> None:
     pytest.skip(f"{name} is not installed")
 
 
-def shared_dir() -> Path:
-    """The read-only `shared/` tree: beside the repository (as CI clones it) or $IAX_NODE_SHARED."""
-    override = os.environ.get("IAX_NODE_SHARED")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[1].parent / "shared"
+def interop_dir() -> Path:
+    """Real traffic the tests replay: captures of Asterisk, iaxclient and AllStarLink (ASL3)
+    nodes, copied from the team's shared reference tree so a clone alone runs every test."""
+    return Path(__file__).resolve().parent / "data" / "interop"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -48,19 +49,27 @@ class NodeProcess:
     """One `node serve` child process; stop it with `terminate()` or a control command."""
 
     def __init__(
-        self, config: Path, udp_port: int, http_port: int, env: dict[str, str] | None = None
+        self,
+        config: Path,
+        udp_port: int,
+        http_port: int,
+        env: dict[str, str] | None = None,
+        program: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        """`program` replaces `python -m node` (e.g. the `node` script of another install)."""
         self.config = config
         self.udp_addr = ("127.0.0.1", udp_port)
         self.base_url = f"http://127.0.0.1:{http_port}"
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("NET_")}
         child_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "node", "serve", "--config", str(config)],
+            [*(program or [sys.executable, "-m", "node"]), "serve", "--config", str(config)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=child_env,
+            cwd=cwd,
         )
         self._output: tuple[str, str] | None = None
 
@@ -84,7 +93,15 @@ class NodeProcess:
     def post(
         self, path: str, json: object | None = None, content: bytes | None = None
     ) -> httpx.Response:
-        return httpx.post(self.base_url + path, json=json, content=content, timeout=5)
+        """POST a command as the control channel requires: `application/json`, even when the
+        body is empty or (to test refusals of bad bodies) not JSON at all."""
+        return httpx.post(
+            self.base_url + path,
+            json=json,
+            content=content,
+            headers={"Content-Type": "application/json"},
+            timeout=5,
+        )
 
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)
@@ -148,3 +165,38 @@ class EventLog:
             )
             assert ok, f"no {name!r} event; got {[e['event'] for e in self.events]}"
             return next(e for e in self.events if e["event"] == name)
+
+
+class NotifySocket:
+    """Plays systemd's side of sd_notify: an abstract AF_UNIX datagram socket (`NOTIFY_SOCKET`)."""
+
+    def __init__(self) -> None:
+        self.name = f"@iax-node-test-{os.getpid()}-{secrets.token_hex(6)}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind("\0" + self.name[1:])
+        #: Every datagram received so far, raw.
+        self.datagrams: list[str] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"NOTIFY_SOCKET": self.name}
+
+    def wait(self, key: str, timeout: float = 15.0) -> dict[str, str]:
+        """The next datagram that sets `key` (e.g. READY), as a dict; fails after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {key}= notification; got {self.datagrams}")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536).decode()
+            except TimeoutError:
+                continue
+            self.datagrams.append(data)
+            fields = dict(line.split("=", 1) for line in data.split("\n") if "=" in line)
+            if key in fields:
+                return fields
+
+    def close(self) -> None:
+        self.sock.close()

@@ -26,6 +26,7 @@ from node.config import (
     AudioConfig,
     BridgeConfig,
     ControlConfig,
+    DnsConfig,
     DtmfConfig,
     LinkConfig,
     ListenerConfig,
@@ -34,6 +35,7 @@ from node.config import (
     PortalConfig,
     RegisterConfig,
     SecretsConfig,
+    StatpostConfig,
     TtsConfig,
     iter_template_keys,
     load_config,
@@ -120,7 +122,8 @@ def test_config_is_frozen_all_the_way_down(tmp_path: Path) -> None:
 def test_config_supports_asdict_copy_and_hash(tmp_path: Path) -> None:
     config = load_text(tmp_path, MINIMAL + '[links.2000]\nshape = "standard"\n')
     as_dict = dataclasses.asdict(config)
-    assert as_dict["links"] == {"2000": {"shape": "standard"}}
+    assert as_dict["links"]["2000"]["shape"] == "standard"
+    assert as_dict["links"]["2000"]["permanent"] is False
     assert as_dict["listener"]["bind"] == {"host": "0.0.0.0", "port": 4569}
     assert copy.deepcopy(config) == config
     assert hash(config) == hash(copy.deepcopy(config))
@@ -257,6 +260,42 @@ def test_full_file(tmp_path: Path) -> None:
     )
     assert config.parrot == ParrotConfig(
         playback_delay_ms=1000, silence_gap_ms=400, vox_threshold_db=-30.0
+    )
+
+
+def test_http_registration_statpost_and_dns_keys(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        MINIMAL
+        + HTTP_REG
+        + "url = 'http://127.0.0.1:8080/reg'\nrefresh = 180\n"
+        + "[statpost]\nurl = 'https://stats.example.org/uhandler'\ninterval_secs = 600\n"
+        + "[links]\ndns = false\ndns_domain = 'Nodes.Example.ORG.'\n"
+        + "dns_servers = ['127.0.0.1:5353', '::1', '[2001:db8::53]:5300']\ndns_timeout_ms = 800\n",
+    )
+    assert config.register == RegisterConfig(
+        node_id="2000", method="http", url="http://127.0.0.1:8080/reg", refresh=180
+    )
+    assert config.register.peer is None
+    assert config.statpost == StatpostConfig(
+        url="https://stats.example.org/uhandler", interval_secs=600
+    )
+    assert config.dns == DnsConfig(
+        enabled=False,
+        domain="nodes.example.org",
+        servers=(Address("127.0.0.1", 5353), Address("::1", 53), Address("2001:db8::53", 5300)),
+        timeout_ms=800,
+    )
+
+
+def test_http_registration_defaults_to_asl(tmp_path: Path) -> None:
+    config = load_text(tmp_path, MINIMAL + HTTP_REG + "[statpost]\n")
+    assert config.register is not None
+    assert config.register.url == "https://register.allstarlink.org/"
+    assert config.register.refresh == 60
+    assert config.statpost == StatpostConfig(url="http://stats.allstarlink.org/uhandler")
+    assert NodeConfig().dns == DnsConfig(
+        enabled=True, domain="nodes.allstarlink.org", servers=(), timeout_ms=3000
     )
 
 
@@ -426,9 +465,15 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
     assert config.register == RegisterConfig(
         peer=Address("register.example.org", 4569), node_id="2000", refresh=60
     )
-    assert dict(config.links) == {"2000": LinkConfig(shape="standard")}
+    assert dict(config.links) == {
+        "2000": LinkConfig(shape="standard", username="radio", addr=Address("192.0.2.10", 4569))
+    }
     assert config.portal is not None
-    assert dataclasses.replace(config, register=None, links={}, portal=None) == NodeConfig()
+    assert config.statpost == StatpostConfig()
+    assert (
+        dataclasses.replace(config, register=None, links={}, portal=None, statpost=None)
+        == NodeConfig()
+    )
 
 
 def test_template_mentions_every_key_and_no_secret_value() -> None:
@@ -443,6 +488,8 @@ def test_template_mentions_every_key_and_no_secret_value() -> None:
 
 
 # --- errors -------------------------------------------------------------------------------------
+
+HTTP_REG = "[register]\nmethod = 'http'\nnode_id = '2000'\n"
 
 # (file text, dotted key named by the error, a fragment of the accepted values or None)
 BAD: list[tuple[str, str | None, str | None]] = [
@@ -462,7 +509,13 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "announce.events.hangup.where",
         "destination",
     ),
-    (MINIMAL + "[links.2000]\nmode = 'x'\n", "links.2000.mode", "shape"),
+    (MINIMAL + "[links.2000]\ncolour = 'x'\n", "links.2000.colour", "shape"),
+    (MINIMAL + "[links.2000]\nmode = 'x'\n", "links.2000.mode", "monitor"),
+    (MINIMAL + "[links.2000]\nnetwork = 'dmr'\n", "links.2000.network", "dstar"),
+    (MINIMAL + "[links.2000]\naddr = 'nope'\n", "links.2000.addr", "host:port"),
+    (MINIMAL + "[links.2000]\nusername = 'a b'\n", "links.2000.username", "radio"),
+    (MINIMAL + "[links]\nverify_source_ip = 1\n", "links.verify_source_ip", "true"),
+    (MINIMAL + "[keying]\ntx_timeout_secs = 0\n", "keying.tx_timeout_secs", "3600"),
     (MINIMAL + "[links.abc]\n", "links.abc", "nodes_file"),
     (MINIMAL + "[links]\nshape = 'standard'\n", "links.shape", "nodes_file"),
     (MINIMAL + "[parrot]\ndelay = 1\n", "parrot.delay", "playback_delay_ms"),
@@ -614,6 +667,38 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "announce.id_mode",
         "[announce.tts]",
     ),
+    # registration methods, status posts, DNS lookup
+    (MINIMAL + HTTP_REG.replace("'http'", "'sip'"), "register.method", "iax2, http"),
+    (MINIMAL + HTTP_REG + "peer = '192.0.2.1:4569'\n", "register.peer", 'url for method = "http"'),
+    (
+        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '2000'\nurl = 'https://r.org/'\n",
+        "register.url",
+        'method = "http"',
+    ),
+    (MINIMAL + HTTP_REG + "url = 'ftp://r.example.org/'\n", "register.url", "https://"),
+    (MINIMAL + HTTP_REG + "url = 'https://'\n", "register.url", "https://"),
+    (MINIMAL + HTTP_REG + "url = 'https://u:p@r.example.org/'\n", "register.url", None),
+    (MINIMAL + HTTP_REG + "url = 'https://r.example.org:0/'\n", "register.url", None),
+    (MINIMAL + HTTP_REG + "url = 'https://r.example.org:x/'\n", "register.url", None),
+    (MINIMAL + HTTP_REG + "url = 5\n", "register.url", None),
+    (MINIMAL + "[statpost]\n", "statpost", "[register]"),
+    (
+        MINIMAL + HTTP_REG + "[statpost]\ninterval_secs = 10\n",
+        "statpost.interval_secs",
+        "30 to 600",
+    ),
+    (MINIMAL + HTTP_REG + "[statpost]\nurl = 'http://s.org/u?a=1'\n", "statpost.url", None),
+    (MINIMAL + HTTP_REG + "[statpost]\nnode = '2000'\n", "statpost.node", "interval_secs"),
+    (MINIMAL + "[links]\ndns = 'yes'\n", "links.dns", "true, false"),
+    (MINIMAL + "[links]\ndns_domain = 'bad domain!'\n", "links.dns_domain", "domain"),
+    (MINIMAL + "[links]\ndns_domain = '192.0.2.1'\n", "links.dns_domain", "domain"),
+    (MINIMAL + "[links]\ndns_domain = ''\n", "links.dns_domain", "domain"),
+    (MINIMAL + "[links]\ndns_servers = '127.0.0.1'\n", "links.dns_servers", "array"),
+    (MINIMAL + "[links]\ndns_servers = [53]\n", "links.dns_servers[0]", "ip:port"),
+    (MINIMAL + "[links]\ndns_servers = ['ns.example.org']\n", "links.dns_servers[0]", None),
+    (MINIMAL + "[links]\ndns_servers = ['ns.example.org:53']\n", "links.dns_servers[0]", None),
+    (MINIMAL + "[links]\ndns_servers = ['127.0.0.1:0']\n", "links.dns_servers[0]", "1 to 65535"),
+    (MINIMAL + "[links]\ndns_timeout_ms = 50\n", "links.dns_timeout_ms", "100 to 30000"),
 ]
 
 
@@ -689,6 +774,11 @@ def test_string_values_are_never_echoed_in_errors(tmp_path: Path) -> None:
         MINIMAL + f"[secrets]\npassword = '{canary}'\n",
         MINIMAL + f"[portal]\nuser = 'a'\nnode = '1'\ncredential_env = '{canary}!'\n",
         MINIMAL + f"[announce]\ncallsign = '{canary}!'\n",
+        MINIMAL + HTTP_REG + f"url = 'https://{canary}:x/'\n",
+        MINIMAL + HTTP_REG + f"url = '{canary}'\n",
+        MINIMAL + HTTP_REG + f"[statpost]\nurl = 'http://s.org/?{canary}'\n",
+        MINIMAL + f"[links]\ndns_domain = '{canary}!'\n",
+        MINIMAL + f"[links]\ndns_servers = ['{canary}']\n",
     ]
     for text in cases:
         with pytest.raises(ConfigError) as info:

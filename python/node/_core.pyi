@@ -277,9 +277,10 @@ class Downsampler:
 # The thread that owns the IAX2 UDP socket and the 20 ms media clock.
 
 _Addr: TypeAlias = tuple[str, int]
-#: ("full_voice", callno, format, ts, payload) | ("spurt_ended", callno, ts)
+#: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
+#: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("command_failed", message)
+#: | ("rx_key", callno, keyed) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -312,7 +313,9 @@ class Engine:
         format: int,
         mode: str = "transceive",
         call_ts_ms: int = 0,
+        keying: str = "always",
     ) -> None: ...
+    def set_leg_keying(self, callno: int, keying: str) -> None: ...
     def remove_leg(self, callno: int) -> None: ...
     def set_leg_mode(self, callno: int, mode: str) -> None: ...
     def set_leg_codec(self, callno: int, format: int) -> None: ...
@@ -322,6 +325,7 @@ class Engine:
     ) -> None: ...
     def set_mix_minus(self, on: bool) -> None: ...
     def set_local_radio(self, on: bool) -> None: ...
+    def set_local_keyed(self, on: bool) -> None: ...
     def open_device(
         self, device_rate: int, rx_gain_db: float = 0.0, tx_gain_db: float = 0.0
     ) -> DevicePort:

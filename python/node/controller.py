@@ -12,19 +12,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import secrets as pysecrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.config import NodeConfig
-from node.errors import CommandError, LocalProtocolError
+from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
     Dtmf,
     EventBus,
     Hangup,
     IncomingCall,
+    Link,
     Registered,
     RegisterFailed,
     Snapshot,
@@ -32,16 +36,32 @@ from node.events import (
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass, Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
-from node.iax2.registration import Deregistered, Registration, RegistrationFailed
+from node.iax2.registration import (
+    Deregistered,
+    Registration,
+    RegistrationEvent,
+    RegistrationFailed,
+)
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address, EngineEvents, EngineTransport, FrameBatch
-from node.links.resolve import resolve
+from node.links import network as ln
+from node.links.lookup import NodeResolver
+from node.links.resolve import NodeAddress, same_ip
 from node.media.bridge import MediaBridge
-from node.secrets import SecretStore
+from node.registration_status import format_addr, registration_json
+from node.reload import ReloadPlan, plan_reload
+from node.secrets import PeersChange, SecretStore
 
-__all__ = ["CallInfo", "Controller"]
+__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller", "Reloaded"]
 
 log = logging.getLogger(__name__)
+
+#: The spec's refusal of POST /key while a D-Star session is active.
+DSTAR_REFUSAL = (
+    "refusing to key: a D-Star session is active and D-Star transmit is not remotely keyable"
+)
+
+LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
 
 CODEC_NAMES = {
     Format.ULAW: "ulaw",
@@ -66,6 +86,8 @@ class CallInfo:
     answered: float | None = None
     media: bool = False
     ended: bool = False
+    #: The caller is talking into the conference now (VOX).
+    keyed: bool = False
 
     def to_json(self, now: float) -> dict[str, Any]:
         return {
@@ -76,7 +98,16 @@ class CallInfo:
             "state": self.state,
             "codec": self.codec,
             "duration_s": round(now - (self.answered or self.started), 1),
+            "keyed": self.keyed,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Reloaded:
+    """What `Controller.reload` changed (names and node ids only)."""
+
+    plan: ReloadPlan
+    peers: PeersChange
 
 
 class Controller:
@@ -100,9 +131,39 @@ class Controller:
             randbelow=pysecrets.randbelow,
             peer_secret=secrets.peer_secret,
             rr_stats=self._rr_stats,
+            holds=self._is_link_caller,
         )
+        self.links = ln.LinkNetwork(
+            config.node_id,
+            rand=random.SystemRandom().random,
+            permanent=[
+                ln.PermanentLink(node, ln.LinkMode(cfg.mode))
+                for node, cfg in config.links.items()
+                if cfg.permanent
+            ],
+            verify_source=config.verify_source_ip,
+            dstar_nodes=[node for node, cfg in config.links.items() if cfg.network == "dstar"],
+        )
+        #: Addresses resolved for a link connect, used by the Dial that follows it.
+        self._link_targets: dict[str, NodeAddress] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: The operator's push-to-talk: when it keyed (monotonic), and its TX time-out.
+        self._tx_keyed_at: float | None = None
+        self._tot: asyncio.TimerHandle | None = None
+        #: Link calls that have a media leg.
+        self._link_legs: set[int] = set()
         self.registration: Registration | None = None
         self._reg_callnos: set[int] = set()
+        #: `[register] method = "http"`: the HTTP registration, given by `attach`.
+        self.http_registration: HttpRegistrationRunner | None = None
+        #: `[statpost]`: the status poster, given by `attach` (call its `key_changed()` and
+        #: `links_changed()` when those happen).
+        self.statpost: StatPostRunner | None = None
+        #: Node number -> address: explicit, nodes file, DNS.
+        self.resolver = NodeResolver.from_config(config)
+        self.started = clock()
+        #: The operator's keying as status posts count it.
+        self.key_stats = KeyStats()
         self.calls: dict[int, CallInfo] = {}
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
@@ -118,11 +179,18 @@ class Controller:
         transport: EngineTransport,
         bridge: MediaBridge,
         request_stop: Callable[[], None],
+        *,
+        http_registration: HttpRegistrationRunner | None = None,
+        statpost: StatPostRunner | None = None,
     ) -> None:
-        """Connect the engine transport, the media bridge and the daemon's stop trigger."""
+        """Connect the engine transport, the media bridge, the daemon's stop trigger and the
+        HTTP services the daemon runs (their events come back through `on_registration_events`
+        and `stat_report`)."""
         self._transport = transport
         self._bridge = bridge
         self._stop_requested = request_stop
+        self.http_registration = http_registration
+        self.statpost = statpost
 
     @property
     def bridge(self) -> MediaBridge:
@@ -146,7 +214,17 @@ class Controller:
 
     @property
     def registered(self) -> bool:
+        if self.http_registration is not None:
+            return self.http_registration.core.registered
         return self.registration is not None and self.registration.registered
+
+    def registration_status(self) -> dict[str, Any]:
+        """The snapshot's `registration` object."""
+        reg = self.config.register
+        machine = (
+            self.http_registration.core if self.http_registration is not None else self.registration
+        )
+        return registration_json(reg.method if reg is not None else None, machine)
 
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
@@ -156,12 +234,25 @@ class Controller:
             "listening": self.listening,
             "registered": self.registered,
             "calls": [info.to_json(now) for info in self.calls.values()],
-            "links": [],
+            "links": self.links.snapshot(now),
+            "tx": self._tx_json(now),
+            "registration": self.registration_status(),
         }
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
             snap["audio"] = self._bridge.audio()
         return snap
+
+    def _tx_json(self, now: float) -> dict[str, Any]:
+        timeout = self.config.keying.tx_timeout_secs
+        keyed_at = self._tx_keyed_at
+        return {
+            "keyed": keyed_at is not None,
+            "timeout_s": timeout,
+            "timeout_remaining_s": None
+            if keyed_at is None
+            else round(max(0.0, keyed_at + timeout - now), 1),
+        }
 
     def counters(self) -> dict[str, Any]:
         if self._transport is None:
@@ -171,6 +262,7 @@ class Controller:
             **self._transport.counters(),
             "tick": engine.tick_stats(),
             "legs": {str(callno): stats for callno, stats in engine.jitter_stats()},
+            "link_texts": dict(self.links.text_counts),
         }
 
     def _changed(self) -> None:
@@ -220,22 +312,29 @@ class Controller:
         for callno in self._reg_callnos - reg.callnos:
             self.endpoint.release_callno(callno, now)
         self._reg_callnos = set(reg.callnos)
-        for event in out.events:
+        self.on_registration_events(out.events)
+        self._arm()
+
+    def on_registration_events(self, events: Sequence[RegistrationEvent]) -> None:
+        """Publish what a registration machine (IAX2 or HTTP) reported."""
+        for event in events:
             if isinstance(event, RegistrationSucceeded):
-                log.info("registered with %s:%d", *reg.peer)
+                seen = format_addr(event.apparent_addr) or "an address it did not say"
+                log.info("registered; the registrar sees us at %s", seen)
                 self.bus.publish(Registered())
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
                 self.bus.publish(RegisterFailed(reason=event.reason))
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
-        if out.events:
+        if events:
             self._changed()
-        self._arm()
 
     def _arm(self) -> None:
         deadlines = [d for d in (self.endpoint.next_deadline(),) if d is not None]
         if self.registration is not None and (d := self.registration.next_deadline()) is not None:
+            deadlines.append(d)
+        if (d := self.links.next_deadline()) is not None:
             deadlines.append(d)
         at = min(deadlines) if deadlines else None
         if at == self._timer_at:
@@ -257,6 +356,9 @@ class Controller:
             deadline = self.registration.next_deadline()
             if deadline is not None and deadline <= now:
                 self._apply_registration(self.registration.timer(now))
+        deadline = self.links.next_deadline()
+        if deadline is not None and deadline <= now:
+            self._apply_links(self.links.timer(now))
         self._apply(self.endpoint.timer(now))
 
     # --- frames and engine events -------------------------------------------------------------
@@ -282,11 +384,24 @@ class Controller:
         for event in events:
             kind = event[0]
             if kind == "full_voice":
-                _, callno, fmt, ts, payload = event
+                _, callno, fmt, ts, payload, spurt_start = event
                 # A call that is hanging up no longer carries voice: its leg goes with it.
                 if callno in self.endpoint.calls:
+                    if spurt_start and self.links.is_link_call(callno):
+                        # A legacy link needs its RADIO_KEY ahead of the first voice frame.
+                        self._apply_links(self.links.spurt(callno, True, now))
                     with contextlib.suppress(LocalProtocolError):
                         self._apply(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+            elif kind == "spurt_ended":
+                if self.links.is_link_call(event[1]):
+                    self._apply_links(self.links.spurt(event[1], False, now))
+            elif kind == "rx_key":
+                _, callno, keyed = event
+                if self.links.is_link_call(callno):
+                    self._apply_links(self.links.rx_keyed(callno, keyed, now))
+                elif (info := self.calls.get(callno)) is not None and info.keyed != keyed:
+                    info.keyed = keyed
+                    self._changed()
             elif kind == "mini_before_full":
                 callno = event[1]
                 if callno in self.endpoint.calls:
@@ -304,6 +419,21 @@ class Controller:
         if isinstance(event, InboundRejected):
             who = event.calling_number or event.username or event.addr[0]
             log.info("refused inbound call from %s: %s", who, event.cause)
+            return False
+        if isinstance(event, c.CallIncoming) and self._is_link_caller(
+            event.calling_number, event.username
+        ):
+            call = self.endpoint.call(event.callno)
+            addr = call.peer_addr if call is not None else ("", 0)
+            log.info("link call %d from node %s", event.callno, event.calling_number)
+            self._apply_links(
+                self.links.inbound(
+                    event.callno, event.calling_number, event.called_number, addr, now
+                )
+            )
+            return False
+        if self.links.is_link_call(event.callno):
+            self._on_link_call_event(event, now)
             return False
         call = self.endpoint.call(event.callno)
         info = self.calls.get(event.callno)
@@ -329,31 +459,41 @@ class Controller:
             info.state = "up"
             info.answered = now
             if call is not None and call.format is not None and not info.media:
+                # A plain call talks into the links only while its caller speaks (VOX): a
+                # phone that streams silence must not hold every link keyed.
                 self.bridge.add_leg(
-                    call.callno, call.peer_callno, call.peer_addr, call.format, call.timestamp(now)
+                    call.callno,
+                    call.peer_callno,
+                    call.peer_addr,
+                    call.format,
+                    call.timestamp(now),
+                    keying="vox",
                 )
                 info.media = True
             return True
         if isinstance(event, c.DtmfReceived):
             self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
             return False
-        if isinstance(event, c.VoiceFullReceived):
+        if isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
             if info.media:
-                self.bridge.push_voice(event.callno, event.format, event.ts, event.payload)
-            return False
-        if isinstance(event, c.RadioKeyed | c.RadioUnkeyed):
-            if info.media and call is not None:
-                sub = (
-                    ControlSubclass.RADIO_KEY
-                    if isinstance(event, c.RadioKeyed)
-                    else ControlSubclass.RADIO_UNKEY
-                )
-                self.bridge.push_control(event.callno, "control", int(sub), event.ts)
+                self._media_in(event)
             return False
         if isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
             self._ended(info, _reason(event))
             return True
         return False
+
+    def _media_in(self, event: c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed) -> None:
+        """Audio and keying of a call with a media leg go to the engine, in order."""
+        if isinstance(event, c.VoiceFullReceived):
+            self.bridge.push_voice(event.callno, event.format, event.ts, event.payload)
+        else:
+            sub = (
+                ControlSubclass.RADIO_KEY
+                if isinstance(event, c.RadioKeyed)
+                else ControlSubclass.RADIO_UNKEY
+            )
+            self.bridge.push_control(event.callno, "control", int(sub), event.ts)
 
     def _ended(self, info: CallInfo, reason: str) -> None:
         if info.ended:
@@ -361,9 +501,283 @@ class Controller:
         info.ended = True
         if info.media and self._bridge is not None:
             self._bridge.remove_leg(info.callno)
+        if info.keyed:
+            info.keyed = False
         self.calls.pop(info.callno, None)
         log.info("call %d with %s ended: %s", info.callno, info.peer, reason)
         self.bus.publish(Hangup(reason=reason))
+
+    # --- links --------------------------------------------------------------------------------
+
+    def _is_link_caller(self, calling_number: str, username: str) -> bool:
+        """An inbound call is a link when the caller presents a node number as an AllStarLink
+        node does: user `radio` (or a username we link with, or its own number)."""
+        if self.links.me is None or not calling_number.isdigit():
+            return False
+        if calling_number.startswith("0"):
+            return False  # app_rpt: a caller id starting with 0 is no node
+        cfg = self.config.links.get(calling_number)
+        return username in ("radio", calling_number) or (
+            cfg is not None and cfg.username == username
+        )
+
+    def _on_link_call_event(self, event: Any, now: float) -> None:
+        call = self.endpoint.call(event.callno)
+        if isinstance(event, c.CallAnswered):
+            link = self.links.link_for_call(event.callno)
+            if call is not None and call.format is not None and link is not None:
+                mode = "transceive" if link.mode is ln.LinkMode.TRANSCEIVE else "receive_only"
+                self.bridge.add_leg(
+                    call.callno,
+                    call.peer_callno,
+                    call.peer_addr,
+                    call.format,
+                    call.timestamp(now),
+                    mode=mode,
+                    keying="voice",
+                )
+                self._link_legs.add(event.callno)
+                codec = CODEC_NAMES.get(call.format)
+                self._apply_links(self.links.call_up(event.callno, codec, now))
+        elif isinstance(event, c.TextReceived):
+            self._apply_links(self.links.text(event.callno, event.text, now))
+        elif isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
+            if event.callno in self._link_legs:
+                self._media_in(event)
+        elif isinstance(event, c.DtmfReceived):
+            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+        elif isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
+            if event.callno in self._link_legs:
+                self._link_legs.discard(event.callno)
+                self.bridge.remove_leg(event.callno)
+            refused = isinstance(event, c.CallRejected) and event.by_peer
+            self._apply_links(
+                self.links.call_ended(event.callno, _reason(event), now, refused=refused)
+            )
+
+    def _apply_links(self, out: ln.LinkOutput) -> None:
+        """Carry out what the link machine asked for, in order, and publish its events."""
+        now = self.now()
+        for action in out.actions:
+            try:
+                self._link_action(action, now)
+            except LocalProtocolError as exc:
+                # The call went away under the action (e.g. hung up meanwhile): nothing to do.
+                log.debug("link action %s skipped: %s", type(action).__name__, exc)
+        for event in out.events:
+            self._publish_link_event(event)
+        if out.changed or out.events:
+            self._changed()
+        self._arm()
+
+    def _link_action(self, action: ln.LinkAction, now: float) -> None:
+        ep = self.endpoint
+        if isinstance(action, ln.SendText):
+            self._apply(ep.send_text(action.callno, now, action.text))
+        elif isinstance(action, ln.SendKey):
+            self._apply(ep.key(action.callno, now))
+        elif isinstance(action, ln.SendUnkey):
+            self._apply(ep.unkey(action.callno, now))
+        elif isinstance(action, ln.SendCng):
+            self._apply(ep.send_cng(action.callno, now))
+        elif isinstance(action, ln.Answer):
+            self._apply(ep.answer(action.callno, now))
+        elif isinstance(action, ln.Hangup):
+            if action.callno in self._link_legs:
+                self._link_legs.discard(action.callno)
+                self.bridge.remove_leg(action.callno)
+            self._apply(ep.hangup(action.callno, now, None, action.causecode))
+        elif isinstance(action, ln.SetLeg):
+            if action.callno in self._link_legs:
+                if action.mode is not None:
+                    self.bridge.set_leg_mode(action.callno, action.mode)  # type: ignore[arg-type]
+                if action.keying is not None:
+                    self.bridge.set_leg_keying(action.callno, action.keying)  # type: ignore[arg-type]
+        elif isinstance(action, ln.Dial):
+            target = self._link_targets.pop(action.node, None)
+            if target is not None:
+                self._dial_link(action.node, target)
+            else:
+                self._spawn(self._resolve_and_dial(action.node))
+        elif isinstance(action, ln.VerifySource):
+            self._spawn(self._verify_source(action))
+
+    def _publish_link_event(self, event: ln.LinkEvent) -> None:
+        if self.statpost is not None and isinstance(event, ln.LinkConnected | ln.LinkDisconnected):
+            self.statpost.links_changed()
+        if isinstance(event, ln.LinkConnected):
+            log.info("link to node %s up (%s, %s)", event.node, event.mode.value, event.direction)
+            self.bus.publish(
+                Link(
+                    kind="connected",
+                    node=event.node,
+                    call=event.callno,
+                    mode=event.mode.value,
+                    direction=event.direction,
+                )
+            )
+        elif isinstance(event, ln.LinkDisconnected):
+            log.info("link to node %s down: %s", event.node, event.reason)
+            self.bus.publish(
+                Link(kind="disconnected", node=event.node, call=event.callno, reason=event.reason)
+            )
+        elif isinstance(event, ln.LinkKeyed):
+            self.bus.publish(
+                Link(kind="keyed", node=event.node, call=event.callno, keyed=event.keyed)
+            )
+        elif isinstance(event, ln.RemoteDigitReceived):
+            self.bus.publish(Dtmf(call=event.callno or 0, digit=event.digit))
+        elif isinstance(event, ln.TelemetryReceived):
+            tel = event.telemetry
+            log.info("telemetry from node %s: %s %s", tel.source, tel.token, ",".join(tel.args))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _lookup(self, node: str, addr: str | None) -> NodeAddress:
+        """Where `node` is: `addr`, its `[links.<node>] addr`, else the nodes file, then DNS."""
+        cfg = self.config.links.get(node)
+        if addr is None and cfg is not None and cfg.addr is not None:
+            addr = str(cfg.addr)
+        return await self.resolver.lookup(node, addr)
+
+    async def _resolve_and_dial(self, node: str) -> None:
+        try:
+            target = await self._lookup(node, None)
+        except (LookupError, ValueError) as exc:
+            self._apply_links(self.links.dial_failed(node, str(exc), self.now()))
+            return
+        self._dial_link(node, target)
+
+    def _dial_link(self, node: str, target: NodeAddress) -> None:
+        now = self.now()
+        link = self.links.links.get(node)
+        if link is None or link.state is not ln.LinkState.CONNECTING or link.callno is not None:
+            return  # disconnected (or dialled) while being resolved
+        cfg = self.config.links.get(node)
+        peer_secret = self.secrets.peer_secret(node)
+        if cfg is not None and cfg.username is not None:
+            username = cfg.username
+        elif peer_secret is not None and self.node_id:
+            username = self.node_id
+        else:
+            username = target.username
+        params = c.DialParams(
+            called_number=node,
+            calling_number=self.node_id,
+            username=username,
+            secret=peer_secret,
+            datetime=time.localtime()[:6],
+        )
+        try:
+            callno, out = self.endpoint.dial(now, target.addr, params)
+        except LocalProtocolError as exc:
+            self._apply_links(self.links.dial_failed(node, str(exc), now))
+            return
+        self._apply_links(self.links.dialled(node, callno, target.addr, now))
+        self._apply(out)
+
+    async def _verify_source(self, action: ln.VerifySource) -> None:
+        cfg = self.config.links.get(action.node)
+        matches: bool | None
+        if cfg is not None and cfg.addr is not None:
+            try:
+                target = await self._lookup(action.node, None)
+            except (LookupError, ValueError):
+                matches = None
+            else:
+                matches = same_ip(target.host, action.ip)
+        else:
+            # app_rpt's check: the looked-up address or the extnodes 2nd field, NONE for none.
+            matches = await self.resolver.source_ip_matches(action.node, action.ip)
+        self._apply_links(self.links.source_checked(action.callno, matches, self.now()))
+
+    async def link(self, action: str, node: str, addr: str | None = None) -> dict[str, Any]:
+        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`; or
+        `disconnect_all` (app_rpt's `ilink 6`; `node` is not used)."""
+        if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
+            raise CommandError(
+                f"unknown link action {action!r} "
+                "(accepted: connect, monitor, disconnect, disconnect_all)",
+                400,
+            )
+        if action == "disconnect_all":
+            self._apply_links(self.links.disconnect_all(self.now()))
+            return self.snapshot()
+        if not node.isdigit():
+            raise CommandError("node must be a node number (digits)", 400)
+        now = self.now()
+        if action == "disconnect":
+            self._apply_links(self.links.disconnect(node, now))
+            return self.snapshot()
+        mode = LINK_ACTIONS[action]
+        if self.links.check_connect(node, mode) is None:
+            try:
+                target = await self._lookup(node, addr)
+            except (LookupError, ValueError) as exc:
+                raise CommandError(str(exc), 400) from None
+            self._link_targets[node] = target
+        try:
+            self._apply_links(self.links.connect(node, mode, self.now()))
+        finally:
+            self._link_targets.pop(node, None)
+        return self.snapshot()
+
+    # --- keying -------------------------------------------------------------------------------
+
+    def key(self) -> dict[str, Any]:
+        """POST /key: the operator's push-to-talk. The only path that keys the local source."""
+        if self.links.dstar_active():
+            # Checked on every key command, before anything else: D-Star is never keyed
+            # remotely (spec Errors rule 3).
+            raise CommandError(DSTAR_REFUSAL, 409)
+        if self._tx_keyed_at is not None:
+            return self.snapshot()
+        now = self.now()
+        self.bridge.set_local_keyed(True)
+        self._tx_keyed_at = now
+        self.links.set_local_keyed(True, now)
+        self.key_stats.keyed(now)
+        self._post_key_change()
+        timeout = self.config.keying.tx_timeout_secs
+        self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
+        log.info("keyed by the operator (TX time-out %d s)", timeout)
+        self.bus.publish(Link(kind="keyed", node=self.node_id, call=None, keyed=True))
+        self._changed()
+        return self.snapshot()
+
+    def unkey(self, reason: str | None = None) -> dict[str, Any]:
+        """POST /unkey (and the TX time-out): release the operator's push-to-talk."""
+        if self._tx_keyed_at is None:
+            return self.snapshot()
+        if self._tot is not None:
+            self._tot.cancel()
+            self._tot = None
+        self._tx_keyed_at = None
+        if self._bridge is not None:
+            self._bridge.set_local_keyed(False)
+        self.links.set_local_keyed(False, self.now())
+        self.key_stats.unkeyed(self.now())
+        self._post_key_change()
+        log.info("unkeyed%s", f" ({reason})" if reason else "")
+        self.bus.publish(
+            Link(kind="keyed", node=self.node_id, call=None, keyed=False, reason=reason)
+        )
+        self._changed()
+        return self.snapshot()
+
+    def _post_key_change(self) -> None:
+        if self.statpost is not None:
+            self.statpost.key_changed()
+
+    def _tx_timed_out(self) -> None:
+        self._tot = None
+        self.key_stats.timeouts += 1
+        timeout = self.config.keying.tx_timeout_secs
+        log.warning("TX time-out: keyed for %d s, unkeying", timeout)
+        self.unkey(f"TX time-out after {timeout} s")
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -379,12 +793,14 @@ class Controller:
         # The most recent one: what an operator who just heard it ring or connect means.
         return max(candidates, key=lambda i: i.started)
 
-    def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
-        """Place an outbound call to `node` (at `addr`, else resolved from the nodes file)."""
+    async def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
+        """Place an outbound call to `node` (at `addr`, else looked up: nodes file, DNS)."""
         try:
-            target = resolve(node, addr, self.config.nodes_file)
-        except (LookupError, ValueError) as exc:
+            target = await self.resolver.lookup(node, addr)
+        except NodeLookupError as exc:
             raise CommandError(str(exc), 400) from None
+        if self.stopping.is_set():
+            raise CommandError("the node is shutting down", 409)
         peer_secret = self.secrets.peer_secret(node)
         params = c.DialParams(
             called_number=node,
@@ -449,6 +865,13 @@ class Controller:
         secret = self.secrets.node_secret()
         if secret is None:
             raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
+        if self.http_registration is not None:
+            self.http_registration.set_secret(secret)
+            self.http_registration.register()
+            self._changed()
+            return self.snapshot()
+        if reg_cfg.peer is None:
+            raise CommandError(f"registration method {reg_cfg.method} is not running", 500)
         now = self.now()
         if self.registration is None:
             self.registration = Registration(
@@ -466,6 +889,12 @@ class Controller:
         return self.snapshot()
 
     def deregister(self) -> dict[str, Any]:
+        if self.http_registration is not None:
+            try:
+                self.http_registration.deregister()
+            except LocalProtocolError as exc:
+                raise CommandError(str(exc), 409) from None
+            return self.snapshot()
         if self.registration is None:
             raise CommandError("not registered", 409)
         try:
@@ -489,13 +918,45 @@ class Controller:
             return
         if self.registration is not None:
             self.registration.set_secret(self.secrets.node_secret())
+        if self.http_registration is not None:
+            self.http_registration.set_secret(self.secrets.node_secret())
         if not self.registered:
             self.register()
 
+    def reload(self, loaded: NodeConfig) -> Reloaded:
+        """SIGHUP: take the reloadable settings of a re-read config (see `node.reload`).
+
+        All or nothing: a `ConfigError` (a bad peers file, a peer in both the file and the
+        environment) leaves everything as it was. Calls that are up, ringing or being set up keep
+        the rules and the secret they were admitted with; the new ones meet the next inbound
+        call.
+        """
+        plan = plan_reload(self.config, loaded)
+        peers = self.secrets.reload(plan.config)
+        if (plan.config.nodes_file, plan.config.dns) != (self.config.nodes_file, self.config.dns):
+            self.resolver = NodeResolver.from_config(plan.config)
+        self.config = plan.config
+        self.endpoint.set_policy(
+            InboundPolicy.from_listener(plan.config.listener, enabled=self.endpoint.listening)
+        )
+        return Reloaded(plan, peers)
+
     def start(self) -> None:
-        """Start-up actions: register when configured and the credential is known."""
+        """Start-up actions: register when configured and the credential is known; dial the
+        permanent links."""
         if self.config.register is not None and self.secrets.node_secret() is not None:
             self.register()
+        self._apply_links(self.links.start(self.now()))
+
+    def stat_report(self) -> StatReport:
+        """What a status post reports (`[statpost]`): the adjacent links and the operator's
+        keying (app_rpt reports its receiver: here the local source is the operator's PTT)."""
+        node = self.node_id
+        if node is None:
+            raise CommandError("status posts need [register] node_id", 500)
+        now = self.now()
+        links = link_list(self.links.snapshot(now))
+        return self.key_stats.report(node, links, now, now - self.started)
 
     def set_bridge(
         self,
@@ -528,9 +989,18 @@ class Controller:
             self._stop_requested()
 
     def close(self) -> None:
-        """Shutdown: hang up every call, release registration, stop audio, end the streams."""
+        """Shutdown: unkey, hang up every call and link, release registration, stop audio, end
+        the streams. Links get a plain HANGUP, not `!!DISCONNECT!!`: their permanent links
+        should come back when this node does."""
         self.stopping.set()
+        self.unkey("node shutting down")
+        for task in self._tasks:
+            task.cancel()
         now = self.now()
+        for link in list(self.links.links.values()):
+            if link.callno is not None:
+                with contextlib.suppress(LocalProtocolError):
+                    self._send(self.endpoint.hangup(link.callno, now, None, 0).frames)
         for info in list(self.calls.values()):
             with contextlib.suppress(LocalProtocolError):
                 self._send(self.endpoint.hangup(info.callno, now).frames)

@@ -20,6 +20,7 @@ __all__ = [
     "EventBus",
     "Hangup",
     "IncomingCall",
+    "Link",
     "RegisterFailed",
     "Registered",
     "Shutdown",
@@ -106,6 +107,40 @@ class Dtmf(Event):
         body: dict[str, Any] = {"event": self.name, "call": self.call, "digit": self.digit}
         if self.command is not None:
             body["command"] = self.command
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Link(Event):
+    """A link lifecycle edge: `kind` is "connected", "disconnected" or "keyed"."""
+
+    name: ClassVar[str] = "link"
+    kind: str = ""
+    #: The linked node (our own node number for the operator's push-to-talk; None when this
+    #: node has no number).
+    node: str | None = None
+    #: The link's call id, or None (no call yet, or the operator's push-to-talk).
+    call: int | None = None
+    #: Why a link went down (disconnected), or why a key ended (e.g. the TX time-out).
+    reason: str | None = None
+    #: The new keyed state (keyed).
+    keyed: bool | None = None
+    #: "transceive" or "monitor" (connected).
+    mode: str | None = None
+    #: "inbound" or "outbound" (connected).
+    direction: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "event": self.name,
+            "kind": self.kind,
+            "node": self.node,
+            "call": self.call,
+        }
+        for key in ("reason", "keyed", "mode", "direction"):
+            value = getattr(self, key)
+            if value is not None:
+                body[key] = value
         return body
 
 

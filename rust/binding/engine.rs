@@ -12,7 +12,7 @@ use crate::codec::Codec;
 use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
 use crate::jitter::{ControlKind, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent};
+use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
 const CONTROL_HANGUP: i64 = 1;
@@ -42,6 +42,18 @@ fn mode_from_str(mode: &str) -> PyResult<LegMode> {
         "transmit_only" => Ok(LegMode::TransmitOnly),
         _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
             "leg mode {mode:?} (accepted: transceive, receive_only, transmit_only)"
+        ))),
+    }
+}
+
+fn keying_from_str(keying: &str) -> PyResult<RxKeying> {
+    match keying {
+        "always" => Ok(RxKeying::Always),
+        "vox" => Ok(RxKeying::Vox),
+        "voice" => Ok(RxKeying::Voice),
+        "control" => Ok(RxKeying::Control),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "leg keying {keying:?} (accepted: always, vox, voice, control)"
         ))),
     }
 }
@@ -158,9 +170,9 @@ impl PyEngine {
     }
 
     /// Engine events since the last call, oldest first, as tuples naming their kind:
-    /// ("full_voice", callno, format, ts, payload), ("spurt_ended", callno, ts),
+    /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
-    /// ("command_failed", message).
+    /// ("rx_key", callno, keyed), ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -170,12 +182,14 @@ impl PyEngine {
                     format,
                     ts,
                     payload,
+                    spurt_start,
                 }) => out.append((
                     "full_voice",
                     callno,
                     format,
                     ts,
                     pyo3::types::PyBytes::new(py, &payload),
+                    spurt_start,
                 ))?,
                 EngineEvent::Media(MediaEvent::SpurtEnded { callno, ts }) => {
                     out.append(("spurt_ended", callno, ts))?
@@ -195,6 +209,9 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::MiniBeforeFull { callno }) => {
                     out.append(("mini_before_full", callno))?
                 }
+                EngineEvent::Media(MediaEvent::RxKey { callno, keyed }) => {
+                    out.append(("rx_key", callno, keyed))?
+                }
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
             }
         }
@@ -202,8 +219,10 @@ impl PyEngine {
     }
 
     /// Start the media leg of a call: mini frames from (peer, peer_callno) go to its jitter
-    /// buffer, and the conference is sent to it encoded with `format`.
-    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0))]
+    /// buffer, and the conference is sent to it encoded with `format`. `keying` is how its
+    /// received audio keys it: "always", "vox" (plain calls), "voice" or "control" (links).
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always"))]
+    #[allow(clippy::too_many_arguments)]
     fn add_leg(
         &self,
         callno: u16,
@@ -212,6 +231,7 @@ impl PyEngine {
         format: u64,
         mode: &str,
         call_ts_ms: u32,
+        keying: &str,
     ) -> PyResult<()> {
         let spec = LegSpec {
             callno,
@@ -219,6 +239,7 @@ impl PyEngine {
             peer: addr_from_py(&peer.0, peer.1)?,
             codec: codec_from_format(format)?,
             mode: mode_from_str(mode)?,
+            keying: keying_from_str(keying)?,
             call_ts_ms,
         };
         Ok(self.inner.command(Command::AddLeg(spec))?)
@@ -232,6 +253,12 @@ impl PyEngine {
         Ok(self
             .inner
             .command(Command::SetLegMode(callno, mode_from_str(mode)?))?)
+    }
+
+    fn set_leg_keying(&self, callno: u16, keying: &str) -> PyResult<()> {
+        Ok(self
+            .inner
+            .command(Command::SetLegKeying(callno, keying_from_str(keying)?))?)
     }
 
     fn set_leg_codec(&self, callno: u16, format: u64) -> PyResult<()> {
@@ -276,6 +303,12 @@ impl PyEngine {
 
     fn set_local_radio(&self, on: bool) -> PyResult<()> {
         Ok(self.inner.command(Command::SetLocalRadio(on))?)
+    }
+
+    /// Key (True) or unkey the local source: while keyed it talks into every leg, silence
+    /// included, whatever the topology.
+    fn set_local_keyed(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLocalKeyed(on))?)
     }
 
     /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local

@@ -322,7 +322,7 @@ def test_inbound_unauthenticated_waits_for_the_ack_of_accept() -> None:
     assert acc.ie(IE.FORMAT) == ULAW and tuple(acc.ie(IE.FORMAT2)) == (0, ULAW)
     assert out.events == ()  # not announced until the caller proves it got the ACCEPT
     out = call.receive(ack_of(acc, oseq=1, iseq=1), T0 + 0.01)
-    assert kinds(out) == [(CONTROL, ControlSubclass.ANSWER)]
+    assert kinds(out) == [(CONTROL, ControlSubclass.ANSWER), (CONTROL, ControlSubclass.STOP_SOUNDS)]
     assert types(out) == [CallIncoming, CallAccepted, CallAnswered]
     incoming = out.events[0]
     assert isinstance(incoming, CallIncoming)
@@ -338,7 +338,11 @@ def test_inbound_confirmed_by_any_frame_carrying_the_ack() -> None:
     call, out = inbound()
     # No ACK, but a PING whose iseqno covers the ACCEPT: that confirms it as well.
     out = call.receive(iax(IaxSubclass.PING, oseq=1, iseq=1, ts=30), T0 + 0.01)
-    assert kinds(out) == [(CONTROL, ControlSubclass.ANSWER), (IAX, IaxSubclass.PONG)]
+    assert kinds(out) == [
+        (CONTROL, ControlSubclass.ANSWER),
+        (CONTROL, ControlSubclass.STOP_SOUNDS),
+        (IAX, IaxSubclass.PONG),
+    ]
     assert types(out) == [CallIncoming, CallAccepted, CallAnswered]
 
 
@@ -349,7 +353,10 @@ def test_inbound_manual_rings_then_answers() -> None:
     assert types(out) == [CallIncoming, CallAccepted]
     assert call.state is CallState.ACCEPTED
     out = call.answer(T0 + 5)
-    assert kinds(out) == [(CONTROL, ControlSubclass.ANSWER)] and types(out) == [CallAnswered]
+    assert kinds(out) == [
+        (CONTROL, ControlSubclass.ANSWER),
+        (CONTROL, ControlSubclass.STOP_SOUNDS),
+    ] and types(out) == [CallAnswered]
     assert out.frames[0].oseq == 2 and out.frames[0].iseq == 1
     assert call.state is CallState.UP
 
@@ -386,7 +393,11 @@ def test_inbound_challenge_right_answer() -> None:
     )
     out = call.receive(rep, T0 + 0.01)
     # Authenticated: the round trip proved the address, so ANSWER follows at once.
-    assert kinds(out) == [(IAX, IaxSubclass.ACCEPT), (CONTROL, ControlSubclass.ANSWER)]
+    assert kinds(out) == [
+        (IAX, IaxSubclass.ACCEPT),
+        (CONTROL, ControlSubclass.ANSWER),
+        (CONTROL, ControlSubclass.STOP_SOUNDS),
+    ]
     assert types(out) == [CallIncoming, CallAccepted, CallAnswered]
     assert out.events[0].authenticated  # type: ignore[union-attr]
 

@@ -3,7 +3,6 @@ through `CallPair` (two endpoints on a simulated link)."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from node.iax2.call import (
     CallLost,
     CallRejected,
     CallState,
+    ControlReceived,
     DialParams,
     DtmfBegan,
     DtmfReceived,
@@ -39,7 +39,7 @@ from node.iax2.endpoint import (
     InboundRejected,
 )
 from node.iax2.negotiate import CodecPolicy
-from tests.conftest import shared_dir
+from tests.conftest import interop_dir
 from tests.iax2.callpair import ADDR_A, ADDR_B, Address, CallPair, Datagram, make_endpoint, seeded
 from tests.pcap import udp_datagrams
 
@@ -94,12 +94,12 @@ def establish(p: CallPair, params: DialParams | None = None) -> tuple[int, int]:
 def test_setup_with_call_token() -> None:
     p = pair()
     na, nb = establish(p)
-    assert iax_names(p.sent("a")) == ["NEW", "NEW", "ACK", "ACK"]
-    assert iax_names(p.sent("b")) == ["CALLTOKEN", "ACCEPT", "ANSWER"]
+    assert iax_names(p.sent("a")) == ["NEW", "NEW", "ACK", "ACK", "ACK"]
+    assert iax_names(p.sent("b")) == ["CALLTOKEN", "ACCEPT", "ANSWER", "STOP_SOUNDS"]
     token_reply = p.sent("b")[0]
     assert token_reply.scall == 1 and token_reply.dcall == na
     assert p.sent("a")[1].ie(IE.CALLTOKEN) == token_reply.ie(IE.CALLTOKEN)
-    assert p.event_types("a") == [CallAccepted, CallAnswered]
+    assert p.event_types("a") == [CallAccepted, CallAnswered, ControlReceived]  # stop sounds
     assert p.event_types("b") == [CallIncoming, CallAccepted, CallAnswered]
     assert p.a.call(na).peer_callno == nb and p.b.call(nb).peer_callno == na  # type: ignore[union-attr]
     assert p.a.call(na).format == SLIN16  # type: ignore[union-attr]
@@ -110,8 +110,8 @@ def test_setup_without_token_round(mode: str) -> None:
     p = pair(InboundPolicy(auth="off", calltoken=mode))
     # "off" ignores the client's empty CALLTOKEN IE; "auto" serves a client without one.
     establish(p, DialParams("1000", calltoken=mode == "off"))
-    assert iax_names(p.sent("a")) == ["NEW", "ACK", "ACK"]
-    assert iax_names(p.sent("b")) == ["ACCEPT", "ANSWER"]
+    assert iax_names(p.sent("a")) == ["NEW", "ACK", "ACK", "ACK"]
+    assert iax_names(p.sent("b")) == ["ACCEPT", "ANSWER", "STOP_SOUNDS"]
 
 
 def test_token_required_refuses_tokenless_new() -> None:
@@ -157,8 +157,8 @@ def test_bad_or_expired_token_is_refused_statelessly() -> None:
 def test_setup_with_md5_auth() -> None:
     p = pair(InboundPolicy(auth="required"), secrets={"2000": "pw2000"})
     establish(p, DialParams("1000", calling_number="2000", username="2000", secret="pw2000"))
-    assert iax_names(p.sent("a")) == ["NEW", "NEW", "AUTHREP", "ACK", "ACK"]
-    assert iax_names(p.sent("b")) == ["CALLTOKEN", "AUTHREQ", "ACCEPT", "ANSWER"]
+    assert iax_names(p.sent("a")) == ["NEW", "NEW", "AUTHREP", "ACK", "ACK", "ACK"]
+    assert iax_names(p.sent("b")) == ["CALLTOKEN", "AUTHREQ", "ACCEPT", "ANSWER", "STOP_SOUNDS"]
     authreq = p.sent("b")[1]
     assert authreq.ie(IE.AUTHMETHODS) == 2 and authreq.ie(IE.USERNAME) == "2000"
     challenge = authreq.ie(IE.CHALLENGE)
@@ -502,7 +502,14 @@ def test_loss_duplication_and_reordering_do_not_break_the_call(seed: int) -> Non
     assert [e.text for e in p.events_of("b", TextReceived)] == [f"a{i}" for i in range(20)]
     assert [e.text for e in p.events_of("a", TextReceived)] == [f"b{i}" for i in range(20)]
     assert not p.events_of("a", CallLost) and not p.events_of("b", CallLost)
-    assert p.a.call(na).unacked == 0 and p.b.call(nb).unacked == 0  # type: ignore[union-attr]
+    # Both reliable queues drain (a keep-alive may be in flight at any moment, so look for a
+    # moment when both are empty).
+    for _ in range(300):
+        if p.a.call(na).unacked == 0 and p.b.call(nb).unacked == 0:  # type: ignore[union-attr]
+            break
+        p.run_for(0.1)
+    else:
+        raise AssertionError("the reliable queues never drained")
     p.act("a", p.a.hangup(na, p.now))
     p.run_for(60)
     assert p.a.calls == {} and p.b.calls == {}
@@ -609,11 +616,8 @@ _SEQLESS = {IaxSubclass.ACK, IaxSubclass.VNAK, IaxSubclass.CALLTOKEN}
 
 
 def _interop(*parts: str) -> Path:
-    path = shared_dir().joinpath("interop", *parts)
-    if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{path} is missing")
-        pytest.skip(f"{path} is not available (set IAX_NODE_SHARED)")
+    path = interop_dir().joinpath(*parts)
+    assert path.exists(), f"{path} is missing"
     return path
 
 
@@ -632,8 +636,8 @@ def _capture(name: str, us: Address, them: Address) -> list[tuple[bool, FullFram
 def _solicited(frames: list[FullFrame]) -> list[FullFrame]:
     kept = []
     for i, f in enumerate(frames):
-        if f.ftype in _UNSOLICITED_TYPES or (f.ftype == CONTROL and f.subclass != 4):
-            continue  # ANSWER (4) is the one control frame a callee sends as a reply
+        if f.ftype in _UNSOLICITED_TYPES or (f.ftype == CONTROL and f.subclass not in (4, -1)):
+            continue  # ANSWER (4) and its stop-sounds (-1) are what a callee sends as a reply
         if f.ftype == IAX and f.subclass in _UNSOLICITED_IAX:
             continue
         nxt = frames[i + 1] if i + 1 < len(frames) else None
@@ -739,7 +743,7 @@ def test_replay_asterisk_callee_with_md5(capture, caller_port, username, challen
     )
     ours, theirs, _ = _replay_callee(capture, ("10.89.0.2", 4569), ("10.89.0.2", caller_port), ep)
     assert [_signature(f) for f in ours] == [_signature(f) for f in _solicited(theirs)]
-    assert iax_names(ours) == ["CALLTOKEN", "AUTHREQ", "ACCEPT", "ANSWER"]
+    assert iax_names(ours) == ["CALLTOKEN", "AUTHREQ", "ACCEPT", "ANSWER", "STOP_SOUNDS"]
     our_authreq = ours[1]
     assert [(i, our_authreq.ie(i)) for i, _ in our_authreq.ies] == [
         (i, authreq.ie(i)) for i, _ in authreq.ies
@@ -764,7 +768,7 @@ def test_replay_asl_callee_no_auth() -> None:
     us, them = ("127.0.0.1", 4570), ("127.0.0.1", 4569)
     ours, theirs, out = _replay_callee("asl3/asl_2node_noauth.pcap", us, them, ep)
     assert [_signature(f) for f in _solicited(ours)] == [_signature(f) for f in _solicited(theirs)]
-    assert iax_names(ours)[:3] == ["CALLTOKEN", "ACCEPT", "ANSWER"]
+    assert iax_names(ours)[:4] == ["CALLTOKEN", "ACCEPT", "ANSWER", "STOP_SOUNDS"]
     # All 63 s of it: link texts, voice, keep-alives answered (LAGRP, PONG), and 1999's HANGUP.
     names = iax_names(ours)
     assert names.count("LAGRP") == 6 and names.count("PONG") == 3

@@ -91,6 +91,8 @@ class EventWatcher:
     def __init__(self, node: NodeProcess) -> None:
         self.url = node.base_url + "/events"
         self.events: list[dict[str, Any]] = []
+        #: Wall-clock arrival time (`time.time()`) of each event, beside `events`.
+        self.arrivals: list[float] = []
         self._cond = threading.Condition()
         self._connected = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sse", daemon=True)
@@ -110,23 +112,32 @@ class EventWatcher:
                 for sse in source.iter_sse():
                     if not sse.data.strip():
                         continue  # the keep-alive ping every 15 s carries no event
+                    event = json.loads(sse.data)
+                    arrived = time.time()
                     with self._cond:
-                        self.events.append(json.loads(sse.data))
+                        self.events.append(event)
+                        self.arrivals.append(arrived)
                         self._cond.notify_all()
         except httpx.HTTPError:
             pass  # the node went away; the test sees the missing events
+
+    def arrival(self, event: dict[str, Any]) -> float:
+        """When `event` (an object this watcher returned) arrived, as `time.time()`."""
+        with self._cond:
+            return next(t for e, t in zip(self.events, self.arrivals, strict=True) if e is event)
 
     def named(self, name: str) -> list[dict[str, Any]]:
         with self._cond:
             return [e for e in self.events if e["event"] == name]
 
     def wait_for(
-        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15.0
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15.0, since: int = 0
     ) -> dict[str, Any]:
+        """The first event from index `since` on that matches (waiting for it to arrive)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                for event in self.events:
+                for event in self.events[since:]:
                     if predicate(event):
                         return event
                 left = deadline - time.monotonic()

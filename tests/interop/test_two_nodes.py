@@ -1,5 +1,5 @@
-"""Two real `node serve` processes linked by an IAX2 call, with a softphone on each, all on
-loopback: softphone P (600 Hz) -> node A <-> node B <- softphone Q (1500 Hz).
+"""Two real `node serve` processes linked (POST /link connect), with a softphone on each, all
+on loopback: softphone P (600 Hz) -> node A <-> node B <- softphone Q (1500 Hz).
 
 Tones prove the mix-minus conferences end to end: P must hear Q's 1500 Hz and not its own
 600 Hz coming back through B, and Q the reverse. Both nodes register with the tiny registrar
@@ -87,6 +87,11 @@ def up_with(node: NodeProcess, peer: str) -> dict | None:
     return next((c for c in calls(node) if c["peer"] == peer and c["state"] == "up"), None)
 
 
+def link_up(node: NodeProcess, peer: str) -> dict | None:
+    links = node.get("/status").json()["links"]
+    return next((li for li in links if li["node"] == peer and li["state"] == "up"), None)
+
+
 def assert_hears(phone: Softphone, callno: int, other: float, own: float) -> None:
     rec = phone.recording(callno)
     call = phone.endpoint.call(callno)
@@ -140,15 +145,22 @@ def test_two_nodes_link_and_mix_minus_end_to_end(
             wait_until("registration", lambda node=node: node.get("/status").json()["registered"])
         assert set(registrar.registrations) == {NODE_A, NODE_B}
 
-        # The link: A dials B, which challenges A with MD5 against NET_PEER_2001.
+        # The link: A connects to B, which challenges A with MD5 against NET_PEER_2001.
         b_host, b_port = b.udp_addr
-        r = a.post("/dial", json={"node": NODE_B, "addr": f"{b_host}:{b_port}"})
+        r = a.post(
+            "/link", json={"action": "connect", "node": NODE_B, "addr": f"{b_host}:{b_port}"}
+        )
         assert r.status_code == 200, r.text
-        link_a = wait_until("the link up on A", lambda: up_with(a, NODE_B))
-        link_b = wait_until("the link up on B", lambda: up_with(b, NODE_A))
+        link_a = wait_until("the link up on A", lambda: link_up(a, NODE_B))
+        link_b = wait_until("the link up on B", lambda: link_up(b, NODE_A))
         assert (link_a["direction"], link_b["direction"]) == ("outbound", "inbound")
+        assert link_a["mode"] == link_b["mode"] == "transceive"
         assert link_a["codec"] == link_b["codec"] == case.codec_link
         assert link_b["addr"] == f"127.0.0.1:{a.udp_addr[1]}"
+        # Both sides speak the dialect: the newkey handshake completed.
+        wait_until("the handshake", lambda: link_up(a, NODE_B)["newkey"] == "newkey1")
+        assert link_up(b, NODE_A)["newkey"] == "newkey1"
+        assert calls(a) == [] and calls(b) == []
 
         # The phones, each authenticated by its node.
         cp = p.dial(a.udp_addr, "1", username=PHONE_P, secret=SECRETS["phone_p"])
@@ -165,26 +177,30 @@ def test_two_nodes_link_and_mix_minus_end_to_end(
         assert_hears(q, cq, other=TONE_P, own=TONE_Q)
         assert not p.errors and not q.errors
 
-        # Voice flowed in both directions on every leg.
-        for node, legs in ((a, (PHONE_P, NODE_B)), (b, (PHONE_Q, NODE_A))):
+        # Voice flowed in both directions on every leg; each link shows the other keyed.
+        for node, phone, peer in ((a, PHONE_P, NODE_B), (b, PHONE_Q, NODE_A)):
             stats = node.get("/stats").json()
             assert stats["full_in"] > 0 and stats["mini_in"] > 0 and stats["malformed"] == 0
-            for peer in legs:
-                leg = stats["legs"][str(call_with(node, peer)["id"])]
-                assert leg["frames_in"] > 0 and leg["frames_out"] > 0, (peer, leg)
-        duration = call_with(a, NODE_B)["duration_s"]
-        assert duration > 0
+            link = link_up(node, peer)
+            assert link is not None and link["keyed"], link
+            for leg_id in (call_with(node, phone)["id"], link["call"]):
+                leg = stats["legs"][str(leg_id)]
+                assert leg["frames_in"] > 0 and leg["frames_out"] > 0, (leg_id, leg)
+        assert link_up(a, NODE_B)["connected_s"] > 0
+        keyed = events_a.wait_for(lambda e: e["event"] == "link" and e["kind"] == "keyed")
+        assert keyed["node"] == NODE_B and keyed["keyed"] is True
 
-        # Hang-ups: P from its phone, the link by A's operator, Q by B's operator.
+        # Hang-ups: P from its phone, the link by A's operator (*1), Q by B's operator.
         p.hangup(cp)
         events_a.wait_for(lambda e: e["event"] == "hangup")
         wait_until("P's call gone from A", lambda: PHONE_P not in {c["peer"] for c in calls(a)})
 
-        assert a.post("/hangup", json={"call": link_a["id"]}).status_code == 200
-        wait_until("the link gone from B", lambda: NODE_A not in {c["peer"] for c in calls(b)})
-        hung = events_b.wait_for(lambda e: e["event"] == "hangup")
-        assert hung["reason"].startswith("hung up by peer")
-        assert len(events_a.named("hangup")) == 2
+        r = a.post("/link", json={"action": "disconnect", "node": NODE_B})
+        assert r.status_code == 200, r.text
+        assert a.get("/status").json()["links"] == []
+        wait_until("the link gone from B", lambda: b.get("/status").json()["links"] == [])
+        gone = events_b.wait_for(lambda e: e["event"] == "link" and e["kind"] == "disconnected")
+        assert gone["node"] == NODE_A and gone["reason"] == "disconnected by peer"
 
         assert b.post("/hangup").status_code == 200
         assert q.wait_for(lambda s: s.ended(cq))

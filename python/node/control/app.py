@@ -2,7 +2,9 @@
 
 Conventions of the spec: commands are POST with JSON bodies; a command that returns state replies
 with the snapshot, one with nothing to report replies `{"ok": true}`; errors reply
-`{"error": <message>}`; any other path is 404 `{"error": "not found"}`.
+`{"error": <message>}`; any other path is 404 `{"error": "not found"}`. Before any handler runs,
+`guard.BrowserGuard` refuses what a web page could send (foreign Host or Origin, commands not sent
+as `application/json`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from node.control.guard import BrowserGuard
+from node.control.page import page_routes
 from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
@@ -112,7 +117,23 @@ def create_app(controller: Controller) -> Starlette:
     async def dial(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         node = required(body, "node", str)
-        return JSONResponse(controller.dial(node, optional(body, "addr", str)))
+        return JSONResponse(await controller.dial(node, optional(body, "addr", str)))
+
+    async def link(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        action = required(body, "action", str)
+        node = optional(body, "node", str) if action == "disconnect_all" else None
+        if node is None and action != "disconnect_all":
+            node = required(body, "node", str)
+        return JSONResponse(await controller.link(action, node or "", optional(body, "addr", str)))
+
+    async def key(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.key())
+
+    async def unkey(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        return JSONResponse(controller.unkey())
 
     def call_command(method: Callable[[int | None], dict[str, Any]]) -> Callable[..., Any]:
         async def handler(request: Request) -> JSONResponse:
@@ -171,12 +192,16 @@ def create_app(controller: Controller) -> Starlette:
         return error("internal error", 500)
 
     routes = [
+        *page_routes(),
         Route("/status", status, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
         Route("/shutdown", shutdown, methods=["POST"]),
         Route("/bridge", bridge, methods=["POST"]),
         Route("/dial", dial, methods=["POST"]),
+        Route("/link", link, methods=["POST"]),
+        Route("/key", key, methods=["POST"]),
+        Route("/unkey", unkey, methods=["POST"]),
         Route("/hangup", call_command(controller.hangup), methods=["POST"]),
         Route("/answer", call_command(controller.answer), methods=["POST"]),
         Route("/reject", call_command(controller.reject), methods=["POST"]),
@@ -190,6 +215,7 @@ def create_app(controller: Controller) -> Starlette:
     ]
     return Starlette(
         routes=routes,
+        middleware=[Middleware(BrowserGuard, bind_host=controller.config.control.bind.host)],
         exception_handlers={
             404: not_found,
             HTTPException: http_error,

@@ -419,7 +419,8 @@ class InboundSetup:
 
     #: The negotiated format (`negotiate.choose_format`).
     format: int
-    #: "auto" answers once the call is confirmed; "manual" rings and waits for `answer()`.
+    #: "auto" answers once the call is confirmed; "manual" rings and waits for `answer()`;
+    #: "hold" waits for `answer()` or `hangup()` without ringing (a link call being vetted).
     answer: str = "auto"
     #: CHALLENGE to send in an AUTHREQ, or None for no authentication.
     challenge: str | None = None
@@ -748,12 +749,15 @@ class Call:
         self._event(CallAccepted(self.callno, self.format))
         if s.answer == "auto":
             self._send_answer(now)
-        else:
+        elif s.answer == "manual":
             self._send(now, FrameType.CONTROL, ControlSubclass.RINGING)
 
     def _send_answer(self, now: float) -> None:
         self._go(_T.ANSWER)
         self._send(now, FrameType.CONTROL, ControlSubclass.ANSWER)
+        # Asterisk follows every ANSWER with "stop sounds" (control -1), which tells the
+        # caller to stop any local ringback; AllStarLink nodes expect the same pair.
+        self._send(now, FrameType.CONTROL, ControlSubclass.STOP_SOUNDS)
         self._event(CallAnswered(self.callno))
 
     def answer(self, now: float) -> Output:
@@ -831,6 +835,13 @@ class Call:
             raise LocalProtocolError(f"TEXT longer than {MAX_TEXT_BYTES} bytes")
         self._require_media("TEXT")
         self._send(now, FrameType.TEXT, 0, payload=data + b"\x00")
+        return self._output()
+
+    def send_cng(self, now: float) -> Output:
+        """A CNG (comfort noise) frame, level 0: app_rpt ends each talk spurt with RADIO_UNKEY
+        and one CNG."""
+        self._require_media("CNG")
+        self._send(now, FrameType.CNG, 0)
         return self._output()
 
     def key(self, now: float) -> Output:

@@ -189,12 +189,15 @@ class Endpoint:
         peer_secret: Callable[[str], str | SecretLike | None] | None = None,
         rr_stats: Callable[[int], RrStats] | None = None,
         external_callnos: Callable[[], Collection[int]] | None = None,
+        holds: Callable[[str, str], bool] | None = None,
     ) -> None:
         """`token_key` is the per-process call-token key (e.g. `secrets.token_bytes(32)`),
         `randbelow` the entropy source for challenges and call numbers (`secrets.randbelow`),
         `peer_secret(node_id)` the inbound secret of a caller or None, `rr_stats(callno)` the
         jitter-buffer statistics a PONG reports, `external_callnos()` the numbers handed out by
-        `allocate_callno` that are still in use (e.g. `Registration.callnos`)."""
+        `allocate_callno` that are still in use (e.g. `Registration.callnos`), and
+        `holds(calling_number, username)` whether an admitted caller is held unanswered for the
+        application to vet (AllStarLink link calls), whatever the answer policy."""
         self.inbound = inbound
         self.codecs = policy(codec_policy)
         self._tokens = CallTokens(token_key)
@@ -207,6 +210,7 @@ class Endpoint:
         self._released: dict[int, float] = {}
         self._external: set[int] = set()
         self._external_in_use = external_callnos
+        self._holds = holds or (lambda _number, _user: False)
         self._frames: list[Transmit] = []
         self._events: list[CallEvent | EndpointEvent] = []
 
@@ -390,6 +394,9 @@ class Endpoint:
     def send_dtmf(self, callno: int, now: float, digit: str) -> EndpointOutput:
         return self.act(callno, now, lambda c: c.send_dtmf(now, digit))
 
+    def send_cng(self, callno: int, now: float) -> EndpointOutput:
+        return self.act(callno, now, lambda c: c.send_cng(now))
+
     def send_text(self, callno: int, now: float, text: str) -> EndpointOutput:
         return self.act(callno, now, lambda c: c.send_text(now, text))
 
@@ -504,7 +511,7 @@ class Endpoint:
         self._peer_key[callno] = key
         setup = InboundSetup(
             format=fmt,
-            answer=pol.answer,
+            answer="hold" if self._holds(calling_number, username) else pol.answer,
             challenge=challenge,
             secret=secret,
             calling_number=calling_number,

@@ -24,13 +24,15 @@ from node.config import GAIN_DB_MAX, GAIN_DB_MIN
 from node.errors import CommandError
 from node.media.audio import AudioDevice, open_audio
 
-__all__ = ["LegMode", "MediaBridge", "Topology"]
+__all__ = ["Keying", "LegMode", "MediaBridge", "Topology"]
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["handset", "bridge", "conference"]
 MODES: tuple[str, ...] = ("handset", "bridge", "conference")
 LegMode = Literal["transceive", "receive_only", "transmit_only"]
+#: How a leg's received audio keys it (see `rust/media.rs` RxKeying).
+Keying = Literal["always", "vox", "voice", "control"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +123,23 @@ class MediaBridge:
         fmt: int,
         call_ts_ms: int,
         mode: LegMode = "transceive",
+        keying: Keying = "always",
     ) -> None:
-        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms)
+        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying)
 
     def remove_leg(self, callno: int) -> None:
         self._engine.remove_leg(callno)
 
     def set_leg_mode(self, callno: int, mode: LegMode) -> None:
         self._engine.set_leg_mode(callno, mode)
+
+    def set_leg_keying(self, callno: int, keying: Keying) -> None:
+        self._engine.set_leg_keying(callno, keying)
+
+    def set_local_keyed(self, keyed: bool) -> None:
+        """The operator's push-to-talk: the local source talks into every call and transceive
+        link (silence included) until unkeyed. Only `Controller.key`/`unkey` call this."""
+        self._engine.set_local_keyed(keyed)
 
     def push_voice(self, callno: int, fmt: int, ts: int, payload: bytes) -> None:
         self._engine.push_voice(callno, fmt, ts, payload)

@@ -1,0 +1,900 @@
+"""Every link of the node in the AllStarLink dialect, as one sans-I/O machine.
+
+A link is an IAX2 call that speaks app_rpt's link dialect on top (research/allstar.md §1): the
+newkey handshake, keying by voice presence or by RADIO_KEY/UNKEY, `L` link lists, `T`
+telemetry, polite `!!DISCONNECT!!`, retries and permanent links. `LinkNetwork` holds all links
+because most of the dialect is about the links together: the list sent to one link is built from
+the others, telemetry and messages are forwarded to the others, and a connect is refused when
+the node is already anywhere in the tree.
+
+No I/O and no clock: inputs take `now` (monotonic seconds) and return one `LinkOutput` of
+actions for the controller to carry out on calls and media legs (in order), events, and whether
+the snapshot changed. The controller routes; it never interprets the dialect.
+
+Lists go out when a link is added (dialled or answered) and every 30 s, not when one goes away
+or a neighbour's list changes:
+that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
+the network learns of a departure with the next periodic list.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from node.errors import CommandError
+from node.links import text as t
+
+__all__ = [
+    "Answer",
+    "Dial",
+    "Handshake",
+    "Hangup",
+    "Link",
+    "LinkAction",
+    "LinkConnected",
+    "LinkDisconnected",
+    "LinkEvent",
+    "LinkKeyed",
+    "LinkMode",
+    "LinkNetwork",
+    "LinkOutput",
+    "LinkState",
+    "MessageReceived",
+    "PermanentLink",
+    "RemoteDigitReceived",
+    "SendCng",
+    "SendKey",
+    "SendText",
+    "SendUnkey",
+    "SetLeg",
+    "TelemetryReceived",
+    "VerifySource",
+]
+
+log = logging.getLogger(__name__)
+
+#: A link that has not completed the newkey handshake this long after answer is a legacy
+#: peer (app_rpt NEWKEYTIME).
+NEWKEY_TIMEOUT = 2.0
+#: RADIO_KEY is repeated this often while we talk to a `!NEWKEY!` peer (REDUNDANT_TX_TIME).
+REDUNDANT_KEY_INTERVAL = 2.0
+#: Every link gets our `L` list this often (app_rpt linkpost_time default; HamVoIP needs <= 40).
+LIST_INTERVAL = 30.0
+#: After a change of links, lists go out within 150 ms + random(0-100 ms) (__kickshort).
+LIST_KICK = 0.15
+LIST_KICK_SPREAD = 0.10
+#: Retries of a lost or failed outbound link: first after RETRY_FIRST, doubling up to RETRY_MAX
+#: (app_rpt redials every 5 s); at most MAX_RETRIES unless the link is permanent.
+RETRY_FIRST = 5.0
+RETRY_MAX = 60.0
+MAX_RETRIES = 5
+#: After `!!DISCONNECT!!` the peer's HANGUP follows at once; if it does not, end the call.
+DEAD_CALL_GRACE = 1.0
+#: Q.931 cause codes on link hangups: app_rpt ends links with 0, its dialplan refuses a call
+#: to a node it does not host with 16.
+CAUSE_LINK_END = 0
+CAUSE_NOT_HERE = 16
+
+
+class LinkMode(Enum):
+    """What we do with a link: talk and listen (`*3`), or only listen (`*2`)."""
+
+    TRANSCEIVE = "transceive"
+    MONITOR = "monitor"
+
+    @property
+    def letter(self) -> str:
+        return "T" if self is LinkMode.TRANSCEIVE else "R"
+
+
+class LinkState(Enum):
+    CONNECTING = "connecting"
+    UP = "up"
+    #: Lost (or failed) and waiting to dial again.
+    RETRYING = "retrying"
+
+
+class Handshake(Enum):
+    """How keying crosses the link (app_rpt `enum newkey`)."""
+
+    #: Answered, no handshake yet: voice presence keys (app_rpt's initial state).
+    PENDING = "pending"
+    #: `!NEWKEY1!`: voice presence keys; we send voice only while talking, then UNKEY + CNG.
+    NEWKEY1 = "newkey1"
+    #: `!NEWKEY!`: RADIO_KEY/UNKEY, KEY repeated every 2 s while talking.
+    NEWKEY = "newkey"
+    #: No handshake within 2 s: RADIO_KEY/UNKEY.
+    LEGACY = "legacy"
+
+    @property
+    def by_voice(self) -> bool:
+        return self in (Handshake.PENDING, Handshake.NEWKEY1)
+
+
+# --- actions: what the controller does for the network, in order ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LinkAction:
+    """Base of what the network asks the controller to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dial(LinkAction):
+    """Resolve `node` and place the link call; report back with `dialled` or `dial_failed`."""
+
+    node: str
+    mode: LinkMode
+
+
+@dataclass(frozen=True, slots=True)
+class SendText(LinkAction):
+    callno: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendKey(LinkAction):
+    """CONTROL RADIO_KEY on the call."""
+
+    callno: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendUnkey(LinkAction):
+    """CONTROL RADIO_UNKEY on the call."""
+
+    callno: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendCng(LinkAction):
+    """A CNG frame: app_rpt ends every voice spurt with UNKEY plus one CNG."""
+
+    callno: int
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(LinkAction):
+    """Answer a held inbound link call."""
+
+    callno: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hangup(LinkAction):
+    """End the call with CAUSECODE `causecode` and no CAUSE text, as app_rpt does."""
+
+    callno: int
+    causecode: int = CAUSE_LINK_END
+
+
+@dataclass(frozen=True, slots=True)
+class SetLeg(LinkAction):
+    """Change the media leg: `mode` ("transceive", "receive_only") and/or `keying`
+    ("voice", "control"); None keeps the current value."""
+
+    callno: int
+    mode: str | None = None
+    keying: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VerifySource(LinkAction):
+    """Check that `ip` is the address `node` resolves to (app_rpt's parse_caller); report
+    back with `source_checked`."""
+
+    callno: int
+    node: str
+    ip: str
+
+
+# --- events -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEvent:
+    """Base of what the network reports."""
+
+    #: The linked node.
+    node: str
+    #: Our IAX2 call number of the link's call, or None when there is none (yet).
+    callno: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkConnected(LinkEvent):
+    mode: LinkMode
+    direction: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDisconnected(LinkEvent):
+    """The link went down (or never came up); `reason` is safe to show."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkKeyed(LinkEvent):
+    """The link's receiver keyed (`keyed`) or unkeyed."""
+
+    keyed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryReceived(LinkEvent):
+    """`T` telemetry from another node arrived over the link (forwarded already)."""
+
+    telemetry: t.Telemetry
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReceived(LinkEvent):
+    message: t.Message
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteDigitReceived(LinkEvent):
+    """A `D` digit addressed to us (remote command mode of the sending node)."""
+
+    digit: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkOutput:
+    """What one input produced."""
+
+    actions: tuple[LinkAction, ...] = ()
+    events: tuple[LinkEvent, ...] = ()
+    #: Whether anything the snapshot shows of the links changed.
+    changed: bool = False
+    #: When `timer()` must run next.
+    deadline: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PermanentLink:
+    """A link the node keeps up by itself ("permalink"): dialled at start, redialled forever."""
+
+    node: str
+    mode: LinkMode = LinkMode.TRANSCEIVE
+
+
+# --- one link -----------------------------------------------------------------------------------
+
+
+class _Timer(Enum):
+    NEWKEY = "newkey"
+    REDUNDANT = "redundant"
+    LIST = "list"
+    RETRY = "retry"
+    DEAD_CALL = "dead_call"
+
+
+@dataclass(slots=True)
+class Link:
+    """One link's state (the machine is `LinkNetwork`)."""
+
+    node: str
+    mode: LinkMode
+    direction: str
+    state: LinkState = LinkState.CONNECTING
+    callno: int | None = None
+    addr: tuple[str, int] | None = None
+    codec: str | None = None
+    permanent: bool = False
+    handshake: Handshake = Handshake.PENDING
+    rx_keyed: bool = False
+    last_keyed: float | None = None
+    connected_at: float | None = None
+    #: The network behind this link, from its latest `L` list.
+    behind: tuple[t.LinkEntry, ...] = ()
+    #: We are sending it a talk spurt.
+    talking: bool = False
+    #: Outbound retries since the link was last up.
+    retries: int = 0
+    #: An inbound call held until the caller's source address is verified.
+    verifying: bool = False
+    timers: dict[_Timer, float] = field(default_factory=dict)
+
+    @property
+    def up(self) -> bool:
+        return self.state is LinkState.UP
+
+    @property
+    def transceive_up(self) -> bool:
+        return self.up and self.mode is LinkMode.TRANSCEIVE
+
+    @property
+    def behind_nodes(self) -> frozenset[str]:
+        return frozenset(e.node for e in self.behind)
+
+    @property
+    def list_letter(self) -> str:
+        """How this link appears in `L` lists: T, R, or C while not up."""
+        return self.mode.letter if self.up else "C"
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "call": self.callno,
+            "mode": self.mode.value if self.up else "connecting",
+            "direction": self.direction,
+            "state": self.state.value,
+            "keyed": self.rx_keyed,
+            "last_keyed_s": None if self.last_keyed is None else round(now - self.last_keyed, 1),
+            "connected_s": None if self.connected_at is None else round(now - self.connected_at, 1),
+            "codec": self.codec,
+            "nodes": [str(e) for e in self.behind],
+            "permanent": self.permanent,
+            "addr": None if self.addr is None else f"{self.addr[0]}:{self.addr[1]}",
+            "newkey": self.handshake.value,
+        }
+
+
+def _behind(link: Link) -> list[t.LinkEntry]:
+    """`link` and everything behind it as its neighbours see it: behind a monitor link every
+    transceive entry reads as monitor, behind a link that is not up everything as connecting
+    (app_rpt __mklinklist)."""
+    letter = link.list_letter
+    out = [t.LinkEntry(letter, link.node)]
+    for e in link.behind:
+        if letter == "C":
+            out.append(t.LinkEntry("C", e.node))
+        elif letter == "R" and e.mode == "T":
+            out.append(t.LinkEntry("R", e.node))
+        else:
+            out.append(e)
+    return out
+
+
+# --- the network --------------------------------------------------------------------------------
+
+
+class LinkNetwork:
+    """All links of the node `me` (None: the node has no number and cannot link)."""
+
+    def __init__(
+        self,
+        me: str | None,
+        *,
+        rand: Callable[[], float],
+        permanent: Iterable[PermanentLink] = (),
+        verify_source: bool = False,
+        dstar_nodes: Iterable[str] = (),
+    ) -> None:
+        """`rand()` returns a float in [0, 1) (the list kick's spread); `verify_source` checks an
+        inbound link's source address against its node's (app_rpt's default for `radio`
+        callers); `dstar_nodes` are nodes whose link is a D-Star session."""
+        self.me = me
+        self._rand = rand
+        self._permanent: Mapping[str, PermanentLink] = {p.node: p for p in permanent}
+        self._verify = verify_source
+        self._dstar = frozenset(dstar_nodes)
+        self._links: dict[str, Link] = {}
+        self._by_call: dict[int, Link] = {}
+        #: Calls we no longer talk into (peer sent `!!DISCONNECT!!`, or we replaced the link).
+        self._dead: dict[int, float] = {}
+        self._kick_at: float | None = None
+        self._kick_skip: set[str] = set()
+        self._local_keyed = False
+        self._local_key_change: float | None = None
+        #: Texts received by kind ("L", "T", ..., "unknown"), for /stats.
+        self.text_counts: dict[str, int] = {}
+        self._actions: list[LinkAction] = []
+        self._events: list[LinkEvent] = []
+        self._changed = False
+
+    def __repr__(self) -> str:
+        return f"LinkNetwork(me={self.me}, links={len(self._links)})"
+
+    # --- getters ------------------------------------------------------------------------------
+
+    @property
+    def links(self) -> Mapping[str, Link]:
+        return self._links
+
+    def link_for_call(self, callno: int) -> Link | None:
+        return self._by_call.get(callno)
+
+    def is_link_call(self, callno: int) -> bool:
+        """Whether the call carries (or carried) a link: such calls are not plain calls."""
+        return callno in self._by_call or callno in self._dead
+
+    def tree(self) -> frozenset[str]:
+        """Every node reachable through our links, the adjacent ones included."""
+        nodes = set(self._links)
+        for link in self._links.values():
+            nodes.update(e.node for e in link.behind)
+        return frozenset(nodes)
+
+    def dstar_active(self) -> bool:
+        """Whether a D-Star session is active: a link to a node declared `network = "dstar"`
+        is up or being set up."""
+        return any(node in self._dstar for node in self._links)
+
+    def keyed_links(self) -> list[Link]:
+        return [link for link in self._links.values() if link.rx_keyed]
+
+    def list_entries(self) -> list[str]:
+        """Our links as app_rpt's statpost and AMI write them (`T2000`, `R2001`, `C2002`)."""
+        return [f"{link.list_letter}{link.node}" for link in self._links.values()]
+
+    def snapshot(self, now: float) -> list[dict[str, Any]]:
+        return [link.to_json(now) for link in self._links.values()]
+
+    def next_deadline(self) -> float | None:
+        times = [d for link in self._links.values() for d in link.timers.values()]
+        times.extend(self._dead.values())
+        if self._kick_at is not None:
+            times.append(self._kick_at)
+        return min(times) if times else None
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _output(self) -> LinkOutput:
+        out = LinkOutput(
+            tuple(self._actions), tuple(self._events), self._changed, self.next_deadline()
+        )
+        self._actions = []
+        self._events = []
+        self._changed = False
+        return out
+
+    def _do(self, action: LinkAction) -> None:
+        self._actions.append(action)
+
+    def _send(self, link: Link, text: str) -> None:
+        if link.callno is not None and link.up:
+            self._do(SendText(link.callno, text))
+
+    def _kick(self, now: float) -> None:
+        """Send every link our list soon (once, however many changes come meanwhile)."""
+        if self._kick_at is None:
+            self._kick_at = now + LIST_KICK + LIST_KICK_SPREAD * self._rand()
+
+    def _list_for(self, recipient: Link) -> str:
+        entries: list[t.LinkEntry] = []
+        for link in self._links.values():
+            if link is recipient or link.node.startswith("0"):
+                continue
+            entries.extend(_behind(link))
+        return t.link_list(entries)
+
+    def _send_list(self, link: Link, now: float) -> None:
+        self._send(link, self._list_for(link))
+        link.timers[_Timer.LIST] = now + LIST_INTERVAL
+
+    def _telemetry(self, token: str, *args: str) -> None:
+        """Our telemetry to every transceive link (app_rpt send_tele_link)."""
+        assert self.me is not None
+        text = t.telemetry(self.me, token, *args)
+        for link in self._links.values():
+            if link.transceive_up:
+                self._send(link, text)
+
+    def _forward(self, source: Link, text: str, *, transceive_only: bool) -> None:
+        for link in self._links.values():
+            if link is source or not link.up:
+                continue
+            if transceive_only and link.mode is not LinkMode.TRANSCEIVE:
+                continue
+            self._send(link, text)
+
+    def _route(self, source: Link, dest: str, text: str) -> None:
+        """Send `text` towards node `dest`: to the link it is behind, else to every link but
+        the one it came from (app_rpt floods what it cannot place)."""
+        for link in self._links.values():
+            if link is not source and link.up and (link.node == dest or dest in link.behind_nodes):
+                self._send(link, text)
+                return
+        self._forward(source, text, transceive_only=False)
+
+    def _bind(self, link: Link, callno: int) -> None:
+        if link.callno is not None:
+            self._by_call.pop(link.callno, None)
+        link.callno = callno
+        self._by_call[callno] = link
+
+    def _drop(self, link: Link) -> None:
+        """Forget the link (its call, if any, is ended by whoever called this)."""
+        self._links.pop(link.node, None)
+        if link.callno is not None:
+            self._by_call.pop(link.callno, None)
+        self._changed = True
+
+    def _go_dead(self, callno: int, now: float) -> None:
+        """Stop talking into `callno`; hang it up if it is still there after the grace time."""
+        self._dead[callno] = now + DEAD_CALL_GRACE
+
+    # --- commands -----------------------------------------------------------------------------
+
+    def start(self, now: float) -> LinkOutput:
+        """Dial every permanent link."""
+        if self.me is not None:
+            for perm in self._permanent.values():
+                if perm.node not in self._links and perm.node != self.me:
+                    link = Link(perm.node, perm.mode, "outbound", permanent=True)
+                    self._links[perm.node] = link
+                    self._do(Dial(link.node, link.mode))
+                    self._changed = True
+        return self._output()
+
+    def check_connect(self, node: str, mode: LinkMode) -> Link | None:
+        """Refuse a connect that cannot be done (CommandError); return the existing link to
+        `node` if there is one (a mode change), else None."""
+        if self.me is None:
+            raise CommandError("this node has no node number ([register] node_id)", 409)
+        if node == self.me:
+            raise CommandError(f"node {node} is this node", 400)
+        existing = self._links.get(node)
+        if existing is not None:
+            if existing.mode is mode:
+                raise CommandError(f"node {node} is already linked ({mode.value})", 409)
+            return existing
+        for link in self._links.values():
+            if node in link.behind_nodes:
+                # app_rpt's REMALREADY: a second path to a node makes a loop.
+                raise CommandError(
+                    f"node {node} is already in the network behind node {link.node}; "
+                    "linking it again would make a loop",
+                    409,
+                )
+        return None
+
+    def connect(self, node: str, mode: LinkMode, now: float) -> LinkOutput:
+        """Link to `node` (`*3` transceive, `*2` monitor), or change an existing link's mode
+        in place. Raises CommandError when refused (see `check_connect`)."""
+        existing = self.check_connect(node, mode)
+        if existing is not None:
+            existing.mode = mode
+            if existing.callno is not None and existing.up:
+                leg = "transceive" if mode is LinkMode.TRANSCEIVE else "receive_only"
+                self._do(SetLeg(existing.callno, mode=leg))
+            self._telemetry("COMPLETE")
+            self._kick(now)
+            self._changed = True
+            return self._output()
+        link = Link(node, mode, "outbound", permanent=node in self._permanent)
+        self._links[node] = link
+        self._do(Dial(node, mode))
+        # The others learn of the new (connecting) link at once, as app_rpt's rpt_link_add.
+        self._kick(now)
+        self._changed = True
+        return self._output()
+
+    def dialled(self, node: str, callno: int, addr: tuple[str, int], now: float) -> LinkOutput:
+        """The controller placed the call for a `Dial`."""
+        link = self._links.get(node)
+        if link is None or link.state is not LinkState.CONNECTING:
+            # Disconnected while it was being resolved: end the call we just placed.
+            self._do(Hangup(callno))
+            return self._output()
+        self._bind(link, callno)
+        link.addr = addr
+        self._changed = True
+        return self._output()
+
+    def dial_failed(self, node: str, reason: str, now: float) -> LinkOutput:
+        """A `Dial` could not even place a call (e.g. the node did not resolve)."""
+        link = self._links.get(node)
+        if link is not None and link.state is LinkState.CONNECTING and link.callno is None:
+            self._failed(link, f"cannot reach node {node}: {reason}", now, retry=True)
+        return self._output()
+
+    def disconnect(
+        self, node: str, now: float, reason: str = "disconnected by operator"
+    ) -> LinkOutput:
+        """`*1`: politely end the link to `node` (never redialled, permanent or not)."""
+        link = self._links.get(node)
+        if link is None:
+            raise CommandError(f"node {node} is not linked", 404)
+        callno = link.callno
+        if link.up and callno is not None:
+            self._send(link, t.DISCONNECT)
+            # COMPLETE is telemetry of the command: it goes to every transceive link,
+            # the one being dropped included (it is still up).
+            self._telemetry("COMPLETE")
+        if callno is not None:
+            self._do(Hangup(callno))
+            self._go_dead(callno, now)
+        self._drop(link)
+        self._events.append(LinkDisconnected(node, callno, reason))
+        return self._output()
+
+    def disconnect_all(self, now: float, reason: str = "disconnected by operator") -> LinkOutput:
+        """app_rpt's `ilink 6`: every link gets `!!DISCONNECT!!`, our COMPLETE telemetry, then
+        its HANGUP."""
+        links = list(self._links.values())
+        for link in links:
+            self._send(link, t.DISCONNECT)
+        if self.me is not None:
+            self._telemetry("COMPLETE")
+        for link in links:
+            if link.callno is not None:
+                self._do(Hangup(link.callno))
+                self._go_dead(link.callno, now)
+            self._drop(link)
+            self._events.append(LinkDisconnected(link.node, link.callno, reason))
+        return self._output()
+
+    def set_local_keyed(self, keyed: bool, now: float) -> None:
+        """Our own transmitter state, for `K` key-query replies."""
+        if keyed != self._local_keyed:
+            self._local_keyed = keyed
+            self._local_key_change = now
+
+    # --- inbound ------------------------------------------------------------------------------
+
+    def inbound(
+        self, callno: int, node: str, called: str, addr: tuple[str, int], now: float
+    ) -> LinkOutput:
+        """A `radio` call from node `node` to `called` passed the listener's gates (the call is
+        held: not answered yet)."""
+        if self.me is None or called != self.me or node == self.me:
+            # app_rpt's dialplan: a call to a node not hosted here is hung up after ACCEPT.
+            log.info("link call from %s to %s refused: not this node", node, called or "-")
+            self._do(Hangup(callno, CAUSE_NOT_HERE))
+            self._dead[callno] = now + DEAD_CALL_GRACE
+            return self._output()
+        old = self._links.get(node)
+        if old is not None:
+            # A node that calls again replaces its old link (app_rpt kills the old one).
+            log.info("node %s linked again: replacing its old link", node)
+            if old.callno is not None:
+                self._do(Hangup(old.callno))
+                self._go_dead(old.callno, now)
+            self._drop(old)
+        link = Link(node, LinkMode.TRANSCEIVE, "inbound", addr=addr)
+        self._links[node] = link
+        self._bind(link, callno)
+        self._changed = True
+        if self._verify:
+            link.verifying = True
+            self._do(VerifySource(callno, node, addr[0]))
+        else:
+            self._do(Answer(callno))
+        return self._output()
+
+    def source_checked(self, callno: int, matches: bool | None, now: float) -> LinkOutput:
+        """Result of a `VerifySource`: True matches, False does not, None could not resolve."""
+        link = self._by_call.get(callno)
+        if link is None or not link.verifying:
+            return self._output()
+        link.verifying = False
+        if matches:
+            self._do(Answer(callno))
+            return self._output()
+        why = "does not match its node's address" if matches is False else "cannot be resolved"
+        log.warning("link call from node %s refused: source %s", link.node, why)
+        # What app_rpt does to a caller it cannot verify: hang up with cause 0, no ANSWER.
+        self._do(Hangup(callno))
+        self._drop(link)
+        self._dead[callno] = now + DEAD_CALL_GRACE
+        self._events.append(LinkDisconnected(link.node, callno, f"refused: source address {why}"))
+        return self._output()
+
+    # --- call events --------------------------------------------------------------------------
+
+    def call_up(self, callno: int, codec: str | None, now: float) -> LinkOutput:
+        """The link's call is answered: start the dialect."""
+        link = self._by_call.get(callno)
+        if link is None or link.state is not LinkState.CONNECTING:
+            return self._output()
+        assert self.me is not None
+        link.state = LinkState.UP
+        link.codec = codec
+        link.connected_at = now
+        link.retries = 0
+        link.handshake = Handshake.PENDING
+        link.timers.pop(_Timer.RETRY, None)
+        link.timers[_Timer.NEWKEY] = now + NEWKEY_TIMEOUT
+        self._changed = True
+        self._send(link, t.NEWKEY1)
+        if link.direction == "outbound":
+            # The order app_rpt's *3 produces (captures asl_2node/asl_3node): COMPLETE to
+            # every transceive link, our list to the new link, CONNECTED to every transceive
+            # link; the list kick then refreshes everyone.
+            self._telemetry("COMPLETE")
+            self._send_list(link, now)
+            self._telemetry("CONNECTED", self.me, link.node)
+        else:
+            # The callee only answers the handshake and sends its list.
+            self._send_list(link, now)
+            self._kick_skip.add(link.node)
+        self._kick(now)
+        self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
+        return self._output()
+
+    def call_ended(self, callno: int, reason: str, now: float, *, refused: bool) -> LinkOutput:
+        """The link's call ended: `refused` when the peer rejected the NEW (no retry)."""
+        if self._dead.pop(callno, None) is not None:
+            return self._output()
+        link = self._by_call.pop(callno, None)
+        if link is None:
+            return self._output()
+        link.callno = None
+        self._failed(link, reason, now, retry=not refused)
+        return self._output()
+
+    def _failed(self, link: Link, reason: str, now: float, *, retry: bool) -> None:
+        link.state = LinkState.CONNECTING
+        link.rx_keyed = False
+        link.talking = False
+        link.behind = ()
+        link.connected_at = None
+        for kind in (_Timer.NEWKEY, _Timer.REDUNDANT, _Timer.LIST):
+            link.timers.pop(kind, None)
+        self._changed = True
+        can_retry = link.direction == "outbound" and retry
+        if can_retry and (link.permanent or link.retries < MAX_RETRIES):
+            delay = min(RETRY_MAX, RETRY_FIRST * 2 ** min(link.retries, 8))
+            link.retries += 1
+            link.state = LinkState.RETRYING
+            link.timers[_Timer.RETRY] = now + delay
+            self._events.append(
+                LinkDisconnected(
+                    link.node, None, f"{reason}; retry {link.retries} in {delay:.0f} s"
+                )
+            )
+            return
+        if link.retries:
+            reason = f"{reason}; gave up after {link.retries} retries"
+        self._drop(link)
+        self._events.append(LinkDisconnected(link.node, None, reason))
+
+    def text(self, callno: int, text: str, now: float) -> LinkOutput:
+        """A TEXT frame arrived on the link's call."""
+        link = self._by_call.get(callno)
+        if link is None or not link.up:
+            return self._output()
+        item = t.parse(text)
+        kind = _kind(item)
+        self.text_counts[kind] = self.text_counts.get(kind, 0) + 1
+        if isinstance(item, t.NewKey1):
+            self._handshake(link, Handshake.NEWKEY1)
+        elif isinstance(item, t.NewKey):
+            if link.handshake in (Handshake.PENDING, Handshake.LEGACY):
+                self._handshake(link, Handshake.NEWKEY)
+                self._send(link, t.NEWKEY)
+        elif isinstance(item, t.Disconnect):
+            self._peer_disconnected(link, now)
+        elif isinstance(item, t.LinkList):
+            # Stored for our tree and our next lists; app_rpt sends no list of its own in
+            # reply (the captures show none), the periodic one carries the change on.
+            if item.entries != link.behind:
+                link.behind = item.entries
+                self._changed = True
+        elif isinstance(item, t.Telemetry):
+            if item.source != self.me:
+                self._forward(link, text, transceive_only=True)
+                self._events.append(TelemetryReceived(link.node, callno, item))
+        elif isinstance(item, t.Message):
+            log.info("message from node %s to %s: %s", item.source, item.dest, item.text[:160])
+            self._events.append(MessageReceived(link.node, callno, item))
+            if item.dest != self.me:
+                self._forward(link, text, transceive_only=False)
+        elif isinstance(item, t.RemoteDtmf):
+            if item.dest == self.me:
+                self._events.append(RemoteDigitReceived(link.node, callno, item.digit))
+            else:
+                self._route(link, item.dest, text)
+        elif isinstance(item, t.KeyQuery):
+            if self.me is not None:
+                since = 0 if self._local_key_change is None else int(now - self._local_key_change)
+                self._send(link, t.key_reply(item.source, self.me, self._local_keyed, since))
+            self._forward(link, text, transceive_only=False)
+        elif isinstance(item, t.KeyReply):
+            if item.dest != self.me:
+                self._route(link, item.dest, text)
+        elif isinstance(item, t.MdcId | t.Gps):
+            self._forward(link, text, transceive_only=False)
+        else:
+            # CTCSS groups (we belong to none), voter and remote-base texts, `!IAXKEY!`, and
+            # anything else: counted, never answered, never passed on.
+            log.debug("link %s: ignored %s text", link.node, kind)
+        return self._output()
+
+    def _handshake(self, link: Link, handshake: Handshake) -> None:
+        previous = link.handshake
+        link.handshake = handshake
+        link.timers.pop(_Timer.NEWKEY, None)
+        if link.callno is not None and previous.by_voice != handshake.by_voice:
+            self._do(SetLeg(link.callno, keying="voice" if handshake.by_voice else "control"))
+        self._changed = True
+
+    def _peer_disconnected(self, link: Link, now: float) -> None:
+        callno = link.callno
+        self._drop(link)
+        if callno is not None:
+            self._go_dead(callno, now)
+        self._events.append(LinkDisconnected(link.node, callno, "disconnected by peer"))
+
+    def rx_keyed(self, callno: int, keyed: bool, now: float) -> LinkOutput:
+        """The engine's keying edge of the link's receiver."""
+        link = self._by_call.get(callno)
+        if link is not None and link.up and link.rx_keyed != keyed:
+            link.rx_keyed = keyed
+            link.last_keyed = now
+            self._changed = True
+            self._events.append(LinkKeyed(link.node, callno, keyed))
+        return self._output()
+
+    def spurt(self, callno: int, started: bool, now: float) -> LinkOutput:
+        """We start (before its first voice frame) or end a talk spurt towards the link."""
+        link = self._by_call.get(callno)
+        if link is None or not link.up or callno in self._dead:
+            return self._output()
+        if started:
+            link.talking = True
+            if not link.handshake.by_voice:
+                self._do(SendKey(callno))
+                if link.handshake is Handshake.NEWKEY:
+                    link.timers[_Timer.REDUNDANT] = now + REDUNDANT_KEY_INTERVAL
+        elif link.talking:
+            link.talking = False
+            link.timers.pop(_Timer.REDUNDANT, None)
+            self._do(SendUnkey(callno))
+            if link.handshake.by_voice:
+                self._do(SendCng(callno))
+        return self._output()
+
+    # --- time ---------------------------------------------------------------------------------
+
+    def timer(self, now: float) -> LinkOutput:
+        for callno, at in list(self._dead.items()):
+            if at <= now:
+                del self._dead[callno]
+                # The call is still here (else `call_ended` forgot it): end it ourselves.
+                self._do(Hangup(callno))
+        for link in list(self._links.values()):
+            for kind, at in list(link.timers.items()):
+                if at > now:
+                    continue
+                del link.timers[kind]
+                self._fire(link, kind, now)
+        if self._kick_at is not None and self._kick_at <= now:
+            self._kick_at = None
+            skip, self._kick_skip = self._kick_skip, set()
+            for link in self._links.values():
+                if link.up and link.node not in skip:
+                    self._send_list(link, now)
+        return self._output()
+
+    def _fire(self, link: Link, kind: _Timer, now: float) -> None:
+        if kind is _Timer.NEWKEY and link.handshake is Handshake.PENDING:
+            log.warning("node %s did not send !NEWKEY1! within 2 s: legacy keying", link.node)
+            self._handshake(link, Handshake.LEGACY)
+        elif kind is _Timer.REDUNDANT and link.talking and link.callno is not None:
+            self._do(SendKey(link.callno))
+            link.timers[_Timer.REDUNDANT] = now + REDUNDANT_KEY_INTERVAL
+        elif kind is _Timer.LIST and link.up:
+            self._send_list(link, now)
+        elif kind is _Timer.RETRY and link.state is LinkState.RETRYING:
+            link.state = LinkState.CONNECTING
+            self._changed = True
+            self._do(Dial(link.node, link.mode))
+
+
+def _kind(item: t.LinkText) -> str:
+    if isinstance(item, t.Ignored | t.Malformed):
+        return f"{item.kind} ({type(item).__name__.lower()})"
+    return {
+        t.NewKey1: "newkey1",
+        t.NewKey: "newkey",
+        t.Disconnect: "disconnect",
+        t.LinkList: "L",
+        t.Telemetry: "T",
+        t.Message: "M",
+        t.RemoteDtmf: "D",
+        t.KeyQuery: "K?",
+        t.KeyReply: "K",
+        t.MdcId: "I",
+        t.Gps: "G",
+        t.CtcssGroup: "C",
+    }.get(type(item), "unknown")

@@ -1,0 +1,398 @@
+// Status page of iax-node. Read-only: it opens the node's event stream (GET events) and never
+// sends a command. Every `snapshot` replaces the whole state; the other events are listed and
+// patch the state until the next snapshot arrives. Durations are anchored to the moment they
+// arrived (performance.now) so the page counts them on locally between snapshots.
+"use strict";
+(() => {
+  const MAX_EVENTS = 50;
+  const TICK_MS = 500;
+  // EventSource retries by itself after a dropped connection; only when it gives up for good (an
+  // HTTP error, a wrong content type) does the page open a new one, this long after.
+  const REOPEN_MS = 2000;
+
+  const MODES = { transceive: "Transceive", monitor: "Monitor", connecting: "Connecting" };
+  const LINK_STATES = { connecting: "Connecting", up: "Established", retrying: "Retrying" };
+  const CALL_STATES = { setup: "Connecting", ringing: "Ringing", up: "Established" };
+  const REG_STATES = {
+    unregistered: "Not registered",
+    registering: "Registering…",
+    registered: "Registered",
+    failed: "Registration failed",
+  };
+  const CODECS = { ulaw: "µ-law", alaw: "A-law", slin: "slin", slin16: "slin16" };
+  const BEHIND = { T: "", R: " (monitor)", C: " (connecting)" };
+  const COLUMNS = ["Last Recv", "Conn Time", "Direction", "Connect State", "Mode", "Codec", "Nodes behind"];
+
+  const el = (id) => document.getElementById(id);
+  const now = () => performance.now();
+  const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+  const since = (seconds, t) => (num(seconds) === null ? null : t - seconds * 1000);
+  const word = (map, v) => (v == null ? "—" : map[v] || String(v));
+  const pad = (n) => String(n).padStart(2, "0");
+
+  let state = null;
+  let live = false;
+  // While disconnected the clock stands still at the moment the stream was lost: the durations
+  // stay on screen, but they no longer count on, as nobody knows whether they still run.
+  let lostAt = null;
+  let source = null;
+  let reopenTimer = null;
+  // Registration failures seen as events, for snapshots that carry no `registration` object.
+  let lastFailure = null;
+  let failedSinceSuccess = false;
+
+  function hms(seconds) {
+    const s = Math.max(0, Math.floor(seconds));
+    return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}`;
+  }
+
+  function ms(seconds) {
+    const s = Math.max(0, Math.ceil(seconds));
+    return `${Math.floor(s / 60)}:${pad(s % 60)}`;
+  }
+
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function fromSnapshot(s, t) {
+    const tx = s.tx && typeof s.tx === "object" ? s.tx : null;
+    const remaining = tx ? num(tx.timeout_remaining_s) : null;
+    return {
+      nodeId: s.node_id == null ? null : String(s.node_id),
+      listening: s.listening === true,
+      registered: s.registered === true,
+      registration: s.registration && typeof s.registration === "object" ? { ...s.registration } : null,
+      bridge: s.bridge && typeof s.bridge === "object" ? s.bridge : null,
+      audio: s.audio && typeof s.audio === "object" ? s.audio : null,
+      tx: tx && {
+        keyed: tx.keyed === true,
+        length: num(tx.timeout_s),
+        endsAt: tx.keyed === true && remaining !== null ? t + remaining * 1000 : null,
+      },
+      links: (Array.isArray(s.links) ? s.links : []).map((l) => ({
+        ...l,
+        upAt: since(l.connected_s, t),
+        recvAt: since(l.last_keyed_s, t),
+      })),
+      calls: (Array.isArray(s.calls) ? s.calls : []).map((c) => ({ ...c, upAt: since(c.duration_s, t) })),
+    };
+  }
+
+  // --- events ------------------------------------------------------------------------------
+
+  function onEvent(ev, t) {
+    if (ev.event === "snapshot") {
+      state = fromSnapshot(ev, t);
+      if (state.registered) failedSinceSuccess = false;
+      setLive(true);
+    } else {
+      patch(ev, t);
+      listEvent(ev);
+      if (ev.event === "shutdown") setLive(false);
+    }
+    render();
+  }
+
+  function patch(ev, t) {
+    if (ev.event === "registered") {
+      failedSinceSuccess = false;
+      if (state) {
+        state.registered = true;
+        if (state.registration) state.registration.state = "registered";
+      }
+    } else if (ev.event === "register_failed") {
+      lastFailure = ev.reason || "no reason given";
+      failedSinceSuccess = true;
+      if (state) {
+        state.registered = false;
+        if (state.registration) Object.assign(state.registration, { state: "failed", last_failure: lastFailure });
+      }
+    } else if (ev.event === "link" && state) {
+      patchLink(ev, t);
+    }
+  }
+
+  function findLink(ev) {
+    return state.links.find((l) => (ev.call != null && l.call != null ? l.call === ev.call : l.node === ev.node));
+  }
+
+  function patchLink(ev, t) {
+    if (ev.kind === "keyed" && ev.call == null && ev.node === state.nodeId) {
+      state.tx = { ...(state.tx || { length: null }), keyed: ev.keyed === true, endsAt: null };
+      if (ev.keyed === true && state.tx.length !== null) state.tx.endsAt = t + state.tx.length * 1000;
+      return;
+    }
+    const link = findLink(ev);
+    if (ev.kind === "keyed" && link) {
+      link.keyed = ev.keyed === true;
+      link.recvAt = t;
+    } else if (ev.kind === "connected") {
+      const fields = { node: ev.node, call: ev.call, mode: ev.mode, direction: ev.direction, state: "up" };
+      if (link) Object.assign(link, fields);
+      else state.links.push({ ...fields, keyed: false, upAt: t, recvAt: null, nodes: [] });
+    } else if (ev.kind === "disconnected" && link) {
+      state.links.splice(state.links.indexOf(link), 1);
+    }
+  }
+
+  function describe(ev) {
+    const reason = (r) => (r ? `: ${r}` : "");
+    switch (ev.event) {
+      case "incoming_call":
+        return `Incoming call from ${ev.from || "unknown"}`;
+      case "hangup":
+        return `Call ended${reason(ev.reason)}`;
+      case "registered":
+        return "Registered";
+      case "register_failed":
+        return `Registration failed${reason(ev.reason)}`;
+      case "dtmf":
+        return `DTMF ${ev.digit} on call ${ev.call}${ev.command ? ` (command ${ev.command})` : ""}`;
+      case "shutdown":
+        return "Node shutting down";
+      case "link":
+        if (ev.kind === "keyed" && ev.call == null && state && ev.node === state.nodeId) {
+          return ev.keyed ? "Local source keyed" : "Local source unkeyed";
+        }
+        if (ev.kind === "keyed") return `Link ${ev.node} ${ev.keyed ? "keyed" : "unkeyed"}`;
+        if (ev.kind === "connected") {
+          return `Link ${ev.node} connected (${word(MODES, ev.mode)}, ${ev.direction || "?"})`;
+        }
+        if (ev.kind === "disconnected") return `Link ${ev.node} disconnected${reason(ev.reason)}`;
+        break;
+      default:
+        break;
+    }
+    const { event, ...rest } = ev;
+    const details = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`);
+    return [event, ...details].join(" ");
+  }
+
+  function listEvent(ev) {
+    const at = new Date();
+    const li = document.createElement("li");
+    li.dataset.event = ev.event;
+    const time = document.createElement("time");
+    time.dateTime = at.toISOString();
+    time.textContent = `${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+    const text = document.createElement("span");
+    text.textContent = describe(ev);
+    li.append(time, text);
+    const list = el("events");
+    list.prepend(li);
+    while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
+    el("no-events").hidden = true;
+  }
+
+  // --- rendering ---------------------------------------------------------------------------
+
+  function setLive(on) {
+    if (live && !on) lostAt = now();
+    live = on;
+    const conn = el("conn");
+    setText(conn, on ? "Live" : "disconnected — reconnecting…");
+    conn.className = `conn ${on ? "live" : "down"}`;
+    el("main").classList.toggle("stale", !on);
+  }
+
+  function txLine(s) {
+    if (!live || !s) return ["unknown", "Transmit state unknown"];
+    if (s.tx && s.tx.keyed) return ["local", "Transmit - Local Source"];
+    if (s.links.some((l) => l.keyed === true) || s.calls.some((c) => c.keyed === true)) {
+      return ["network", "Transmit - Network Source"];
+    }
+    return ["idle", "Idle"];
+  }
+
+  function registration(s) {
+    const r = s.registration;
+    if (r) {
+      let text = word(REG_STATES, r.state);
+      if (r.method) text += ` (${r.method === "iax2" ? "IAX2" : String(r.method).toUpperCase()})`;
+      if (r.perceived_addr) text += `, seen as ${r.perceived_addr}`;
+      return [text, r.state === "failed", r.last_failure || null];
+    }
+    if (s.registered) return ["Registered", false, lastFailure];
+    if (failedSinceSuccess) return ["Registration failed", true, lastFailure];
+    if (!s.nodeId) return ["Not configured", false, lastFailure];
+    return ["Not registered", false, lastFailure];
+  }
+
+  function bridgeText(b) {
+    if (!b) return "—";
+    const parts = [word({ handset: "Handset", bridge: "Bridge", conference: "Conference" }, b.mode)];
+    parts.push(b.mix_minus === false ? "full mix" : "mix-minus");
+    if (b.include_local_radio) parts.push("local radio included");
+    return parts.join(", ");
+  }
+
+  function audioText(a) {
+    if (!a) return "—";
+    const parts = [a.backend === "none" ? "null backend" : String(a.backend)];
+    if (num(a.rate)) parts.push(`${a.rate / 1000} kHz`);
+    // A card that does not take the station rate runs at 48 kHz, converted by the node.
+    if (num(a.device_rate) && a.device_rate !== a.rate) {
+      parts.push(`card ${a.device_rate / 1000} kHz`);
+    }
+    if (a.input) parts.push(`in: ${a.input}`);
+    if (a.output) parts.push(`out: ${a.output}`);
+    const gain = (d) => (d && typeof d === "object" ? num(d.gain_db) : null);
+    const rx = gain(a.rx), tx = gain(a.tx);
+    const db = (v) => `${v > 0 ? "+" : ""}${v} dB`;
+    // Levels change every block: the page shows the gains (a snapshot follows each change),
+    // GET /status the meters.
+    if (rx || tx) parts.push(`gain rx ${db(rx || 0)}, tx ${db(tx || 0)}`);
+    if (a.running === false) parts.push("stopped");
+    return parts.join(", ");
+  }
+
+  function cell(label, text, cls) {
+    const td = document.createElement("td");
+    td.setAttribute("role", "cell");
+    td.dataset.label = label;
+    if (cls) td.className = cls;
+    td.textContent = text;
+    return td;
+  }
+
+  function row(kind, name, keyed, pending, values) {
+    const tr = document.createElement("tr");
+    tr.setAttribute("role", "row");
+    tr.dataset.kind = kind;
+    tr.classList.toggle("keyed", keyed);
+    tr.classList.toggle("pending", pending);
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.setAttribute("role", "rowheader");
+    th.textContent = name;
+    tr.append(th);
+    values.forEach(([text, cls, at], i) => {
+      const td = cell(COLUMNS[i], text, cls);
+      if (at != null) td.dataset.at = String(at);
+      tr.append(td);
+    });
+    return tr;
+  }
+
+  function recvValue(item) {
+    if (item.keyed === true) return ["Keyed now", "recv"];
+    if (item.recvAt == null) return [item.kind === "call" ? "—" : "Never", "recv"];
+    return ["", "recv", item.recvAt];
+  }
+
+  function linkRow(l) {
+    let mode = word(MODES, l.mode);
+    if (l.permanent === true) mode += " (permanent)";
+    const behind = Array.isArray(l.nodes) && l.nodes.length
+      ? l.nodes.map((n) => {
+        const s = String(n);
+        return s[0] in BEHIND ? s.slice(1) + BEHIND[s[0]] : s;
+      }).join(", ")
+      : "—";
+    const tr = row("link", String(l.node), l.keyed === true, l.state !== "up", [
+      recvValue(l),
+      l.upAt == null ? ["—", "up"] : ["", "up", l.upAt],
+      [l.direction === "inbound" ? "IN" : l.direction === "outbound" ? "OUT" : "—"],
+      [word(LINK_STATES, l.state)],
+      [mode],
+      [word(CODECS, l.codec)],
+      [behind, "behind"],
+    ]);
+    tr.dataset.node = String(l.node);
+    if (l.call != null) tr.dataset.call = String(l.call);
+    return tr;
+  }
+
+  function callRow(c) {
+    const tr = row("call", String(c.peer || "unknown"), c.keyed === true, c.state !== "up", [
+      recvValue({ ...c, kind: "call", recvAt: null }),
+      c.upAt == null ? ["—", "up"] : ["", "up", c.upAt],
+      [c.direction === "inbound" ? "IN" : c.direction === "outbound" ? "OUT" : "—"],
+      [word(CALL_STATES, c.state)],
+      ["Call"],
+      [word(CODECS, c.codec)],
+      ["—", "behind"],
+    ]);
+    tr.dataset.call = String(c.id);
+    return tr;
+  }
+
+  // Allmon3's order: keyed links first, then the most recently heard, then the never heard by
+  // node number; calls after the links.
+  function byRecent(a, b) {
+    if ((a.keyed === true) !== (b.keyed === true)) return a.keyed === true ? -1 : 1;
+    if ((a.recvAt == null) !== (b.recvAt == null)) return a.recvAt == null ? 1 : -1;
+    if (a.recvAt != null && a.recvAt !== b.recvAt) return b.recvAt - a.recvAt;
+    return String(a.node).localeCompare(String(b.node), undefined, { numeric: true });
+  }
+
+  function render() {
+    const s = state;
+    const id = s && s.nodeId ? s.nodeId : "—";
+    setText(el("node-id"), id);
+    document.title = s && s.nodeId ? `Node ${s.nodeId} status` : "Node status";
+
+    const [txClass, txText] = txLine(s);
+    const tx = el("tx");
+    setText(tx, txText);
+    tx.className = `tx ${txClass}`;
+    if (!s) return;
+
+    const [regText, regFailed, failure] = registration(s);
+    setText(el("reg"), regText);
+    el("reg").classList.toggle("reg-failed", regFailed);
+    setText(el("reg-failure"), failure || "none");
+    setText(el("listening"), s.listening ? "Accepting" : "Refusing");
+    setText(el("bridge"), bridgeText(s.bridge));
+    setText(el("audio"), audioText(s.audio));
+
+    const rows = [...s.links.slice().sort(byRecent).map(linkRow), ...s.calls.map(callRow)];
+    el("conn-rows").replaceChildren(...rows);
+    el("conns").hidden = rows.length === 0;
+    el("no-conns").hidden = rows.length !== 0;
+    setText(el("conn-count"), rows.length ? `(${rows.length})` : "");
+    tick();
+  }
+
+  // Shows the anchored durations as of now (or as of the moment the stream was lost).
+  function tick() {
+    if (!state) return;
+    const t = live || lostAt === null ? now() : lostAt;
+    for (const td of el("conn-rows").querySelectorAll("td[data-at]")) {
+      setText(td, hms((t - Number(td.dataset.at)) / 1000));
+    }
+    const tot = el("tot");
+    const tx = state.tx;
+    tot.hidden = !tx || tx.length === null;
+    if (tx && tx.keyed && tx.endsAt !== null) setText(tot, `Time-out timer: ${ms((tx.endsAt - t) / 1000)} left`);
+    else if (tx && tx.length !== null) setText(tot, `Time-out timer: ${ms(tx.length)}`);
+  }
+
+  // --- the stream --------------------------------------------------------------------------
+
+  function open() {
+    reopenTimer = null;
+    if (source) source.close();
+    source = new EventSource("events");
+    source.onmessage = (message) => {
+      let ev;
+      try {
+        ev = JSON.parse(message.data);
+      } catch (e) {
+        return;
+      }
+      if (ev && typeof ev.event === "string") onEvent(ev, now());
+    };
+    source.onerror = () => {
+      setLive(false);
+      render();
+      if (source.readyState === EventSource.CLOSED && reopenTimer === null) {
+        reopenTimer = setTimeout(open, REOPEN_MS);
+      }
+    };
+  }
+
+  open();
+  setInterval(tick, TICK_MS);
+})();
