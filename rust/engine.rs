@@ -1101,6 +1101,24 @@ mod tests {
     }
 
     #[test]
+    fn a_keyed_local_source_wants_the_microphone_but_feeds_no_speaker() {
+        let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+        let mut link = engine
+            .attach_device(DeviceEdge::new(8000, 8000).expect("edge"))
+            .expect("attach");
+        // The operator keys with the local radio out of the conference.
+        engine.command(Command::SetLocalKeyed(true)).expect("cmd");
+        let mut out = vec![0u8; 320];
+        link.exchange(&[0u8; 320], &mut out).expect("exchange");
+        assert!(wait_for(|| link.counters().rx_late >= 2));
+        let c = link.counters();
+        assert_eq!(
+            (c.rx_frames, c.tx_frames, c.tx_dropped, c.tx_late),
+            (1, 0, 0, 0)
+        );
+    }
+
+    #[test]
     fn a_device_at_the_wrong_station_rate_is_refused() {
         let mut engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
         let edge = DeviceEdge::new(48000, 16000).expect("edge");
