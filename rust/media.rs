@@ -17,7 +17,7 @@ use crate::codec::Codec;
 use crate::frame::MiniFrame;
 use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
-use crate::resample::{Downsampler, Upsampler};
+use crate::resample::{Downsampler, Resample, Upsampler};
 
 /// Frame duration of the whole media path.
 pub const FRAME_MS: u32 = 20;

@@ -162,6 +162,9 @@ include_local_radio = true
 input = "USB"
 output = "Speaker"
 backend = "cpal"
+device_rate = 48000
+rx_gain_db = -3
+tx_gain_db = 4.5
 
 [announce]
 enabled = true
@@ -229,7 +232,15 @@ def test_full_file(tmp_path: Path) -> None:
     assert config.bridge == BridgeConfig(
         mode="conference", mix_minus=False, include_local_radio=True
     )
-    assert config.audio == AudioConfig(input="USB", output="Speaker", backend="cpal")
+    assert config.audio == AudioConfig(
+        input="USB",
+        output="Speaker",
+        backend="cpal",
+        device_rate=48000,
+        rx_gain_db=-3.0,
+        tx_gain_db=4.5,
+    )
+    assert isinstance(config.audio.rx_gain_db, float)
     assert config.announce.id_interval_secs == 600
     assert config.announce.cw_tone_hz == 700.0
     assert isinstance(config.announce.cw_tone_hz, float)
@@ -569,6 +580,20 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = 'vault'\n", "secrets.source", "env, control, config"),
     (MINIMAL + "[bridge]\nmode = 'parrot'\n", "bridge.mode", "handset, bridge, conference"),
     (MINIMAL + "[audio]\nbackend = 'alsa'\n", "audio.backend", "cpal, none"),
+    (
+        MINIMAL + "[audio]\ndevice_rate = 44100\n",
+        "audio.device_rate",
+        "0 (automatic), 16000, 48000",
+    ),
+    (
+        "codec_policy = 'ulaw_only'\n" + MINIMAL + "[audio]\ndevice_rate = 16000\n",
+        "audio.device_rate",
+        "0 (automatic), 8000, 48000",
+    ),
+    (MINIMAL + "[audio]\ndevice_rate = 96000\n", "audio.device_rate", "0 to 48000"),
+    (MINIMAL + "[audio]\nrx_gain_db = 21\n", "audio.rx_gain_db", "-40.0 to 20.0"),
+    (MINIMAL + "[audio]\ntx_gain_db = -40.5\n", "audio.tx_gain_db", "-40.0 to 20.0"),
+    (MINIMAL + "[audio]\ntx_gain_db = '3'\n", "audio.tx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[announce]\nid_mode = 'voice'\n", "announce.id_mode", "cw, tts, off"),
     (
         MINIMAL + "[announce.events.hangup]\ndestination = 'air'\n",
@@ -838,7 +863,12 @@ valid_docs = st.fixed_dictionaries(
             include_local_radio=st.booleans(),
         ),
         "audio": optional_keys(
-            input=names, output=names, backend=st.sampled_from(["cpal", "none"])
+            input=names,
+            output=names,
+            backend=st.sampled_from(["cpal", "none"]),
+            device_rate=st.sampled_from([0, 48000]),
+            rx_gain_db=st.floats(-40.0, 20.0),
+            tx_gain_db=st.floats(-40.0, 20.0),
         ),
         "dtmf": optional_keys(
             enabled=st.booleans(), inter_digit_timeout_ms=st.integers(100, 60000)

@@ -121,6 +121,14 @@ source = "env"
 #output = ""
 # "cpal" (hardware) or "none" (hardware-free null backend for headless hosts).
 #backend = "none"
+# EXTENSION. Rate the sound card runs at: 0 = the station rate if the card takes it, else 48000
+# (USB radio interfaces such as the CM108 take only 48000); or the station rate, or 48000.
+#device_rate = 0
+# EXTENSION. Gain in dB (-40.0 to 20.0) on the audio captured from the radio's receiver (toward
+# the network) and on the audio played to its transmitter. Aim for voice peaks near -13 dBFS on
+# the status page's audio meters (ASL's level for 3 kHz deviation); POST /levels sets them live.
+#rx_gain_db = 0.0
+#tx_gain_db = 0.0
 
 # Station ID and event announcements.
 #[announce]

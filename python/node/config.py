@@ -40,6 +40,8 @@ __all__ = [
     "FORMAT_SLIN",
     "FORMAT_SLIN16",
     "FORMAT_ULAW",
+    "GAIN_DB_MAX",
+    "GAIN_DB_MIN",
     "Address",
     "AnnounceConfig",
     "AnnounceEventConfig",
@@ -95,6 +97,8 @@ CALLTOKENS: tuple[str, ...] = ("required", "auto", "off")
 SECRET_SOURCES: tuple[str, ...] = ("env", "control", "config")
 BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference")
 AUDIO_BACKENDS: tuple[str, ...] = ("cpal", "none")
+#: `[audio] rx_gain_db` / `tx_gain_db` bounds (the Rust device edge enforces the same).
+GAIN_DB_MIN, GAIN_DB_MAX = -40.0, 20.0
 CODEC_POLICIES: tuple[str, ...] = ("ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16")
 ID_MODES: tuple[str, ...] = ("cw", "tts", "off")
 DESTINATIONS: tuple[str, ...] = ("to_air", "to_monitor")
@@ -312,6 +316,13 @@ class AudioConfig:
     input: str = ""
     output: str = ""
     backend: AudioBackend = "none"
+    #: *Extension.* The rate the sound card runs at: 0 picks the station rate when the card
+    #: takes it and 48000 otherwise; 48000 forces conversion at the device edge.
+    device_rate: int = 0
+    #: *Extension.* Gain on the captured audio (the radio's receiver, toward the network), dB.
+    rx_gain_db: float = 0.0
+    #: *Extension.* Gain on the played audio (toward the radio's transmitter), dB.
+    tx_gain_db: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -828,13 +839,25 @@ def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
     )
 
 
-def _parse_audio(r: _Reader, raw: object) -> AudioConfig:
+def _parse_audio(r: _Reader, raw: object, station_rate: int) -> AudioConfig:
     d = AudioConfig()
-    t = r.table(raw, "audio", ("input", "output", "backend"))
+    names = ("input", "output", "backend", "device_rate", "rx_gain_db", "tx_gain_db")
+    t = r.table(raw, "audio", names)
+    device_rate = r.integer(t, "audio", "device_rate", d.device_rate, 0, 48000)
+    if device_rate not in (0, station_rate, 48000):
+        r.fail(
+            "audio.device_rate",
+            f"{device_rate} Hz is neither the station rate ({station_rate} Hz, set by "
+            "codec_policy) nor 48000 Hz, the rate the node converts from",
+            f"0 (automatic), {station_rate}, 48000",
+        )
     return AudioConfig(
         input=r.string(t, "audio", "input", d.input),
         output=r.string(t, "audio", "output", d.output),
         backend=r.choice(t, "audio", "backend", d.backend, AUDIO_BACKENDS),
+        device_rate=device_rate,
+        rx_gain_db=r.number(t, "audio", "rx_gain_db", d.rx_gain_db, GAIN_DB_MIN, GAIN_DB_MAX),
+        tx_gain_db=r.number(t, "audio", "tx_gain_db", d.tx_gain_db, GAIN_DB_MIN, GAIN_DB_MAX),
     )
 
 
@@ -1100,14 +1123,16 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
             r.fail(section, f"the required section [{section}] is missing")
 
     links = _parse_links(r, doc["links"]) if "links" in doc else _Links(FrozenDict())
+    codec_policy = r.choice(doc, None, "codec_policy", "prefer_slin16", CODEC_POLICIES)
+    station_rate = NodeConfig(codec_policy=codec_policy).station_rate
     config = NodeConfig(
         listener=_parse_listener(r, doc["listener"]),
         register=_parse_register(r, doc["register"]) if "register" in doc else None,
         control=_parse_control(r, doc["control"]),
         secrets=_parse_secrets(r, doc["secrets"]) if "secrets" in doc else SecretsConfig(),
         bridge=_parse_bridge(r, doc["bridge"]) if "bridge" in doc else BridgeConfig(),
-        audio=_parse_audio(r, doc["audio"]) if "audio" in doc else AudioConfig(),
-        codec_policy=r.choice(doc, None, "codec_policy", "prefer_slin16", CODEC_POLICIES),
+        audio=_parse_audio(r, doc["audio"], station_rate) if "audio" in doc else AudioConfig(),
+        codec_policy=codec_policy,
         announce=_parse_announce(r, doc["announce"]) if "announce" in doc else AnnounceConfig(),
         dtmf=_parse_dtmf(r, doc["dtmf"]) if "dtmf" in doc else DtmfConfig(),
         links=links.nodes,

@@ -975,6 +975,14 @@ class Controller:
         self._changed()
         return self.snapshot()
 
+    def set_levels(
+        self, rx_gain_db: float | None = None, tx_gain_db: float | None = None
+    ) -> dict[str, Any]:
+        """Change the local radio's audio gains live (dB); omitted ones keep their value."""
+        self.bridge.set_gains(rx_gain_db, tx_gain_db)
+        self._changed()
+        return self.snapshot()
+
     def request_shutdown(self) -> None:
         """Stop the daemon cleanly, as SIGINT and SIGTERM do."""
         if self._stop_requested is not None:

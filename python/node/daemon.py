@@ -182,8 +182,16 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
         )
         return EXIT_RUNTIME
 
+    audio = config.audio
     bridge = MediaBridge(
-        transport.engine, topology, config.audio.backend, config.audio.input, config.audio.output
+        transport.engine,
+        topology,
+        audio.backend,
+        audio.input,
+        audio.output,
+        device_rate=audio.device_rate,
+        rx_gain_db=audio.rx_gain_db,
+        tx_gain_db=audio.tx_gain_db,
     )
     try:
         bridge.start_audio()

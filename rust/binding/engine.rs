@@ -5,9 +5,11 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::device::PyDevicePort;
 use super::errors::EngineError as PyEngineError;
 use super::frame::full_frame_to_py;
 use crate::codec::Codec;
+use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
@@ -309,22 +311,23 @@ impl PyEngine {
         Ok(self.inner.command(Command::SetLocalKeyed(on))?)
     }
 
-    /// One 20 ms block with the local radio: microphone in, speaker out (native-endian int16
-    /// at the station rate; the speaker block is silence when the conference is quiet).
-    fn local_exchange<'py>(
+    /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local
+    /// radio member; the port converts, applies the gains (dB) and meters.
+    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0))]
+    fn open_device(
         &self,
-        py: Python<'py>,
-        mic: &[u8],
-    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let n = self.inner.frame_len();
-        let pcm: Vec<i16> = mic
-            .chunks_exact(2)
-            .map(|c| i16::from_ne_bytes(c.try_into().unwrap_or([0, 0])))
-            .collect();
-        let mut speaker = vec![0i16; n];
-        self.inner.local_exchange(&pcm, &mut speaker);
-        let bytes: Vec<u8> = speaker.iter().flat_map(|s| s.to_ne_bytes()).collect();
-        Ok(pyo3::types::PyBytes::new(py, &bytes))
+        device_rate: u32,
+        rx_gain_db: f64,
+        tx_gain_db: f64,
+    ) -> PyResult<PyDevicePort> {
+        let mut edge = DeviceEdge::new(device_rate, self.inner.rate())?;
+        edge.set_rx_gain_db(rx_gain_db)?;
+        edge.set_tx_gain_db(tx_gain_db)?;
+        match self.inner.attach_device(edge) {
+            Ok(link) => Ok(PyDevicePort::new(link)),
+            Err(EngineError::Device(e)) => Err(e.into()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Samples per 20 ms frame at the station rate.

@@ -227,6 +227,22 @@ def test_registration_failure_and_calls_from_the_contract(
     expect(loc("#reg-failure")).to_have_text("timed out")
     expect(loc("#listening")).to_have_text("Refusing")
     expect(loc("#bridge")).to_have_text("Conference, full mix, local radio included")
+    expect(loc("#audio")).to_have_text("null backend, 16 kHz")
+    scripted.snapshot_now(
+        audio={
+            "backend": "cpal",
+            "rate": 8000,
+            "device_rate": 48000,
+            "input": "USB Audio",
+            "output": "USB Audio",
+            "running": True,
+            "rx": {"gain_db": -3.5, "peak_dbfs": -13.2},
+            "tx": {"gain_db": 2.0, "peak_dbfs": -100.0},
+        }
+    )
+    expect(loc("#audio")).to_have_text(
+        "cpal, 8 kHz, card 48 kHz, in: USB Audio, out: USB Audio, gain rx -3.5 dB, tx +2 dB"
+    )
     call = loc('#conn-rows tr[data-kind="call"][data-call="3"]')
     expect(call.locator("th")).to_have_text("2600")
     expect(call.locator("td")).to_have_text(

@@ -231,8 +231,18 @@
     if (!a) return "—";
     const parts = [a.backend === "none" ? "null backend" : String(a.backend)];
     if (num(a.rate)) parts.push(`${a.rate / 1000} kHz`);
+    // A card that does not take the station rate runs at 48 kHz, converted by the node.
+    if (num(a.device_rate) && a.device_rate !== a.rate) {
+      parts.push(`card ${a.device_rate / 1000} kHz`);
+    }
     if (a.input) parts.push(`in: ${a.input}`);
     if (a.output) parts.push(`out: ${a.output}`);
+    const gain = (d) => (d && typeof d === "object" ? num(d.gain_db) : null);
+    const rx = gain(a.rx), tx = gain(a.tx);
+    const db = (v) => `${v > 0 ? "+" : ""}${v} dB`;
+    // Levels change every block: the page shows the gains (a snapshot follows each change),
+    // GET /status the meters.
+    if (rx || tx) parts.push(`gain rx ${db(rx || 0)}, tx ${db(tx || 0)}`);
     if (a.running === false) parts.push("stopped");
     return parts.join(", ");
   }
