@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError
 from node.events import (
-    Dtmf,
     EventBus,
     Hangup,
     IncomingCall,
@@ -140,6 +140,10 @@ class Controller:
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
+        #: TX time-outs since start (AMI `rpt stats`).
+        self.tx_timeouts = 0
+        #: DTMF digit sources and the link commands they complete.
+        self.commands = CommandRunner(self)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self.stopping = asyncio.Event()
@@ -421,7 +425,7 @@ class Controller:
                 info.media = True
             return True
         if isinstance(event, c.DtmfReceived):
-            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+            self.commands.digit(f"call {event.callno}", event.callno, event.digit)
             return False
         if isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
             if info.media:
@@ -494,7 +498,7 @@ class Controller:
             if event.callno in self._link_legs:
                 self._media_in(event)
         elif isinstance(event, c.DtmfReceived):
-            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+            self.commands.digit(f"call {event.callno}", event.callno, event.digit)
         elif isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
             if event.callno in self._link_legs:
                 self._link_legs.discard(event.callno)
@@ -573,7 +577,7 @@ class Controller:
                 Link(kind="keyed", node=event.node, call=event.callno, keyed=event.keyed)
             )
         elif isinstance(event, ln.RemoteDigitReceived):
-            self.bus.publish(Dtmf(call=event.callno or 0, digit=event.digit))
+            self.commands.digit(f"remote {event.node}", event.callno, event.digit)
         elif isinstance(event, ln.TelemetryReceived):
             tel = event.telemetry
             log.info("telemetry from node %s: %s %s", tel.source, tel.token, ",".join(tel.args))
@@ -635,8 +639,11 @@ class Controller:
             matches = target.host == action.ip
         self._apply_links(self.links.source_checked(action.callno, matches, self.now()))
 
-    async def link(self, action: str, node: str, addr: str | None = None) -> dict[str, Any]:
-        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`."""
+    async def link(
+        self, action: str, node: str, addr: str | None = None, *, permanent: bool = False
+    ) -> dict[str, Any]:
+        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`;
+        `permanent` links are redialled for ever once lost (AMI ilink 12/13)."""
         if action not in (*LINK_ACTIONS, "disconnect"):
             raise CommandError(
                 f"unknown link action {action!r} (accepted: connect, monitor, disconnect)", 400
@@ -648,14 +655,14 @@ class Controller:
             self._apply_links(self.links.disconnect(node, now))
             return self.snapshot()
         mode = LINK_ACTIONS[action]
-        if self.links.check_connect(node, mode) is None:
+        if self.links.check_connect(node, mode, permanent=permanent) is None:
             try:
                 target = await self._lookup(node, addr)
             except (LookupError, ValueError) as exc:
                 raise CommandError(str(exc), 400) from None
             self._link_targets[node] = target
         try:
-            self._apply_links(self.links.connect(node, mode, self.now()))
+            self._apply_links(self.links.connect(node, mode, self.now(), permanent=permanent))
         finally:
             self._link_targets.pop(node, None)
         return self.snapshot()
@@ -701,9 +708,19 @@ class Controller:
 
     def _tx_timed_out(self) -> None:
         self._tot = None
+        self.tx_timeouts += 1
         timeout = self.config.keying.tx_timeout_secs
         log.warning("TX time-out: keyed for %d s, unkeying", timeout)
         self.unkey(f"TX time-out after {timeout} s")
+
+    async def dtmf_command(
+        self, source: str, digits: str, *, authorized: bool = False
+    ) -> list[Outcome]:
+        """Map a whole DTMF string from `source` (its end acts as `#`) and run the commands it
+        completes: with `[dtmf] enabled`, or when the caller is `authorized` (AMI `rpt fun`,
+        behind the AMI login)."""
+        execute = authorized or self.config.dtmf.enabled
+        return await self.commands.run_digits(source, digits, execute=execute)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -866,6 +883,7 @@ class Controller:
         the streams. Links get a plain HANGUP, not `!!DISCONNECT!!`: their permanent links
         should come back when this node does."""
         self.stopping.set()
+        self.commands.close()
         self.unkey("node shutting down")
         for task in self._tasks:
             task.cancel()
