@@ -182,6 +182,11 @@ class Controller:
         return self.endpoint.listening
 
     @property
+    def ptt_keyed(self) -> bool:
+        """Whether the operator's push-to-talk (POST /key) is keyed."""
+        return self._tx_keyed_at is not None
+
+    @property
     def registered(self) -> bool:
         return self.registration is not None and self.registration.registered
 

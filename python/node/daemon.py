@@ -19,6 +19,7 @@ from pathlib import Path
 import uvicorn
 
 from node.config import Address, NodeConfig, load_config, write_template
+from node.control.ami import AmiServer
 from node.control.app import create_app
 from node.controller import Controller
 from node.errors import CommandError, ConfigError, EngineError
@@ -128,6 +129,23 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         return EXIT_RUNTIME
     transport.start(loop)
     controller.attach(transport, bridge, stop.set)
+    ami: AmiServer | None = None
+    if config.ami.enabled:
+        ami = AmiServer(controller, secrets)
+        try:
+            await ami.start()
+        except OSError as exc:
+            bridge.close()
+            transport.close()
+            ctl_sock.close()
+            log.error("cannot open the AMI port (ami.bind = %s): %s", config.ami.bind, exc)
+            return EXIT_RUNTIME
+        if secrets.ami_secret() is None:
+            log.warning(
+                "AMI has no password yet: every login fails until POST /secrets with username "
+                "ami:%s",
+                config.ami.username,
+            )
     controller.start()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
@@ -157,6 +175,8 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         log.error("the control channel stopped unexpectedly")
         code = EXIT_RUNTIME
     log.info("shutting down")
+    if ami is not None:
+        await ami.close()
     controller.close()
     server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):
