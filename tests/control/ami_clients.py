@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import secrets
 import socket
@@ -40,10 +41,19 @@ class Allmon3:
         """asl_create_connection: banner, login; False when either fails."""
         self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         banner = (await self.reader.read(1024)).decode()
-        if not re.match(r"^Asterisk Call Manager", banner):
-            return False
-        reply = await self.cmd_response(login_block(self.user, self.password))
-        return re.match(r"Response: Success\r\n", reply) is not None
+        ok = re.match(r"^Asterisk Call Manager", banner) is not None
+        if ok:
+            reply = await self.cmd_response(login_block(self.user, self.password))
+            ok = re.match(r"Response: Success\r\n", reply) is not None
+        if not ok:
+            await self.close()
+        return ok
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(ConnectionError):
+                await self.writer.wait_closed()
 
     async def cmd_response(self, text: str) -> str:
         """asl_cmd_response: the request with its (leading-blank) ActionID, then everything read
@@ -75,10 +85,11 @@ class Allmon3:
         return f"ERR: {outputs[0] if outputs else ''}"
 
     async def logoff(self) -> None:
+        """Logoff, then close without reading the reply (as Allmon3 does)."""
         assert self.writer is not None
         self.writer.write(b"ACTION: Logoff\r\n\r\n")
         await self.writer.drain()
-        self.writer.close()
+        await self.close()
 
     # --- ami_parser ---------------------------------------------------------------------------
 

@@ -162,7 +162,8 @@ class AmiServer:
         self._bad_login_delay = bad_login_delay
         self._started = controller.now()
         self._server: asyncio.Server | None = None
-        self._sessions: set[asyncio.Task[None]] = set()
+        #: Open connections: their tasks and writers.
+        self._sessions: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._stats_task: asyncio.Task[None] | None = None
         self._tx = rpt.TxStats(datetime.date.today())
         self._refused_at = 0.0
@@ -208,18 +209,24 @@ class AmiServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        """Stop listening and end every connection (a request being answered is finished)."""
         if self._server is not None:
             self._server.close()
-        tasks = [*self._sessions]
+        sessions = dict(self._sessions)
+        for writer in sessions.values():
+            # The session reads EOF and ends by itself: asyncio's stream server logs an error
+            # for a connection task that is cancelled instead.
+            writer.close()
+        if sessions:
+            _, late = await asyncio.wait(sessions, timeout=2.0)
+            for task in late:
+                task.cancel()
         if self._stats_task is not None:
-            tasks.append(self._stats_task)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            self._stats_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stats_task
         if self._server is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
 
     async def _watch_tx(self) -> None:
@@ -254,7 +261,7 @@ class AmiServer:
                 )
             writer.close()
             return
-        self._sessions.add(task)
+        self._sessions[task] = writer
         peer = writer.get_extra_info("peername")
         session = _Session(peer[0] if peer else "?")
         try:
@@ -262,7 +269,7 @@ class AmiServer:
         except (ConnectionError, OSError):
             pass
         finally:
-            self._sessions.discard(task)
+            self._sessions.pop(task, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
