@@ -158,6 +158,14 @@ def test_allmon3_and_supermon_follow_links_and_keying(tmp_path: Path, registrar:
                 finally:
                     sm.close()
 
+            registry = command(ami_a, "iax2 show registry")
+            assert registry.startswith("OK:\r\nHost  ")
+            assert f"127.0.0.1:{registrar.addr[1]}" in registry and "  Registered\r\n" in registry
+            assert registry.endswith("1 IAX2 registrations.\r\n")
+            channels = command(ami_a, "iax2 show channels")
+            assert f"IAX2/{NODE_B}-" in channels and "ulaw" in channels
+            assert channels.endswith("1 active IAX channel\r\n")
+
             # Q talks into B: the link keys on A ("Transmit - Network Source" in Allmon3).
             cq = q.dial(b.udp_addr, "1", username=PHONE_Q, secret="phone-pass-q")
             assert q.wait_for(lambda s: s.answered(cq))
