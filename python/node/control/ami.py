@@ -34,6 +34,7 @@ from node.control import ami_rpt as rpt
 from node.controller import CODEC_NAMES, Controller
 from node.errors import CommandError
 from node.events import Snapshot
+from node.iax2.constants import Format
 from node.iax2.registration import RegistrationState
 from node.links.commands import Command
 
@@ -656,7 +657,7 @@ def _is_ip(host: str) -> bool:
 def _format_name(fmt: int | None) -> str:
     if fmt is None:
         return "(none)"
-    return CODEC_NAMES.get(fmt, f"0x{fmt:x}")
+    return CODEC_NAMES.get(Format(fmt), f"0x{fmt:x}")
 
 
 _USAGE_UPTIME = (
