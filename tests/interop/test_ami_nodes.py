@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from tests.control.ami_clients import Allmon3, Supermon
-from tests.interop.harness import EventWatcher, node_log, running_node, wait_until
+from tests.interop.harness import (
+    EventWatcher,
+    node_log,
+    register_section,
+    running_node,
+    wait_until,
+)
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
 from tests.node_process import NodeProcess, free_port
@@ -34,9 +40,7 @@ def registrar() -> Iterator[Registrar]:
 
 
 def sections(registrar: Registrar, node: str, ami_port: int, extra: str = "") -> str:
-    host, port = registrar.addr
-    return (
-        f'[register]\npeer = "{host}:{port}"\nnode_id = "{node}"\n\n'
+    return register_section(registrar, node) + (
         f'[ami]\nenabled = true\nbind = "127.0.0.1:{ami_port}"\n\n{extra}'
     )
 

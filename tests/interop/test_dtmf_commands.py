@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.harness import EventWatcher, node_log, running_node, wait_until
+from tests.interop.harness import (
+    EventWatcher,
+    node_log,
+    register_section,
+    running_node,
+    wait_until,
+)
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
 from tests.node_process import NodeProcess
@@ -29,11 +35,6 @@ def registrar() -> Iterator[Registrar]:
         yield reg
 
 
-def register(registrar: Registrar, node: str) -> str:
-    host, port = registrar.addr
-    return f'[register]\npeer = "{host}:{port}"\nnode_id = "{node}"\n\n'
-
-
 def link_state(node: NodeProcess, peer: str) -> str | None:
     links = node.get("/status").json()["links"]
     return next((li["state"] for li in links if li["node"] == peer), None)
@@ -44,7 +45,7 @@ def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Regist
         tmp_path,
         "b",
         codec_policy="ulaw_only",
-        sections=register(registrar, NODE_B),
+        sections=register_section(registrar, NODE_B),
         env={"NET_NODE": NODE_B, "NET_SECRET": REG[NODE_B], f"NET_PEER_{NODE_A}": LINK_SECRET},
     ) as b:
         host, port = b.udp_addr
@@ -57,7 +58,7 @@ def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Regist
                 tmp_path,
                 "a",
                 codec_policy="ulaw_only",
-                sections=register(registrar, NODE_A) + extra,
+                sections=register_section(registrar, NODE_A) + extra,
                 env={
                     "NET_NODE": NODE_A,
                     "NET_SECRET": REG[NODE_A],
