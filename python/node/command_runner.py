@@ -126,9 +126,9 @@ class CommandRunner:
     async def run_digits(self, source: str, digits: str, *, execute: bool) -> list[Outcome]:
         """Map a whole digit string (its end acts as `#`); run the commands when `execute`.
 
-        Every digit is published as a `dtmf` event with `call` null. Returns each completed
-        command with its result (or refusal); commands not executed have the result "not
-        executed".
+        Every digit is published as a `dtmf` event with `call` null (with the command it
+        completes only when commands run). Returns each completed command with its result (or
+        refusal); commands not executed have the result "not executed".
         """
         mapper = self._mapper()
         now = self._controller.now()
@@ -136,12 +136,12 @@ class CommandRunner:
         bus = self._controller.bus
         for digit in digits:
             command = mapper.feed(digit, now)
-            text = None if command is None else str(command)
-            bus.publish(Dtmf(call=None, digit=digit, command=text))
+            shown = None if command is None or not execute else str(command)
+            bus.publish(Dtmf(call=None, digit=digit, command=shown))
             if command is not None:
                 commands.append(command)
         if (command := mapper.end()) is not None:
-            bus.publish(Dtmf(call=None, digit="", command=str(command)))
+            bus.publish(Dtmf(call=None, digit="", command=str(command) if execute else None))
             commands.append(command)
         outcomes: list[Outcome] = []
         for command in commands:
@@ -165,6 +165,8 @@ class CommandRunner:
             raise CommandError(f"{command.digits}: unknown command ({command.reason})", 400)
         if kind in ("connect", "monitor", "disconnect"):
             assert node is not None
+            # The node operated on, whatever comes of it (app_rpt lastlinknode).
+            self.last.node = node
             if kind == "disconnect":
                 link = ctl.links.links.get(node)
                 if link is not None and link.permanent and not command.permanent:

@@ -325,13 +325,16 @@ def test_rpt_cmd_answers_as_app_rpt() -> None:
             "ilink 8 (local monitor) is not supported by this node\n"
             "Command 'rpt cmd 2000 ilink 8 2002' failed.\n",
         )
-        ok, text = await server.command("rpt cmd 2000 ilink 1 2002")
-        assert not ok and text.startswith("node 2002 is not linked\n")
         assert await server.command("rpt cmd 2000 ilink 3 0") == (
             False,
             "no last node yet (0 means the last node operated on)\n"
             "Command 'rpt cmd 2000 ilink 3 0' failed.\n",
         )
+        ok, text = await server.command("rpt cmd 2000 ilink 1 2002")
+        assert not ok and text.startswith("node 2002 is not linked\n")
+        # 2002 is now the last node operated on.
+        ok, text = await server.command("rpt cmd 2000 ilink 3 0")
+        assert not ok and text.startswith("node 2002 has no address")
         # An unknown node for a report command: nothing, and success (app_rpt's res2cli).
         assert await server.command("rpt stats 1999") == (True, "")
         assert await server.command("rpt fun 1999 *32001") == (True, "")

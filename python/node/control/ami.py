@@ -295,7 +295,12 @@ class AmiServer:
             if not data:
                 return
             for request in parser.feed(data):
-                reply, close = await self._handle(session, request)
+                try:
+                    reply, close = await self._handle(session, request)
+                except Exception:
+                    # Allmon3 waits for an answer for ever: a failure must still answer.
+                    log.exception("AMI: request from %s failed", session.peer)
+                    reply, close = p.error(request.action_id, "Internal error"), True
                 writer.write(reply)
                 await writer.drain()
                 if close:
