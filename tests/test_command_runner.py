@@ -12,6 +12,7 @@ import pytest
 
 from node.config import (
     Address,
+    DnsConfig,
     DtmfConfig,
     LinkConfig,
     NodeConfig,
@@ -29,6 +30,8 @@ def controller(
 ) -> Controller:
     config = NodeConfig(
         register=RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"),
+        # Nothing but loopback: no node-number lookups in DNS.
+        dns=DnsConfig(enabled=False),
         secrets=SecretsConfig(source="control"),
         dtmf=DtmfConfig(enabled=enabled, inter_digit_timeout_ms=timeout_ms),
         links={
@@ -124,7 +127,7 @@ def test_the_time_out_completes_a_number_and_a_refusal_is_logged(
         run(scenario, timeout_ms=100)
     # No digit completed it: the time-out's event has an empty digit.
     assert events[-1] == {"event": "dtmf", "call": 3, "digit": "", "command": "*3199 connect 199"}
-    assert "DTMF *3199 connect 199 from call 3 refused: node 199 has no address" in caplog.text
+    assert "DTMF *3199 connect 199 from call 3 refused: node 199 not found" in caplog.text
 
 
 def test_a_permanent_link_needs_the_permanent_disconnect() -> None:

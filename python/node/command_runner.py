@@ -13,7 +13,6 @@ AMI `rpt cmd ... ilink`, AMI `rpt fun` and DTMF all behave the same.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 from collections.abc import Collection
@@ -179,12 +178,9 @@ class CommandRunner:
             done = {"connect": "linking", "monitor": "monitoring", "disconnect": "disconnected"}
             result = f"{done[kind]} node {node}"
         elif kind == "disconnect_all":
-            # app_rpt's ilink 6 drops permanent links too.
-            dropped = []
-            for name in [n for n in ctl.links.links if not n.startswith("0")]:
-                with contextlib.suppress(CommandError):  # gone meanwhile
-                    await ctl.link("disconnect", name)
-                    dropped.append(name)
+            # app_rpt's ilink 6: permanent links go too.
+            dropped = list(ctl.links.links)
+            await ctl.link("disconnect_all", "")
             result = f"disconnected {', '.join(dropped)}" if dropped else "no links"
         elif kind == "status":
             entries = [str(e) for e in ctl.links.network_entries()]

@@ -11,7 +11,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from node.config import Address, AmiConfig, NodeConfig, RegisterConfig, SecretsConfig
+from node.config import (
+    Address,
+    AmiConfig,
+    DnsConfig,
+    NodeConfig,
+    RegisterConfig,
+    SecretsConfig,
+)
 from node.control.ami import AmiServer
 from node.controller import Controller
 from node.events import EventBus
@@ -27,6 +34,8 @@ async def serving(**options: Any) -> AsyncIterator[tuple[AmiServer, Controller]]
     max_connections = options.pop("max_connections", 16)
     config = NodeConfig(
         register=RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"),
+        # Nothing but loopback: no node-number lookups in DNS.
+        dns=DnsConfig(enabled=False),
         secrets=SecretsConfig(source="control"),
         ami=AmiConfig(enabled=True, bind=Address("127.0.0.1", 0), max_connections=max_connections),
     )
@@ -334,11 +343,38 @@ def test_rpt_cmd_answers_as_app_rpt() -> None:
         assert not ok and text.startswith("node 2002 is not linked\n")
         # 2002 is now the last node operated on.
         ok, text = await server.command("rpt cmd 2000 ilink 3 0")
-        assert not ok and text.startswith("node 2002 has no address")
+        assert not ok and text.startswith("node 2002 not found")
         # An unknown node for a report command: nothing, and success (app_rpt's res2cli).
         assert await server.command("rpt stats 1999") == (True, "")
         assert await server.command("rpt fun 1999 *32001") == (True, "")
         assert (await server.command("RPT LOCALNODES"))[1] == " " * 25 + "\nNode\n----\n2000\n\n"
+
+    run(scenario)
+
+
+def test_iax2_listings_without_calls() -> None:
+    async def scenario(server: AmiServer, _: Controller) -> None:
+        ok, text = await server.command("iax2 show registry")
+        lines = text.split("\n")
+        assert ok and lines[0].split() == [
+            "Host",
+            "dnsmgr",
+            "Username",
+            "Perceived",
+            "Refresh",
+            "State",
+        ]
+        assert lines[1].split() == [
+            "127.0.0.1:9",
+            "N",
+            "2000",
+            "<Unregistered>",
+            "60",
+            "Unregistered",
+        ]
+        assert lines[2] == "1 IAX2 registrations."
+        ok, text = await server.command("iax2 show channels")
+        assert ok and text.endswith("\n0 active IAX channels\n")
 
     run(scenario)
 

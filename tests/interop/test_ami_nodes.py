@@ -40,8 +40,9 @@ def registrar() -> Iterator[Registrar]:
 
 
 def sections(registrar: Registrar, node: str, ami_port: int, extra: str = "") -> str:
+    # Nothing but loopback: no node-number lookups in DNS.
     return register_section(registrar, node) + (
-        f'[ami]\nenabled = true\nbind = "127.0.0.1:{ami_port}"\n\n{extra}'
+        f'[ami]\nenabled = true\nbind = "127.0.0.1:{ami_port}"\n\n[links]\ndns = false\n\n{extra}'
     )
 
 

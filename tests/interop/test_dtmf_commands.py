@@ -45,13 +45,14 @@ def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Regist
         tmp_path,
         "b",
         codec_policy="ulaw_only",
-        sections=register_section(registrar, NODE_B),
+        sections=register_section(registrar, NODE_B) + "[links]\ndns = false\n",
         env={"NET_NODE": NODE_B, "NET_SECRET": REG[NODE_B], f"NET_PEER_{NODE_A}": LINK_SECRET},
     ) as b:
         host, port = b.udp_addr
         extra = (
             "[dtmf]\nenabled = true\ninter_digit_timeout_ms = 3000\n\n"
-            f'[links.{NODE_B}]\naddr = "{host}:{port}"\n'
+            # Nothing but loopback: no node-number lookups in DNS.
+            f'[links]\ndns = false\n\n[links.{NODE_B}]\naddr = "{host}:{port}"\n'
         )
         with (
             running_node(

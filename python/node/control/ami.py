@@ -441,7 +441,7 @@ class AmiServer:
                 tot_state=1 if ptt else 2,
             ),
             stats=rpt.Stats(
-                timeouts=ctl.tx_timeouts,
+                timeouts=ctl.key_stats.timeouts,
                 keyups_today=keyups_today,
                 keyups_total=keyups_total,
                 commands_today=commands.executed_today(),
@@ -587,7 +587,8 @@ class AmiServer:
         row = "{:<45.45}  {:<6.6}  {:<10.10}  {:<45.45} {:>8.8}  {}\n"
         out = [row.format("Host", "dnsmgr", "Username", "Perceived", "Refresh", "State")]
         cfg = self._controller.config.register
-        if cfg is not None:
+        # Only IAX2 registrations are listed (ASL3's HTTP registration is not chan_iax2's).
+        if cfg is not None and cfg.peer is not None:
             reg = self._controller.registration
             state = reg.state if reg is not None else RegistrationState.IDLE
             registered = state in (RegistrationState.REGISTERED, RegistrationState.REFRESHING)
