@@ -161,7 +161,7 @@ class CommandRunner:
         ctl = self._controller
         kind, node = command.kind, command.node
         if kind == "unknown":
-            raise CommandError(f"{command.digits}: unknown command ({command.reason})", 400)
+            raise CommandError(command.reason or "no such command", 400)
         if kind in ("connect", "monitor", "disconnect"):
             assert node is not None
             # The node operated on, whatever comes of it (app_rpt lastlinknode).

@@ -384,7 +384,7 @@ def test_rpt_fun_reports_what_it_refused() -> None:
         sub = controller.bus.subscribe()
         ok, text = await server.command("rpt fun 2000 *9")
         assert not ok
-        assert text.startswith("*9 unknown: *9: unknown command (no such command)\n")
+        assert text == "*9 unknown: no such command\nCommand 'rpt fun 2000 *9' failed.\n"
         digits = []
         while not sub.queue.empty():
             event = sub.queue.get_nowait()
