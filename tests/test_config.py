@@ -22,6 +22,7 @@ from node.config import (
     FORMAT_SLIN16,
     FORMAT_ULAW,
     Address,
+    AmiConfig,
     AnnounceEventConfig,
     AudioConfig,
     BridgeConfig,
@@ -97,6 +98,14 @@ def test_defaults_are_the_documented_safe_values() -> None:
     assert c.parrot == ParrotConfig(
         playback_delay_ms=3000, silence_gap_ms=800, vox_threshold_db=-40.0
     )
+    assert c.ami == AmiConfig(
+        enabled=False,
+        bind=Address("127.0.0.1", 5038),
+        allow_remote=False,
+        username="admin",
+        max_connections=16,
+    )
+    assert c.secrets.ami_secret is None
 
 
 def test_minimal_file_loads_to_defaults(tmp_path: Path) -> None:
@@ -261,6 +270,28 @@ def test_full_file(tmp_path: Path) -> None:
     assert config.parrot == ParrotConfig(
         playback_delay_ms=1000, silence_gap_ms=400, vox_threshold_db=-30.0
     )
+
+
+def test_ami_section(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        MINIMAL
+        + "[ami]\nenabled = true\nbind = '127.0.0.2:15038'\nusername = 'allmon'\n"
+        + "max_connections = 4\n",
+    )
+    assert config.ami == AmiConfig(
+        enabled=True, bind=Address("127.0.0.2", 15038), username="allmon", max_connections=4
+    )
+
+
+def test_remote_ami_needs_allow_remote_and_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = MINIMAL + "[ami]\nenabled = true\nbind = '0.0.0.0:5038'\nallow_remote = true\n"
+    with caplog.at_level(logging.WARNING, logger="node.config"):
+        config = load_text(tmp_path, text)
+    assert config.ami.bind == Address("0.0.0.0", 5038) and config.ami.allow_remote
+    assert "clear text" in caplog.text
 
 
 def test_http_registration_statpost_and_dns_keys(tmp_path: Path) -> None:
@@ -450,6 +481,7 @@ def test_switched_off_default_blocks_hold_the_defaults(tmp_path: Path) -> None:
         "announce",
         "announce.tts",
         "dtmf",
+        "ami",
         "parrot",
         *(f"announce.events.{e}" for e in NodeConfig().announce.events),
     }
@@ -655,6 +687,17 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = 'env'\nsecret = 'x'\n", "secrets.secret", None),
     (MINIMAL + "[secrets]\nsecret = 'x'\n", "secrets.secret", None),
     (MINIMAL + "[secrets]\nsource = 'config'\nsecret = 5\n", "secrets.secret", None),
+    (MINIMAL + "[secrets]\nsource = 'env'\nami_secret = 'x'\n", "secrets.ami_secret", None),
+    (MINIMAL + "[secrets]\nsource = 'config'\nami_secret = 1\n", "secrets.ami_secret", None),
+    # AMI
+    (MINIMAL + "[ami]\nbind = '0.0.0.0:5038'\n", "ami.bind", "loopback"),
+    (MINIMAL + "[ami]\nbind = '[::]:5038'\nenabled = true\n", "ami.bind", "loopback"),
+    (MINIMAL + "[ami]\nusername = ''\n", "ami.username", "admin"),
+    (MINIMAL + "[ami]\nusername = 'ad min'\n", "ami.username", "admin"),
+    (MINIMAL + "[ami]\nusername = '[general]'\n", "ami.username", "admin"),
+    (MINIMAL + "[ami]\nmax_connections = 0\n", "ami.max_connections", "1 to 1000"),
+    (MINIMAL + "[ami]\nenabled = 'yes'\n", "ami.enabled", "true"),
+    (MINIMAL + "[ami]\nsecret = 'x'\n", "ami.secret", "username"),
     (MINIMAL + "[announce.tts]\nenabled = true\n", "announce.tts.binary", "TTS"),
     (
         MINIMAL + "[announce]\nenabled = true\nid_interval_secs = 600\n",
@@ -872,6 +915,15 @@ valid_docs = st.fixed_dictionaries(
         ),
         "dtmf": optional_keys(
             enabled=st.booleans(), inter_digit_timeout_ms=st.integers(100, 60000)
+        ),
+        "ami": optional_keys(
+            enabled=st.booleans(),
+            bind=st.builds(lambda h, p: f"{h}:{p}", loopback, st.integers(0, 65535)),
+            allow_remote=st.booleans(),
+            username=st.text(
+                st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=64
+            ),
+            max_connections=st.integers(1, 1000),
         ),
         "parrot": optional_keys(
             playback_delay_ms=st.integers(0, 60000),

@@ -234,3 +234,33 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         assert proc.wait() == 1
         _, err = proc.communicate()
     assert "listener.bind" in err and str(udp) in err
+
+
+def test_ami_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        path = write_config(
+            tmp_path / "node.toml",
+            udp_port=free_port(socket.SOCK_DGRAM),
+            http_port=free_port(),
+            extra=f'[ami]\nenabled = true\nbind = "127.0.0.1:{port}"\n',
+        )
+        proc = NodeProcess(path, 0, 0, env={"NET_AMI_SECRET": "ami-secret-in-use"})
+        assert proc.wait() == 1
+        _, err = proc.communicate()
+    assert "ami.bind" in err and str(port) in err and "ami-secret-in-use" not in err
+
+
+def test_ami_without_its_password_is_a_config_error(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path / "node.toml",
+        udp_port=free_port(socket.SOCK_DGRAM),
+        http_port=free_port(),
+        extra="[ami]\nenabled = true\n",
+    )
+    proc = NodeProcess(path, 0, 0)
+    assert proc.wait() == 78
+    _, err = proc.communicate()
+    assert "NET_AMI_SECRET" in err

@@ -69,6 +69,10 @@ bind = "127.0.0.1:8730"
 #               (chmod 600) and refuses `secret` with any other source.
 # Per-node inbound peer secrets (for listener.auth), whatever the source, come from environment
 # variables NET_PEER_<NODE> (e.g. NET_PEER_2001) and from the peers file below.
+# The AMI password ([ami] below) comes from the same source: NET_AMI_SECRET ("env"),
+# POST /secrets {"username": "ami:<[ami] username>", "secret": "..."} ("control"), or the
+# inline key of this section ("config"), e.g.
+#                   ami_secret = ""
 # Allowed: "env", "control", "config".
 source = "env"
 # EXTENSION. The peers file: one <node>=<secret> per line ('#' starts a comment line), e.g.
@@ -223,6 +227,20 @@ source = "env"
 #[keying]
 # TX time-out in seconds (1-3600): a key held this long is released and reported.
 #tx_timeout_secs = 180
+
+# EXTENSION. The Asterisk Manager Interface subset Allmon3 and Supermon poll (RptStatus XStat and
+# SawStat, rpt stats/lstats/nodes/xnode, rpt cmd ilink, rpt fun). Its password comes from the
+# secrets source (see [secrets]); it is never in this file unless source = "config".
+#[ami]
+#enabled = false
+# Where AMI listens. AMI sends the password and every command in clear text, so a non-loopback
+# address is refused unless allow_remote = true.
+#bind = "127.0.0.1:5038"
+#allow_remote = false
+# The login name (Allmon3's `user`, Supermon's `user`).
+#username = "admin"
+# Connections served at once (1-1000); Allmon3 opens one per command besides its poller.
+#max_connections = 16
 
 # The web-transceiver portal account, required by wt-guest links. Example values:
 #[portal]

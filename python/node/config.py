@@ -43,6 +43,7 @@ __all__ = [
     "GAIN_DB_MAX",
     "GAIN_DB_MIN",
     "Address",
+    "AmiConfig",
     "AnnounceConfig",
     "AnnounceEventConfig",
     "AudioConfig",
@@ -76,6 +77,8 @@ FORMAT_SLIN16 = 0x8000
 
 IAX2_PORT = 4569
 CONTROL_PORT = 8730
+#: The Asterisk Manager Interface's port (manager.conf `port`).
+AMI_PORT = 5038
 
 Answer = Literal["auto", "manual"]
 Auth = Literal["required", "optional", "off"]
@@ -125,6 +128,8 @@ _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 # What a CW keyer can send and a TTS binary can read aloud.
 _CALLSIGN = re.compile(r"[A-Za-z0-9/ ]{1,32}")
 _CALLSIGN_ACCEPTED = "1-32 of A-Z, 0-9, / and space"
+# An AMI login name as manager.conf allows one: printable, no blanks, no brackets.
+_AMI_USER = re.compile(r"[!-Z\\^-~]{1,64}")
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -295,6 +300,8 @@ class SecretsConfig:
     #: The inline registration password, only with `source = "config"` (an empty string in the
     #: file means unset). A `Secret`, so it never shows in repr, asdict output or logs.
     secret: Secret | None = None
+    #: *Extension.* The inline AMI password (`[ami]`), under the same rules as `secret`.
+    ami_secret: Secret | None = None
     #: *Extension.* The peers file of per-node inbound secrets (`node.peers_file`), resolved
     #: against the config file's directory; None when unset. Re-read on SIGHUP.
     peers_file: Path | None = None
@@ -395,6 +402,24 @@ class LinkConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AmiConfig:
+    """*Extension* `[ami]`: the Asterisk Manager Interface subset Allmon3 and Supermon poll.
+
+    Off by default. Its password comes from the secrets source (`NET_AMI_SECRET`, POST /secrets
+    with username `ami:<username>`, or `[secrets] ami_secret`).
+    """
+
+    enabled: bool = False
+    #: Loopback unless `allow_remote`: AMI sends its password in clear text.
+    bind: Address = Address("127.0.0.1", AMI_PORT)
+    allow_remote: bool = False
+    #: The login name (manager.conf's user section; ASL3 ships `admin`).
+    username: str = "admin"
+    #: Connections served at once; more are closed at once.
+    max_connections: int = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KeyingConfig:
     """*Extension* `[keying]`: the operator's push-to-talk (`POST /key`)."""
 
@@ -439,6 +464,7 @@ class NodeConfig:
     #: is not the address its node number resolves to, as app_rpt does.
     verify_source_ip: bool = False
     keying: KeyingConfig = field(default_factory=KeyingConfig)
+    ami: AmiConfig = field(default_factory=AmiConfig)
     #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
     #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
     #: resolved against the config file's directory.
@@ -481,6 +507,7 @@ _SECTIONS: tuple[str, ...] = (
     "dtmf",
     "links",
     "keying",
+    "ami",
     "portal",
     "parrot",
     "statpost",
@@ -808,25 +835,31 @@ def _parse_control(r: _Reader, raw: object) -> ControlConfig:
 
 
 def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
-    t = r.table(raw, "secrets", ("source", "secret", "peers_file"))
+    t = r.table(raw, "secrets", ("source", "secret", "ami_secret", "peers_file"))
     source = r.choice(t, "secrets", "source", "env", SECRET_SOURCES)
-    secret: Secret | None = None
-    if "secret" in t:
-        value = t["secret"]
-        if type(value) is not str:
-            r.fail("secrets.secret", f"must be a string, got {_toml_type(value)}")
-        if value and source != "config":
-            # A password in a file whose permissions nobody checks is exactly the leak the
-            # `config` source guards against.
-            r.fail(
-                "secrets.secret",
-                f'is set but secrets.source is "{source}"; an inline secret is accepted only with '
-                'source = "config" (and a file readable by its owner alone)',
-            )
-        if value:
-            secret = Secret(value)
-    peers_file = r.file_path(t, "secrets", "peers_file")
-    return SecretsConfig(source=source, secret=secret, peers_file=peers_file)
+    return SecretsConfig(
+        source=source,
+        secret=_inline_secret(r, t, "secret", source),
+        ami_secret=_inline_secret(r, t, "ami_secret", source),
+        peers_file=r.file_path(t, "secrets", "peers_file"),
+    )
+
+
+def _inline_secret(r: _Reader, t: Mapping[str, Any], key: str, source: str) -> Secret | None:
+    if key not in t:
+        return None
+    value = t[key]
+    if type(value) is not str:
+        r.fail(f"secrets.{key}", f"must be a string, got {_toml_type(value)}")
+    if value and source != "config":
+        # A password in a file whose permissions nobody checks is exactly the leak the
+        # `config` source guards against.
+        r.fail(
+            f"secrets.{key}",
+            f'is set but secrets.source is "{source}"; an inline secret is accepted only with '
+            'source = "config" (and a file readable by its owner alone)',
+        )
+    return Secret(value) if value else None
 
 
 def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
@@ -1055,6 +1088,34 @@ def _parse_keying(r: _Reader, raw: object) -> KeyingConfig:
     )
 
 
+def _parse_ami(r: _Reader, raw: object) -> AmiConfig:
+    d = AmiConfig()
+    names = ("enabled", "bind", "allow_remote", "username", "max_connections")
+    t = r.table(raw, "ami", names)
+    username = r.string(t, "ami", "username", d.username)
+    if not _AMI_USER.fullmatch(username):
+        r.fail(
+            "ami.username",
+            "is not a valid AMI user name",
+            "1-64 printable ASCII characters without blanks or [ ], e.g. admin",
+        )
+    ami = AmiConfig(
+        enabled=r.boolean(t, "ami", "enabled", d.enabled),
+        bind=r.address(t, "ami", "bind", d.bind, bind=True),
+        allow_remote=r.boolean(t, "ami", "allow_remote", d.allow_remote),
+        username=username,
+        max_connections=r.integer(t, "ami", "max_connections", d.max_connections, 1, 1000),
+    )
+    if not ami.bind.is_loopback and not ami.allow_remote:
+        r.fail(
+            "ami.bind",
+            "is not a loopback address: AMI sends its password and everything else in clear "
+            "text; set ami.allow_remote = true to accept that (better: an SSH tunnel or VPN)",
+            "a loopback address (127.0.0.0/8, [::1] or localhost), e.g. 127.0.0.1:5038",
+        )
+    return ami
+
+
 def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
     names = ("user", "node", "credential_env")
     t = r.table(raw, "portal", names, required=names)
@@ -1140,6 +1201,7 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         verify_source_ip=links.verify_source_ip,
         dns=links.dns,
         keying=_parse_keying(r, doc["keying"]) if "keying" in doc else KeyingConfig(),
+        ami=_parse_ami(r, doc["ami"]) if "ami" in doc else AmiConfig(),
         statpost=_parse_statpost(r, doc["statpost"]) if "statpost" in doc else None,
         portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
         parrot=_parse_parrot(r, doc["parrot"]) if "parrot" in doc else ParrotConfig(),
@@ -1174,6 +1236,12 @@ def _warn_risky(config: NodeConfig) -> None:
         )
     if config.dtmf.enabled:
         log.warning("%s: dtmf.enabled: any connected member can command the links", where)
+    if config.ami.enabled and not config.ami.bind.is_loopback:
+        log.warning(
+            "%s: ami.bind is not loopback (ami.allow_remote): the AMI password and every "
+            "command cross the network in clear text",
+            where,
+        )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
             "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
@@ -1196,6 +1264,7 @@ def iter_template_keys() -> Iterator[str]:
         (PortalConfig, "portal"),
         (ParrotConfig, "parrot"),
         (KeyingConfig, "keying"),
+        (AmiConfig, "ami"),
         (StatpostConfig, "statpost"),
     ):
         for f in dataclasses.fields(cls):

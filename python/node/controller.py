@@ -21,10 +21,10 @@ from typing import Any
 
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
+from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
-    Dtmf,
     EventBus,
     Hangup,
     IncomingCall,
@@ -168,6 +168,8 @@ class Controller:
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
+        #: DTMF digit sources and the link commands they complete.
+        self.commands = CommandRunner(self)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self.stopping = asyncio.Event()
@@ -211,6 +213,11 @@ class Controller:
     @property
     def listening(self) -> bool:
         return self.endpoint.listening
+
+    @property
+    def ptt_keyed(self) -> bool:
+        """Whether the operator's push-to-talk (POST /key) is keyed."""
+        return self._tx_keyed_at is not None
 
     @property
     def registered(self) -> bool:
@@ -472,7 +479,7 @@ class Controller:
                 info.media = True
             return True
         if isinstance(event, c.DtmfReceived):
-            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+            self.commands.digit(f"call {event.callno}", event.callno, event.digit)
             return False
         if isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
             if info.media:
@@ -545,7 +552,7 @@ class Controller:
             if event.callno in self._link_legs:
                 self._media_in(event)
         elif isinstance(event, c.DtmfReceived):
-            self.bus.publish(Dtmf(call=event.callno, digit=event.digit))
+            self.commands.digit(f"call {event.callno}", event.callno, event.digit)
         elif isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
             if event.callno in self._link_legs:
                 self._link_legs.discard(event.callno)
@@ -626,7 +633,7 @@ class Controller:
                 Link(kind="keyed", node=event.node, call=event.callno, keyed=event.keyed)
             )
         elif isinstance(event, ln.RemoteDigitReceived):
-            self.bus.publish(Dtmf(call=event.callno or 0, digit=event.digit))
+            self.commands.digit(f"remote {event.node}", event.callno, event.digit)
         elif isinstance(event, ln.TelemetryReceived):
             tel = event.telemetry
             log.info("telemetry from node %s: %s %s", tel.source, tel.token, ",".join(tel.args))
@@ -694,9 +701,12 @@ class Controller:
             matches = await self.resolver.source_ip_matches(action.node, action.ip)
         self._apply_links(self.links.source_checked(action.callno, matches, self.now()))
 
-    async def link(self, action: str, node: str, addr: str | None = None) -> dict[str, Any]:
+    async def link(
+        self, action: str, node: str, addr: str | None = None, *, permanent: bool = False
+    ) -> dict[str, Any]:
         """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`; or
-        `disconnect_all` (app_rpt's `ilink 6`; `node` is not used)."""
+        `disconnect_all` (app_rpt's `ilink 6`; `node` is not used). `permanent` links are
+        redialled for ever once lost (AMI ilink 12/13)."""
         if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
             raise CommandError(
                 f"unknown link action {action!r} "
@@ -713,14 +723,14 @@ class Controller:
             self._apply_links(self.links.disconnect(node, now))
             return self.snapshot()
         mode = LINK_ACTIONS[action]
-        if self.links.check_connect(node, mode) is None:
+        if self.links.check_connect(node, mode, permanent=permanent) is None:
             try:
                 target = await self._lookup(node, addr)
             except (LookupError, ValueError) as exc:
                 raise CommandError(str(exc), 400) from None
             self._link_targets[node] = target
         try:
-            self._apply_links(self.links.connect(node, mode, self.now()))
+            self._apply_links(self.links.connect(node, mode, self.now(), permanent=permanent))
         finally:
             self._link_targets.pop(node, None)
         return self.snapshot()
@@ -778,6 +788,15 @@ class Controller:
         timeout = self.config.keying.tx_timeout_secs
         log.warning("TX time-out: keyed for %d s, unkeying", timeout)
         self.unkey(f"TX time-out after {timeout} s")
+
+    async def dtmf_command(
+        self, source: str, digits: str, *, authorized: bool = False
+    ) -> list[Outcome]:
+        """Map a whole DTMF string from `source` (its end acts as `#`) and run the commands it
+        completes: with `[dtmf] enabled`, or when the caller is `authorized` (AMI `rpt fun`,
+        behind the AMI login)."""
+        execute = authorized or self.config.dtmf.enabled
+        return await self.commands.run_digits(source, digits, execute=execute)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -993,6 +1012,7 @@ class Controller:
         the streams. Links get a plain HANGUP, not `!!DISCONNECT!!`: their permanent links
         should come back when this node does."""
         self.stopping.set()
+        self.commands.close()
         self.unkey("node shutting down")
         for task in self._tasks:
             task.cancel()

@@ -28,6 +28,7 @@ from node.allstar.http_registration import HttpRegistration
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
+from node.control.ami import AmiServer
 from node.control.app import create_app
 from node.controller import Controller
 from node.errors import CommandError, ConfigError, EngineError
@@ -201,6 +202,23 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
         log.error("cannot start audio ([audio] backend = %s): %s", config.audio.backend, exc)
         return EXIT_RUNTIME
     transport.start(loop)
+    ami: AmiServer | None = None
+    if config.ami.enabled:
+        ami = AmiServer(controller, secrets)
+        try:
+            await ami.start()
+        except OSError as exc:
+            bridge.close()
+            transport.close()
+            ctl_sock.close()
+            log.error("cannot open the AMI port (ami.bind = %s): %s", config.ami.bind, exc)
+            return EXIT_RUNTIME
+        if secrets.ami_secret() is None:
+            log.warning(
+                "AMI has no password yet: every login fails until POST /secrets with username "
+                "ami:%s",
+                config.ami.username,
+            )
     http_registration, statpost = _http_services(
         config, secrets, controller, transport.local_addr[1]
     )
@@ -253,6 +271,8 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
         code = EXIT_RUNTIME
     log.info("shutting down")
     notifier.stopping()
+    if ami is not None:
+        await ami.close()
     # The HTTP services stop first, so that nothing they report follows the final event.
     for service in (http_registration, statpost):
         if service is not None:

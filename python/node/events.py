@@ -94,13 +94,16 @@ class Hangup(Event):
 
 @dataclass(frozen=True, slots=True)
 class Dtmf(Event):
-    """A DTMF digit was received on a call."""
+    """A DTMF digit was received (on a call, a link, or from AMI `rpt fun`)."""
 
     name: ClassVar[str] = "dtmf"
-    #: The call's id (as in the snapshot's `calls`).
-    call: int = 0
+    #: The call's id (as in the snapshot's `calls`, or the link's `call`); None for digits
+    #: that came over AMI.
+    call: int | None = 0
+    #: The digit; "" when the inter-digit time-out (not a digit) completed the sequence.
     digit: str = ""
-    #: The link command a completed `*` sequence maps to (set by the DTMF command mapper).
+    #: The link command a completed `*` sequence maps to, e.g. "*32000 connect 2000" (set by
+    #: the DTMF command mapper, only with `[dtmf] enabled`).
     command: str | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -291,6 +291,10 @@ class Link:
     handshake: Handshake = Handshake.PENDING
     rx_keyed: bool = False
     last_keyed: float | None = None
+    #: When its receiver last keyed and last unkeyed (app_rpt's lastkeytime/lastunkeytime,
+    #: what AMI SawStat reports); cleared when the link is lost.
+    keyed_at: float | None = None
+    unkeyed_at: float | None = None
     connected_at: float | None = None
     #: The network behind this link, from its latest `L` list.
     behind: tuple[t.LinkEntry, ...] = ()
@@ -298,6 +302,8 @@ class Link:
     talking: bool = False
     #: Outbound retries since the link was last up.
     retries: int = 0
+    #: Redials since the link was created (app_rpt's `reconnects`, shown by AMI XStat).
+    reconnects: int = 0
     #: An inbound call held until the caller's source address is verified.
     verifying: bool = False
     timers: dict[_Timer, float] = field(default_factory=dict)
@@ -425,6 +431,16 @@ class LinkNetwork:
         """Our links as app_rpt's statpost and AMI write them (`T2000`, `R2001`, `C2002`)."""
         return [f"{link.list_letter}{link.node}" for link in self._links.values()]
 
+    def network_entries(self, recipient: Link | None = None) -> list[t.LinkEntry]:
+        """Every node of our network as an `L` list shows it: each link and everything behind
+        it, except `recipient` (app_rpt's __mklinklist, also AMI's LinkedNodes)."""
+        entries: list[t.LinkEntry] = []
+        for link in self._links.values():
+            if link is recipient or link.node.startswith("0"):
+                continue
+            entries.extend(_behind(link))
+        return entries
+
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [link.to_json(now) for link in self._links.values()]
 
@@ -459,12 +475,7 @@ class LinkNetwork:
             self._kick_at = now + LIST_KICK + LIST_KICK_SPREAD * self._rand()
 
     def _list_for(self, recipient: Link) -> str:
-        entries: list[t.LinkEntry] = []
-        for link in self._links.values():
-            if link is recipient or link.node.startswith("0"):
-                continue
-            entries.extend(_behind(link))
-        return t.link_list(entries)
+        return t.link_list(self.network_entries(recipient))
 
     def _send_list(self, link: Link, now: float) -> None:
         self._send(link, self._list_for(link))
@@ -525,16 +536,16 @@ class LinkNetwork:
                     self._changed = True
         return self._output()
 
-    def check_connect(self, node: str, mode: LinkMode) -> Link | None:
+    def check_connect(self, node: str, mode: LinkMode, *, permanent: bool = False) -> Link | None:
         """Refuse a connect that cannot be done (CommandError); return the existing link to
-        `node` if there is one (a mode change), else None."""
+        `node` if there is one (a mode change, or making it permanent), else None."""
         if self.me is None:
             raise CommandError("this node has no node number ([register] node_id)", 409)
         if node == self.me:
             raise CommandError(f"node {node} is this node", 400)
         existing = self._links.get(node)
         if existing is not None:
-            if existing.mode is mode:
+            if existing.mode is mode and (existing.permanent or not permanent):
                 raise CommandError(f"node {node} is already linked ({mode.value})", 409)
             return existing
         for link in self._links.values():
@@ -547,11 +558,19 @@ class LinkNetwork:
                 )
         return None
 
-    def connect(self, node: str, mode: LinkMode, now: float) -> LinkOutput:
+    def connect(
+        self, node: str, mode: LinkMode, now: float, *, permanent: bool = False
+    ) -> LinkOutput:
         """Link to `node` (`*3` transceive, `*2` monitor), or change an existing link's mode
-        in place. Raises CommandError when refused (see `check_connect`)."""
-        existing = self.check_connect(node, mode)
+        in place. `permanent` (app_rpt's ilink 12/13) redials the link for ever once lost, for
+        the life of the process. Raises CommandError when refused (see `check_connect`)."""
+        existing = self.check_connect(node, mode, permanent=permanent)
+        if existing is not None and existing.mode is mode:
+            existing.permanent = True
+            self._changed = True
+            return self._output()
         if existing is not None:
+            existing.permanent = existing.permanent or permanent
             existing.mode = mode
             if existing.callno is not None and existing.up:
                 leg = "transceive" if mode is LinkMode.TRANSCEIVE else "receive_only"
@@ -560,7 +579,7 @@ class LinkNetwork:
             self._kick(now)
             self._changed = True
             return self._output()
-        link = Link(node, mode, "outbound", permanent=node in self._permanent)
+        link = Link(node, mode, "outbound", permanent=permanent or node in self._permanent)
         self._links[node] = link
         self._do(Dial(node, mode))
         # The others learn of the new (connecting) link at once, as app_rpt's rpt_link_add.
@@ -725,6 +744,7 @@ class LinkNetwork:
     def _failed(self, link: Link, reason: str, now: float, *, retry: bool) -> None:
         link.state = LinkState.CONNECTING
         link.rx_keyed = False
+        link.keyed_at = link.unkeyed_at = None
         link.talking = False
         link.behind = ()
         link.connected_at = None
@@ -821,6 +841,10 @@ class LinkNetwork:
         if link is not None and link.up and link.rx_keyed != keyed:
             link.rx_keyed = keyed
             link.last_keyed = now
+            if keyed:
+                link.keyed_at = now
+            else:
+                link.unkeyed_at = now
             self._changed = True
             self._events.append(LinkKeyed(link.node, callno, keyed))
         return self._output()
@@ -877,6 +901,7 @@ class LinkNetwork:
             self._send_list(link, now)
         elif kind is _Timer.RETRY and link.state is LinkState.RETRYING:
             link.state = LinkState.CONNECTING
+            link.reconnects += 1
             self._changed = True
             self._do(Dial(link.node, link.mode))
 

@@ -147,8 +147,12 @@
         return "Registered";
       case "register_failed":
         return `Registration failed${reason(ev.reason)}`;
-      case "dtmf":
-        return `DTMF ${ev.digit} on call ${ev.call}${ev.command ? ` (command ${ev.command})` : ""}`;
+      case "dtmf": {
+        // No call: digits sent over AMI (rpt fun); no digit: the inter-digit time-out.
+        const where = ev.call == null ? "over AMI" : `on call ${ev.call}`;
+        const what = ev.digit ? `DTMF ${ev.digit}` : "DTMF time-out";
+        return `${what} ${where}${ev.command ? ` (command ${ev.command})` : ""}`;
+      }
       case "shutdown":
         return "Node shutting down";
       case "link":
