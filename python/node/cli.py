@@ -45,5 +45,28 @@ def serve(config_path: str) -> None:
     sys.exit(run(config_path))
 
 
+@cli.command()
+@click.option(
+    "--config",
+    "config_path",
+    default="node.toml",
+    show_default=True,
+    metavar="PATH",
+    help=CONFIG_HELP,
+)
+def tui(config_path: str) -> None:
+    """Run the node with an interactive terminal menu on top of it.
+
+    The node runs in this process, exactly as under `serve` (IAX2, control channel, status page),
+    and the menu drives the same controller: status at a glance, dial, answer, reject, hang up,
+    link connect/monitor/disconnect, bridge mode, registration, inbound calls, and keying behind
+    a confirmation that defaults to no. Quitting the menu stops the node, so do not also run
+    `serve` on the same configuration. Fits 80x24; set NO_COLOR=1 for a screen without colour.
+    """
+    from node.tui.run import run
+
+    sys.exit(run(config_path))
+
+
 def main() -> None:
     cli(prog_name="node")

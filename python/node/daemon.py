@@ -34,7 +34,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_RUNTIME",
     "RunningNode",
-    "StartError",
+    "configure_logging",
     "load_or_create",
     "run",
 ]
@@ -68,7 +68,8 @@ class _Server(uvicorn.Server):
         pass
 
 
-def _configure_logging() -> logging.Handler:
+def configure_logging() -> logging.Handler:
+    """Log to stderr (journald adds the time); returns the handler, for its filters."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -272,7 +273,7 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
 
 def run(config_path: str | Path) -> int:
     """Run the daemon until SIGINT, SIGTERM or POST /shutdown; return the exit status."""
-    handler = _configure_logging()
+    handler = configure_logging()
     path = Path(config_path)
     try:
         config = load_or_create(path)
