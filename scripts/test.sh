@@ -6,15 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem),
-# PortAudio for the sounddevice backend (exercised on ALSA's null PCM), and Chromium for the
+# PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
 # status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
-# and tmux, the real 80x24 terminal the `node tui` test types into.
+# systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
+# (packaging/systemd), and tmux, the real 80x24 terminal the `node tui` test types into.
 missing=()
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v tmux >/dev/null || missing+=(tmux)
 ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportaudio2)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${missing[*]}"

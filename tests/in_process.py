@@ -13,13 +13,17 @@ from node.daemon import RunningNode
 from node.secrets import SecretStore
 from tests.node_process import free_port, write_config
 
-__all__ = ["in_process_node", "node_config"]
+__all__ = ["NO_DNS", "in_process_node", "node_config"]
+
+
+#: Node numbers are looked up in the nodes file only: tests never ask a real DNS.
+NO_DNS = "[links]\ndns = false\n"
 
 
 def node_config(path: Path, extra: str = "") -> Path:
-    """A config on free loopback ports, null audio; `extra` adds sections."""
+    """A config on free loopback ports, null audio, no DNS lookups; `extra` adds sections."""
     return write_config(
-        path, udp_port=free_port(socket.SOCK_DGRAM), http_port=free_port(), extra=extra
+        path, udp_port=free_port(socket.SOCK_DGRAM), http_port=free_port(), extra=NO_DNS + extra
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -164,3 +165,38 @@ class EventLog:
             )
             assert ok, f"no {name!r} event; got {[e['event'] for e in self.events]}"
             return next(e for e in self.events if e["event"] == name)
+
+
+class NotifySocket:
+    """Plays systemd's side of sd_notify: an abstract AF_UNIX datagram socket (`NOTIFY_SOCKET`)."""
+
+    def __init__(self) -> None:
+        self.name = f"@iax-node-test-{os.getpid()}-{secrets.token_hex(6)}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind("\0" + self.name[1:])
+        #: Every datagram received so far, raw.
+        self.datagrams: list[str] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"NOTIFY_SOCKET": self.name}
+
+    def wait(self, key: str, timeout: float = 15.0) -> dict[str, str]:
+        """The next datagram that sets `key` (e.g. READY), as a dict; fails after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {key}= notification; got {self.datagrams}")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536).decode()
+            except TimeoutError:
+                continue
+            self.datagrams.append(data)
+            fields = dict(line.split("=", 1) for line in data.split("\n") if "=" in line)
+            if key in fields:
+                return fields
+
+    def close(self) -> None:
+        self.sock.close()

@@ -19,6 +19,7 @@ __all__ = [
     "UdpDatagram",
     "ipv4_udp_packet",
     "read_frames",
+    "read_timed_frames",
     "udp_datagrams",
     "write_pcap",
 ]
@@ -46,10 +47,18 @@ class UdpDatagram:
     src: tuple[str, int]
     dst: tuple[str, int]
     payload: bytes
+    #: Capture time in seconds.
+    time: float = 0.0
 
 
 def read_frames(path: Path) -> Iterator[tuple[int, bytes]]:
     """(link type, captured bytes) for every packet in a pcap or pcapng file."""
+    for _time, linktype, frame in read_timed_frames(path):
+        yield linktype, frame
+
+
+def read_timed_frames(path: Path) -> Iterator[tuple[float, int, bytes]]:
+    """(capture time, link type, captured bytes) for every packet."""
     data = Path(path).read_bytes()
     if len(data) < 4:
         raise ValueError(f"{path}: too short for a capture file")
@@ -59,7 +68,7 @@ def read_frames(path: Path) -> Iterator[tuple[int, bytes]]:
         yield from _read_pcap(data, path)
 
 
-def _read_pcap(data: bytes, path: Path) -> Iterator[tuple[int, bytes]]:
+def _read_pcap(data: bytes, path: Path) -> Iterator[tuple[float, int, bytes]]:
     magic = data[:4]
     if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
         endian = "<"
@@ -67,42 +76,61 @@ def _read_pcap(data: bytes, path: Path) -> Iterator[tuple[int, bytes]]:
         endian = ">"
     else:
         raise ValueError(f"{path}: not a pcap or pcapng file")
+    scale = 1e-9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e-6
     (linktype,) = struct.unpack_from(endian + "I", data, 20)
     pos = 24
     while pos + 16 <= len(data):
-        _sec, _frac, incl, _orig = struct.unpack_from(endian + "IIII", data, pos)
+        sec, frac, incl, _orig = struct.unpack_from(endian + "IIII", data, pos)
         pos += 16
         if pos + incl > len(data):
             raise ValueError(f"{path}: truncated packet record at {pos}")
-        yield linktype & 0xFFFF, data[pos : pos + incl]
+        yield sec + frac * scale, linktype & 0xFFFF, data[pos : pos + incl]
         pos += incl
 
 
-def _read_pcapng(data: bytes) -> Iterator[tuple[int, bytes]]:
+def _read_pcapng(data: bytes) -> Iterator[tuple[float, int, bytes]]:
     endian = "<"
     links: list[int] = []
+    #: Seconds per timestamp unit of each interface (if_tsresol; microseconds by default).
+    units: list[float] = []
     pos = 0
     while pos + 12 <= len(data):
         if data[pos : pos + 4] == b"\x0a\x0d\x0d\x0a":
             # A section header fixes the byte order of everything up to the next one.
             endian = "<" if data[pos + 8 : pos + 12] == b"\x4d\x3c\x2b\x1a" else ">"
             links = []
+            units = []
         btype, blen = struct.unpack_from(endian + "II", data, pos)
         if blen < 12 or pos + blen > len(data):
             raise ValueError(f"pcapng block of length {blen} at {pos} runs past the file")
         body = data[pos + 8 : pos + blen - 4]
         if btype == 1:  # interface description
             links.append(struct.unpack_from(endian + "H", body, 0)[0])
+            units.append(_tsresol(body[8:], endian))
         elif btype == 6:  # enhanced packet
-            iface, _hi, _lo, caplen, _orig = struct.unpack_from(endian + "IIIII", body, 0)
-            yield links[iface], body[20 : 20 + caplen]
-        elif btype == 3:  # simple packet: interface 0, no captured length field
+            iface, hi, lo, caplen, _orig = struct.unpack_from(endian + "IIIII", body, 0)
+            yield ((hi << 32) | lo) * units[iface], links[iface], body[20 : 20 + caplen]
+        elif btype == 3:  # simple packet: interface 0, no captured length field, no time
             (orig,) = struct.unpack_from(endian + "I", body, 0)
-            yield links[0], body[4 : 4 + min(orig, len(body) - 4)]
+            yield 0.0, links[0], body[4 : 4 + min(orig, len(body) - 4)]
         elif btype == 2:  # obsolete packet block
-            iface, _drops, _hi, _lo, caplen, _orig = struct.unpack_from(endian + "HHIIII", body, 0)
-            yield links[iface], body[20 : 20 + caplen]
+            iface, _drops, hi, lo, caplen, _orig = struct.unpack_from(endian + "HHIIII", body, 0)
+            yield ((hi << 32) | lo) * units[iface], links[iface], body[20 : 20 + caplen]
         pos += blen
+
+
+def _tsresol(options: bytes, endian: str) -> float:
+    """The if_tsresol option of an interface description block (default: microseconds)."""
+    pos = 0
+    while pos + 4 <= len(options):
+        code, length = struct.unpack_from(endian + "HH", options, pos)
+        if code == 0:
+            break
+        if code == 9 and length >= 1:
+            v = options[pos + 4]
+            return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
+        pos += 4 + (length + 3) // 4 * 4
+    return 1e-6
 
 
 def _network_layer(linktype: int, frame: bytes) -> bytes | None:
@@ -133,7 +161,7 @@ def _network_layer(linktype: int, frame: bytes) -> bytes | None:
     raise ValueError(f"unsupported link type {linktype}")
 
 
-def _udp_in_ip(packet: bytes) -> UdpDatagram | None:
+def _udp_in_ip(packet: bytes, when: float = 0.0) -> UdpDatagram | None:
     if not packet:
         return None
     version = packet[0] >> 4
@@ -160,17 +188,17 @@ def _udp_in_ip(packet: bytes) -> UdpDatagram | None:
     else:
         return None
     sport, dport, length = struct.unpack_from(">HHH", segment, 0)
-    return UdpDatagram((src, sport), (dst, dport), segment[8:length])
+    return UdpDatagram((src, sport), (dst, dport), segment[8:length], when)
 
 
 def udp_datagrams(path: Path) -> list[UdpDatagram]:
     """Every unfragmented UDP datagram in a capture, in file order."""
     out = []
-    for linktype, frame in read_frames(path):
+    for when, linktype, frame in read_timed_frames(path):
         packet = _network_layer(linktype, frame)
         if packet is None:
             continue
-        datagram = _udp_in_ip(packet)
+        datagram = _udp_in_ip(packet, when)
         if datagram is not None:
             out.append(datagram)
     return out

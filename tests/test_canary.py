@@ -9,56 +9,204 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 from httpx_sse import connect_sse
 
-from tests.node_process import NodeProcess, free_port, write_config
+from tests.interop.softphone import Softphone
+from tests.node_process import NodeProcess, NotifySocket, free_port, write_config
 
 NODE_CANARY = "canary-node-secret-7f3a9c"
 PEER_CANARY = "canary-peer-secret-0d44e1"
+FILE_CANARY = "canary-file-secret-6a2f90"
+RELOADED_CANARY = "canary-reloaded-secret-91c3"
+CANARIES = (NODE_CANARY, PEER_CANARY, FILE_CANARY, RELOADED_CANARY)
+
+
+def write_peers(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+def collect_events(node: NodeProcess, events: list[str]) -> threading.Thread:
+    """Append the raw data of every SSE event of `node` to `events`, in a thread, until the
+    stream ends."""
+
+    def listen() -> None:
+        with (
+            httpx.Client(timeout=10) as client,
+            connect_sse(client, "GET", node.base_url + "/events") as src,
+        ):
+            for sse in src.iter_sse():
+                events.append(sse.data)
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    return t
 
 
 def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
     udp, http = free_port(socket.SOCK_DGRAM), free_port()
     registrar = free_port(socket.SOCK_DGRAM)  # nothing listens there: registration just fails
+    peers = write_peers(tmp_path / "peers", f"2001={FILE_CANARY}\n")
     path = write_config(
         tmp_path / "node.toml",
         udp_port=udp,
         http_port=http,
         extra=(
             f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n'
-            '[secrets]\nsource = "env"\n'
+            '[secrets]\nsource = "env"\npeers_file = "peers"\n'
         ),
     )
     env = {"NET_NODE": "1999", "NET_SECRET": NODE_CANARY, "NET_PEER_2000": PEER_CANARY}
-    node = NodeProcess(path, udp, http, env=env)
+    notify = NotifySocket()
+    node = NodeProcess(path, udp, http, env={**env, **notify.env})
     outputs: list[str] = []
     events: list[str] = []
     try:
         node.wait_ready()
+        notify.wait("READY")
 
-        def listen() -> None:
-            with (
-                httpx.Client(timeout=10) as client,
-                connect_sse(client, "GET", node.base_url + "/events") as src,
-            ):
-                for sse in src.iter_sse():
-                    events.append(sse.data)
-
-        t = threading.Thread(target=listen, daemon=True)
-        t.start()
+        t = collect_events(node, events)
         for path_ in ("/status", "/stats", "/nope"):
             outputs.append(node.get(path_).text)
         # Bad requests that carry a secret must not echo it back in the error.
         outputs.append(node.post("/shutdown", content=f'{{"secret": "{NODE_CANARY}"'.encode()).text)
         outputs.append(node.post("/no-such", json={"secret": PEER_CANARY}).text)
+
+        # The file's secret is used (an MD5-authenticated call), then a reload meets a malformed
+        # line holding a canary, then a good reload brings another.
+        with Softphone(name="canary") as phone:
+            callno = phone.dial(
+                node.udp_addr, "1999", calling_number="2001", username="2001", secret=FILE_CANARY
+            )
+            assert phone.wait_for(lambda p: p.answered(callno))
+            wrong = phone.dial(
+                node.udp_addr, "1999", calling_number="2001", username="2001", secret=PEER_CANARY
+            )
+            assert phone.wait_for(lambda p: p.ended(wrong))
+            outputs.append(node.get("/status").text)
+            write_peers(peers, f"2001={RELOADED_CANARY}\n{FILE_CANARY}\n")
+            node.signal(signal.SIGHUP)
+            notify.wait("RELOADING")
+            assert "reload failed" in notify.wait("READY")["STATUS"]
+            write_peers(peers, f"2001={RELOADED_CANARY}\n")
+            node.signal(signal.SIGHUP)
+            notify.wait("RELOADING")
+            assert "changed 2001" in notify.wait("READY")["STATUS"]
+            phone.hangup(callno)
+            assert phone.wait_for(lambda p: p.ended(callno))
+        outputs.append(node.get("/status").text)
         node.signal(signal.SIGTERM)
         assert node.wait() == 0
         t.join(10)
     finally:
         node.kill()
+        notify.close()
     out, err = node.communicate()
-    outputs += [out, err, *events, path.read_text()]
+    assert "reload failed" in err and "line 2" in err
+    outputs += [out, err, *events, *notify.datagrams, path.read_text()]
     assert events and json.loads(events[0])["event"] == "snapshot"
     for text in outputs:
-        assert NODE_CANARY not in text
-        assert PEER_CANARY not in text
+        for canary in CANARIES:
+            assert canary not in text
+
+
+HTTP_CANARY = "canary-http-registration-secret-3c58"
+
+
+def test_canary_secret_stays_out_of_http_registration_output(tmp_path: Path) -> None:
+    """A registrar that first refuses (echoing the password back in its reply, as a hostile one
+    might), then accepts: the password reaches the registrar and nothing else."""
+    from tests.allstar.httpserver import HttpServer, Reply, Request
+    from tests.interop.harness import wait_until
+
+    def state(node: NodeProcess, wanted: str) -> str | None:
+        text = node.get("/status").text
+        return text if json.loads(text)["registration"]["state"] == wanted else None
+
+    replies: list[Request] = []
+
+    def registrar(request: Request) -> Reply:
+        replies.append(request)
+        data = (
+            f"password {HTTP_CANARY} incorrect"
+            if len(replies) == 1
+            else "1999 successfully registered"
+        )
+        body = {"ipaddr": request.client, "port": 4569, "data": data, "echo": HTTP_CANARY}
+        return Reply(200, json.dumps(body).encode())
+
+    udp, http = free_port(socket.SOCK_DGRAM), free_port()
+    with HttpServer(registrar) as srv:
+        path = write_config(
+            tmp_path / "node.toml",
+            udp_port=udp,
+            http_port=http,
+            extra=(
+                f'[register]\nmethod = "http"\nurl = "{srv.url}"\nnode_id = "1999"\n\n'
+                '[secrets]\nsource = "env"\n'
+            ),
+        )
+        node = NodeProcess(path, udp, http, env={"NET_NODE": "1999", "NET_SECRET": HTTP_CANARY})
+        events: list[str] = []
+        outputs: list[str] = []
+        try:
+            node.wait_ready()
+
+            t = collect_events(node, events)
+            failed = wait_until("the refusal", lambda: state(node, "failed"))
+            outputs.append(failed)
+            # The registrar's echo was blanked out, not merely absent.
+            assert "***" in json.loads(failed)["registration"]["last_failure"]
+            outputs.append(node.post("/register").text)
+            outputs.append(wait_until("the registration", lambda: state(node, "registered")))
+            node.signal(signal.SIGTERM)
+            assert node.wait() == 0
+            t.join(10)
+        finally:
+            node.kill()
+    out, err = node.communicate()
+    outputs += [out, err, *events]
+    # It did go where it belongs: in the POST body, and nowhere else.
+    assert all(
+        HTTP_CANARY in json.loads(r.body)["data"]["nodes"]["1999"]["passwd"] for r in replies
+    )
+    assert any('"register_failed"' in e for e in events) or "registration failed" in err
+    for text in outputs:
+        assert HTTP_CANARY not in text
+
+
+@pytest.mark.parametrize(
+    ("peers_text", "env", "problem"),
+    [
+        (f"2001=ok\n\n{FILE_CANARY}\n", {}, "line 3: has no '='"),
+        (f"x{FILE_CANARY}={FILE_CANARY}\n", {}, "line 1: the part before '=' is not a node"),
+        (
+            f"2000={FILE_CANARY}\n",
+            {"NET_PEER_2000": PEER_CANARY},
+            "line 1: node 2000 also has a secret in NET_PEER_2000",
+        ),
+    ],
+)
+def test_refused_peers_file_exits_78_without_a_canary(
+    tmp_path: Path, peers_text: str, env: dict[str, str], problem: str
+) -> None:
+    udp, http = free_port(socket.SOCK_DGRAM), free_port()
+    peers = write_peers(tmp_path / "peers", peers_text)
+    path = write_config(
+        tmp_path / "node.toml",
+        udp_port=udp,
+        http_port=http,
+        extra='[secrets]\npeers_file = "peers"\n',
+    )
+    node = NodeProcess(path, udp, http, env=env)
+    try:
+        assert node.wait() == 78
+    finally:
+        node.kill()
+    out, err = node.communicate()
+    assert f"{peers}: {problem}" in err
+    for text in (out, err):
+        for canary in CANARIES:
+            assert canary not in text

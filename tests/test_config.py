@@ -26,6 +26,7 @@ from node.config import (
     AudioConfig,
     BridgeConfig,
     ControlConfig,
+    DnsConfig,
     DtmfConfig,
     LinkConfig,
     ListenerConfig,
@@ -34,6 +35,7 @@ from node.config import (
     PortalConfig,
     RegisterConfig,
     SecretsConfig,
+    StatpostConfig,
     TtsConfig,
     iter_template_keys,
     load_config,
@@ -250,6 +252,42 @@ def test_full_file(tmp_path: Path) -> None:
     )
 
 
+def test_http_registration_statpost_and_dns_keys(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        MINIMAL
+        + HTTP_REG
+        + "url = 'http://127.0.0.1:8080/reg'\nrefresh = 180\n"
+        + "[statpost]\nurl = 'https://stats.example.org/uhandler'\ninterval_secs = 600\n"
+        + "[links]\ndns = false\ndns_domain = 'Nodes.Example.ORG.'\n"
+        + "dns_servers = ['127.0.0.1:5353', '::1', '[2001:db8::53]:5300']\ndns_timeout_ms = 800\n",
+    )
+    assert config.register == RegisterConfig(
+        node_id="2000", method="http", url="http://127.0.0.1:8080/reg", refresh=180
+    )
+    assert config.register.peer is None
+    assert config.statpost == StatpostConfig(
+        url="https://stats.example.org/uhandler", interval_secs=600
+    )
+    assert config.dns == DnsConfig(
+        enabled=False,
+        domain="nodes.example.org",
+        servers=(Address("127.0.0.1", 5353), Address("::1", 53), Address("2001:db8::53", 5300)),
+        timeout_ms=800,
+    )
+
+
+def test_http_registration_defaults_to_asl(tmp_path: Path) -> None:
+    config = load_text(tmp_path, MINIMAL + HTTP_REG + "[statpost]\n")
+    assert config.register is not None
+    assert config.register.url == "https://register.allstarlink.org/"
+    assert config.register.refresh == 60
+    assert config.statpost == StatpostConfig(url="http://stats.allstarlink.org/uhandler")
+    assert NodeConfig().dns == DnsConfig(
+        enabled=True, domain="nodes.allstarlink.org", servers=(), timeout_ms=3000
+    )
+
+
 def test_absolute_nodes_file_is_kept(tmp_path: Path) -> None:
     config = load_text(tmp_path, MINIMAL + '[links]\nnodes_file = "/var/lib/extnodes"\n')
     assert config.nodes_file == Path("/var/lib/extnodes")
@@ -420,7 +458,11 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
         "2000": LinkConfig(shape="standard", username="radio", addr=Address("192.0.2.10", 4569))
     }
     assert config.portal is not None
-    assert dataclasses.replace(config, register=None, links={}, portal=None) == NodeConfig()
+    assert config.statpost == StatpostConfig()
+    assert (
+        dataclasses.replace(config, register=None, links={}, portal=None, statpost=None)
+        == NodeConfig()
+    )
 
 
 def test_template_mentions_every_key_and_no_secret_value() -> None:
@@ -435,6 +477,8 @@ def test_template_mentions_every_key_and_no_secret_value() -> None:
 
 
 # --- errors -------------------------------------------------------------------------------------
+
+HTTP_REG = "[register]\nmethod = 'http'\nnode_id = '2000'\n"
 
 # (file text, dotted key named by the error, a fragment of the accepted values or None)
 BAD: list[tuple[str, str | None, str | None]] = [
@@ -598,6 +642,38 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "announce.id_mode",
         "[announce.tts]",
     ),
+    # registration methods, status posts, DNS lookup
+    (MINIMAL + HTTP_REG.replace("'http'", "'sip'"), "register.method", "iax2, http"),
+    (MINIMAL + HTTP_REG + "peer = '192.0.2.1:4569'\n", "register.peer", 'url for method = "http"'),
+    (
+        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '2000'\nurl = 'https://r.org/'\n",
+        "register.url",
+        'method = "http"',
+    ),
+    (MINIMAL + HTTP_REG + "url = 'ftp://r.example.org/'\n", "register.url", "https://"),
+    (MINIMAL + HTTP_REG + "url = 'https://'\n", "register.url", "https://"),
+    (MINIMAL + HTTP_REG + "url = 'https://u:p@r.example.org/'\n", "register.url", None),
+    (MINIMAL + HTTP_REG + "url = 'https://r.example.org:0/'\n", "register.url", None),
+    (MINIMAL + HTTP_REG + "url = 'https://r.example.org:x/'\n", "register.url", None),
+    (MINIMAL + HTTP_REG + "url = 5\n", "register.url", None),
+    (MINIMAL + "[statpost]\n", "statpost", "[register]"),
+    (
+        MINIMAL + HTTP_REG + "[statpost]\ninterval_secs = 10\n",
+        "statpost.interval_secs",
+        "30 to 600",
+    ),
+    (MINIMAL + HTTP_REG + "[statpost]\nurl = 'http://s.org/u?a=1'\n", "statpost.url", None),
+    (MINIMAL + HTTP_REG + "[statpost]\nnode = '2000'\n", "statpost.node", "interval_secs"),
+    (MINIMAL + "[links]\ndns = 'yes'\n", "links.dns", "true, false"),
+    (MINIMAL + "[links]\ndns_domain = 'bad domain!'\n", "links.dns_domain", "domain"),
+    (MINIMAL + "[links]\ndns_domain = '192.0.2.1'\n", "links.dns_domain", "domain"),
+    (MINIMAL + "[links]\ndns_domain = ''\n", "links.dns_domain", "domain"),
+    (MINIMAL + "[links]\ndns_servers = '127.0.0.1'\n", "links.dns_servers", "array"),
+    (MINIMAL + "[links]\ndns_servers = [53]\n", "links.dns_servers[0]", "ip:port"),
+    (MINIMAL + "[links]\ndns_servers = ['ns.example.org']\n", "links.dns_servers[0]", None),
+    (MINIMAL + "[links]\ndns_servers = ['ns.example.org:53']\n", "links.dns_servers[0]", None),
+    (MINIMAL + "[links]\ndns_servers = ['127.0.0.1:0']\n", "links.dns_servers[0]", "1 to 65535"),
+    (MINIMAL + "[links]\ndns_timeout_ms = 50\n", "links.dns_timeout_ms", "100 to 30000"),
 ]
 
 
@@ -673,6 +749,11 @@ def test_string_values_are_never_echoed_in_errors(tmp_path: Path) -> None:
         MINIMAL + f"[secrets]\npassword = '{canary}'\n",
         MINIMAL + f"[portal]\nuser = 'a'\nnode = '1'\ncredential_env = '{canary}!'\n",
         MINIMAL + f"[announce]\ncallsign = '{canary}!'\n",
+        MINIMAL + HTTP_REG + f"url = 'https://{canary}:x/'\n",
+        MINIMAL + HTTP_REG + f"url = '{canary}'\n",
+        MINIMAL + HTTP_REG + f"[statpost]\nurl = 'http://s.org/?{canary}'\n",
+        MINIMAL + f"[links]\ndns_domain = '{canary}!'\n",
+        MINIMAL + f"[links]\ndns_servers = ['{canary}']\n",
     ]
     for text in cases:
         with pytest.raises(ConfigError) as info:

@@ -53,6 +53,13 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
     assert audio["backend"] == "none" and audio["running"] is True and audio["rate"] == 16000
+    # The link contract's registration object: no [register], so no method.
+    assert snap.pop("registration") == {
+        "method": None,
+        "state": "unregistered",
+        "perceived_addr": None,
+        "last_failure": None,
+    }
     assert snap == {}
 
 
@@ -202,6 +209,20 @@ def test_config_error_names_file_and_key_and_exits_78(tmp_path: Path) -> None:
     assert proc.wait() == 78
     _, err = proc.communicate()
     assert str(path) in err and "bridge.mode" in err and "conference" in err
+
+
+def test_template_that_cannot_be_written_is_a_config_error(tmp_path: Path) -> None:
+    # What a read-only /etc under systemd's ProtectSystem=strict looks like to the node: exit
+    # 78, which the unit does not restart, and a message saying what to do.
+    blocker = tmp_path / "etc"
+    blocker.write_text("a file where the config directory should be")
+    path = blocker / "iax-node" / "node.toml"
+    proc = NodeProcess(path, 0, 0)
+    assert proc.wait() == 78
+    _, err = proc.communicate()
+    assert str(path) in err
+    assert "template cannot be written there" in err
+    assert "Traceback" not in err
 
 
 def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:

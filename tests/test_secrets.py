@@ -31,8 +31,8 @@ BASE = "[listener]\n[control]\n"
 REGISTER = '[register]\npeer = "192.0.2.1:4569"\nnode_id = "2000"\n'
 
 
-def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
-    path = tmp_path / "node.toml"
+def write(tmp_path: Path, text: str, mode: int = 0o600, name: str = "node.toml") -> Path:
+    path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     path.chmod(mode)
     return path
@@ -222,6 +222,130 @@ def test_empty_peer_secret_is_refused(tmp_path: Path) -> None:
         SecretStore(config, {"NET_PEER_2001": ""})
 
 
+# --- the peers file -----------------------------------------------------------------------------
+
+PEERS = '[secrets]\npeers_file = "peers"\n'
+
+
+def write_peers(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
+    return write(tmp_path, text, mode, "peers")
+
+
+def test_peers_file_is_relative_to_the_config_and_joins_the_environment(tmp_path: Path) -> None:
+    write_peers(tmp_path, f"# peers\n2001={CANARY}\n")
+    config = load(tmp_path, BASE + PEERS)
+    assert config.secrets.peers_file == tmp_path / "peers"
+    store = SecretStore(config, {"NET_PEER_2002": OTHER})
+    first, second = store.peer_secret("2001"), store.peer_secret("2002")
+    assert first is not None and first.equals(CANARY)
+    assert second is not None and second.equals(OTHER)
+    assert store.peer_ids() == frozenset({"2001", "2002"})
+    assert store.redact(f"a {CANARY} b") == "a *** b"
+    assert_hidden(store, config)
+    assert "peers=2" in repr(store)
+
+
+@pytest.mark.parametrize("source", ["env", "control", "config"])
+def test_peers_file_is_read_for_every_source(tmp_path: Path, source: str) -> None:
+    write_peers(tmp_path, "2001=x\n")
+    config = load(tmp_path, BASE + f'[secrets]\nsource = "{source}"\npeers_file = "peers"\n')
+    assert SecretStore(config, {}).peer_secret("2001") is not None
+
+
+def test_a_node_in_the_file_and_the_environment_is_refused(tmp_path: Path) -> None:
+    write_peers(tmp_path, f"2000=a\n\n2001={CANARY}\n")
+    config = load(tmp_path, BASE + PEERS)
+    with pytest.raises(ConfigError) as info:
+        SecretStore(config, {"NET_PEER_2001": OTHER})
+    message = str(info.value)
+    assert info.value.path == str(tmp_path / "peers")
+    assert info.value.key == "line 3"
+    assert "NET_PEER_2001" in message
+    assert CANARY not in message and OTHER not in message
+
+
+def test_missing_peers_file_names_the_key_not_the_value(tmp_path: Path) -> None:
+    # A value that leads nowhere may be a secret pasted into the wrong key: not repeated.
+    config = load(tmp_path, BASE + f'[secrets]\npeers_file = "{CANARY}"\n')
+    with pytest.raises(ConfigError) as info:
+        SecretStore(config, {})
+    assert info.value.path == str(config.path)
+    assert info.value.key == "secrets.peers_file"
+    assert "does not exist" in str(info.value)
+    assert str(tmp_path) in str(info.value)
+    assert CANARY not in str(info.value)
+
+
+def test_loose_peers_file_is_refused_at_startup(tmp_path: Path) -> None:
+    write_peers(tmp_path, f"2001={CANARY}\n", 0o640)
+    with pytest.raises(ConfigError) as info:
+        SecretStore(load(tmp_path, BASE + PEERS), {})
+    assert "0640" in str(info.value)
+    assert CANARY not in str(info.value)
+
+
+def test_reload_adds_changes_and_removes_peers(tmp_path: Path) -> None:
+    peers = write_peers(tmp_path, "2001=one\n2002=two\n2003=three\n")
+    config = load(tmp_path, BASE + PEERS)
+    store = SecretStore(config, {"NET_PEER_9": "nine"})
+    peers.write_text(f"2001=one\n2002={CANARY}\n2004=four\n2005=five\n")
+    change = store.reload(config)
+    assert change.added == ("2004", "2005")
+    assert change.changed == ("2002",)
+    assert change.removed == ("2003",)
+    assert change.describe() == "added 2004, 2005; changed 2002; removed 2003"
+    assert CANARY not in repr(change)
+    assert store.peer_secret("2003") is None
+    new = store.peer_secret("2002")
+    assert new is not None and new.equals(CANARY)
+    assert store.peer_ids() == frozenset({"9", "2001", "2002", "2004", "2005"})
+    # A secret removed from the file is still scrubbed from logs.
+    assert store.redact("three two") == "*** ***"
+    assert not store.reload(config)
+    assert store.reload(config).describe() == "unchanged"
+
+
+def test_reload_that_fails_changes_nothing(tmp_path: Path) -> None:
+    peers = write_peers(tmp_path, "2001=one\n")
+    config = load(tmp_path, BASE + PEERS)
+    store = SecretStore(config, {"NET_PEER_9": "nine"})
+    for text, mode in (
+        (f"2001=two\n{CANARY}\n", 0o600),
+        ("2001=two\n", 0o644),
+        ("2001=two\n9=nine-again\n", 0o600),
+    ):
+        peers.write_text(text)
+        peers.chmod(mode)
+        with pytest.raises(ConfigError) as info:
+            store.reload(config)
+        assert CANARY not in str(info.value)
+        kept = store.peer_secret("2001")
+        assert kept is not None and kept.equals("one")
+    peers.unlink()
+    with pytest.raises(ConfigError, match="does not exist"):
+        store.reload(config)
+    assert store.peer_ids() == frozenset({"9", "2001"})
+
+
+def test_reload_can_drop_and_add_the_peers_file(tmp_path: Path) -> None:
+    write_peers(tmp_path, "2001=one\n")
+    with_file = load(tmp_path, BASE + PEERS)
+    store = SecretStore(with_file, {})
+    assert store.reload(load_config(write(tmp_path, BASE))).removed == ("2001",)
+    assert store.peer_ids() == frozenset()
+    assert store.reload(with_file).added == ("2001",)
+
+
+def test_reload_with_config_source_checks_the_config_file_again(tmp_path: Path) -> None:
+    write_peers(tmp_path, "2001=one\n")
+    config = load(tmp_path, BASE + '[secrets]\nsource = "config"\npeers_file = "peers"\n')
+    store = SecretStore(config, {})
+    assert config.path is not None
+    config.path.chmod(0o644)
+    with pytest.raises(ConfigError, match="0644"):
+        store.reload(config)
+
+
 # --- control source -----------------------------------------------------------------------------
 
 
@@ -317,7 +441,7 @@ def test_config_source_refuses_a_file_others_can_touch(tmp_path: Path, mode: int
 
 def test_config_source_checks_permissions_even_without_a_secret(tmp_path: Path) -> None:
     config = load(tmp_path, BASE + '[secrets]\nsource = "config"\n', 0o644)
-    with pytest.raises(ConfigError, match="refusing to start"):
+    with pytest.raises(ConfigError, match="refusing it"):
         SecretStore(config, {})
 
 

@@ -16,6 +16,11 @@ TEMPLATE = """\
 # Lines such as `#mode = "bridge"` are settings switched off: remove the `#` to use them. The
 # value shown is the default, unless the comment says it is an example.
 # Keys marked EXTENSION are not in the product spec; they exist because operators need them.
+#
+# SIGHUP (systemctl reload) re-reads this file and the peers file: [listener] settings other
+# than bind, [secrets] peers_file and [links] nodes_file apply to new calls at once, calls that
+# are up stay up; any other change needs a restart and the log names it. A file that does not
+# load changes nothing.
 
 # Offered codecs, best first:
 #   ulaw_only     = mu-law, A-law
@@ -36,7 +41,8 @@ answer = "auto"
 # Cap on simultaneous inbound calls (1-1000).
 max_calls = 8
 # Inbound authentication: "required" MD5-challenges every caller against the secret provisioned
-# for its node id (NET_PEER_<NODE>) and rejects unknown usernames; "optional"; "off".
+# for its node id ([secrets] peers_file or NET_PEER_<NODE>) and rejects unknown usernames;
+# "optional"; "off".
 auth = "required"
 # Allowlist of caller node ids, e.g. ["2000", "2001"]. Empty admits every caller (subject to
 # auth and max_calls); a caller not on a non-empty list is rejected before answer.
@@ -61,20 +67,42 @@ bind = "127.0.0.1:8730"
 #                   secret = ""
 #               The node refuses to start unless this file is readable by its owner alone
 #               (chmod 600) and refuses `secret` with any other source.
-# Per-node inbound peer secrets (for listener.auth) always come from environment variables
-# NET_PEER_<NODE>, e.g. NET_PEER_2001.
+# Per-node inbound peer secrets (for listener.auth), whatever the source, come from environment
+# variables NET_PEER_<NODE> (e.g. NET_PEER_2001) and from the peers file below.
 # Allowed: "env", "control", "config".
 source = "env"
+# EXTENSION. The peers file: one <node>=<secret> per line ('#' starts a comment line), e.g.
+#     2001=the secret of node 2001
+# Relative to this file's directory. Refused unless it is a regular file of mode 0600 (or 0400)
+# owned by the user the node runs as (or root). A node may have a secret in the file or in
+# NET_PEER_<NODE>, not both. Re-read on SIGHUP (systemctl reload): changes apply to the next
+# inbound call; calls that are up stay up.
+#peers_file = ""
 
 # Registration with an upstream registrar, so the node is reachable by its node number.
 # Omit the section to not register. The password is never here (see [secrets]). Example values:
 #[register]
-# Registrar address, "<host>:<port>".
+# EXTENSION. "iax2" (IAX2 REGREQ to `peer`) or "http" (AllStarLink 3's JSON POST to `url`).
+# Use one, never both: callees check that our calls come from the address we registered.
+#method = "iax2"
+# Registrar address, "<host>:<port>" (method "iax2" only; required there).
 #peer = "register.example.org:4569"
+# EXTENSION. The HTTP registrar (method "http" only), for example:
+# url = "https://register.allstarlink.org/"
 # This node's number; also the register username.
 #node_id = "2000"
-# EXTENSION. Registration refresh interval in seconds (10-3600); default 60.
+# EXTENSION. Refresh interval in seconds (10-3600): the IAX2 REFRESH asked for, or how often the
+# HTTP registration is re-posted.
 #refresh = 60
+
+# EXTENSION. Status posts to a stats collector, as app_rpt's statpost_url does (a GET with the
+# node's links and counters every interval, and one on every key change). Needs [register]
+# node_id. Omit the section to post nothing. Example values:
+#[statpost]
+# The collector (http:// or https://, no query).
+#url = "http://stats.allstarlink.org/uhandler"
+# Seconds between the full posts (30-600).
+#interval_secs = 60
 
 # The conference bridge; the topology can be changed live with POST /bridge.
 #[bridge]
@@ -147,11 +175,22 @@ source = "env"
 # Time allowed between the digits of a * sequence, in milliseconds (100-60000).
 #inter_digit_timeout_ms = 3000
 
-# Node-to-node links.
+# Node-to-node links. A node number is looked up in this order: the address given with the
+# command, then nodes_file, then DNS.
 #[links]
 # EXTENSION. Optional file resolving node numbers to addresses, one entry per line in the
-# extnodes form <node>=radio@<ip>:<port>/<node>,<ip>. Relative to this file's directory.
+# extnodes form <node>=radio@<ip>:<port>/<node>,<ip> (the last field is the address inbound
+# calls from that node must come from, or NONE). Re-read on every lookup. Relative to this
+# file's directory.
 #nodes_file = ""
+# EXTENSION. Look node numbers of 4 or more digits up in DNS as AllStarLink 3 does (SRV
+# _iax._udp.<node>.<dns_domain>, then the target's A record).
+#dns = true
+#dns_domain = "nodes.allstarlink.org"
+# Name servers, e.g. ["127.0.0.1:5353"]; empty uses the system resolver.
+#dns_servers = []
+# Time allowed for one lookup in milliseconds (100-30000).
+#dns_timeout_ms = 3000
 # EXTENSION. Refuse an inbound link whose source address is not the address its node number
 # resolves to (what AllStarLink nodes do for "radio" callers).
 #verify_source_ip = false

@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ __all__ = [
     "BridgeConfig",
     "CodecOffer",
     "ControlConfig",
+    "DnsConfig",
     "DtmfConfig",
     "KeyingConfig",
     "LinkConfig",
@@ -55,6 +57,7 @@ __all__ = [
     "PortalConfig",
     "RegisterConfig",
     "SecretsConfig",
+    "StatpostConfig",
     "TtsConfig",
     "iter_template_keys",
     "load_config",
@@ -82,6 +85,7 @@ CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
 IdMode = Literal["cw", "tts", "off"]
 Destination = Literal["to_air", "to_monitor"]
 LinkShape = Literal["standard", "wt-guest"]
+RegisterMethod = Literal["iax2", "http"]
 LinkModeName = Literal["transceive", "monitor"]
 LinkNetworkName = Literal["allstar", "dstar"]
 
@@ -95,6 +99,12 @@ CODEC_POLICIES: tuple[str, ...] = ("ulaw_only", "allow_slin", "prefer_slin", "pr
 ID_MODES: tuple[str, ...] = ("cw", "tts", "off")
 DESTINATIONS: tuple[str, ...] = ("to_air", "to_monitor")
 LINK_SHAPES: tuple[str, ...] = ("standard", "wt-guest")
+REGISTER_METHODS: tuple[str, ...] = ("iax2", "http")
+#: ASL3's HTTP registrar (res_rpt_http_registrations) and stats collector (app_rpt statpost_url).
+ASL_REGISTER_URL = "https://register.allstarlink.org/"
+ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
+#: ASL3's node-lookup domain (app_rpt dns_node_domain).
+ASL_DNS_DOMAIN = "nodes.allstarlink.org"
 LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
 LINK_NETWORKS: tuple[str, ...] = ("allstar", "dstar")
 EVENT_NAMES: tuple[str, ...] = (
@@ -232,10 +242,38 @@ class ListenerConfig:
 class RegisterConfig:
     """`[register]` (optional): the upstream registrar. The password is never here."""
 
-    peer: Address
+    #: The IAX2 registrar (`method = "iax2"` only, where it is required); None for HTTP.
+    peer: Address | None = None
     node_id: str
-    #: *Extension.* Registration refresh interval in seconds (IAX2 REFRESH IE).
+    #: *Extension.* Registration refresh interval in seconds: the IAX2 REFRESH IE, or how often
+    #: the HTTP registration is re-posted.
     refresh: int = 60
+    #: *Extension.* `iax2` (REGREQ to `peer`) or `http` (ASL3's JSON POST to `url`). Never both,
+    #: as ASL says: the two would register the node from two different source addresses.
+    method: RegisterMethod = "iax2"
+    #: *Extension.* The HTTP registrar (`method = "http"` only).
+    url: str = ASL_REGISTER_URL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatpostConfig:
+    """`[statpost]` (*extension*, optional): app_rpt's status posts to a stats collector."""
+
+    url: str = ASL_STATPOST_URL
+    #: Seconds between full posts (app_rpt statpost_time, 30-600).
+    interval_secs: int = 60
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DnsConfig:
+    """`[links] dns*` keys (*extension*): node-number lookup in DNS, as ASL3 does it."""
+
+    enabled: bool = True
+    domain: str = ASL_DNS_DOMAIN
+    #: Name servers to ask; empty means the system resolver (/etc/resolv.conf).
+    servers: tuple[Address, ...] = ()
+    #: The whole lookup (SRV then A) must finish within this many milliseconds.
+    timeout_ms: int = 3000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,6 +291,9 @@ class SecretsConfig:
     #: The inline registration password, only with `source = "config"` (an empty string in the
     #: file means unset). A `Secret`, so it never shows in repr, asdict output or logs.
     secret: Secret | None = None
+    #: *Extension.* The peers file of per-node inbound secrets (`node.peers_file`), resolved
+    #: against the config file's directory; None when unset. Re-read on SIGHUP.
+    peers_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -391,6 +432,10 @@ class NodeConfig:
     #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
     #: resolved against the config file's directory.
     nodes_file: Path | None = None
+    #: *Extension* (`[links] dns`, `dns_domain`, `dns_servers`, `dns_timeout_ms`).
+    dns: DnsConfig = field(default_factory=DnsConfig)
+    #: *Extension* (`[statpost]`): None when the section is absent (no status posts).
+    statpost: StatpostConfig | None = None
     portal: PortalConfig | None = None
     parrot: ParrotConfig = field(default_factory=ParrotConfig)
     #: The file this was loaded from; None for a config built in code. Not part of equality.
@@ -427,6 +472,7 @@ _SECTIONS: tuple[str, ...] = (
     "keying",
     "portal",
     "parrot",
+    "statpost",
 )
 _TOP_KEYS: tuple[str, ...] = ("codec_policy",)
 _REQUIRED_SECTIONS: tuple[str, ...] = ("listener", "control")
@@ -483,6 +529,13 @@ class _Reader:
             if key not in raw:
                 self.fail(f"{name}.{key}", f"is required in [{name}]")
         return raw
+
+    def file_path(self, table: Mapping[str, Any], name: str, key: str) -> Path | None:
+        """A path key: relative to the config file's directory, `~` expanded; "" means None."""
+        text = self.string(table, name, key, "")
+        if not text:
+            return None
+        return self.path.absolute().parent / Path(text).expanduser()
 
     def boolean(self, table: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
         value = table.get(key, default)
@@ -573,6 +626,55 @@ class _Reader:
             self.fail(dotted, problem, form)
         return Address(host, port)
 
+    def nameserver(self, raw: object, dotted: str) -> Address:
+        """A DNS server: an IP address, with an optional port (53 when absent)."""
+        form = '"ip", "ip:port" or "[ipv6]:port", e.g. "127.0.0.1:5353"'
+        if type(raw) is not str:
+            self.fail(dotted, f"must be a string, got {_toml_type(raw)}", form)
+        try:
+            return Address(str(ipaddress.ip_address(raw)), 53)
+        except ValueError:
+            pass
+        host, port = self._split_address(raw, dotted, form)
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            self.fail(dotted, "host must be an IP address (a name server cannot be a name)", form)
+        if not 1 <= port <= 65535:
+            self.fail(dotted, f"port {port} is out of range", "a port from 1 to 65535")
+        return Address(host, port)
+
+    def http_url(
+        self,
+        table: Mapping[str, Any],
+        name: str,
+        key: str,
+        default: str,
+        *,
+        allow_query: bool = True,
+    ) -> str:
+        """An http:// or https:// URL with a host and no user:password part."""
+        dotted = f"{name}.{key}"
+        value = self.string(table, name, key, default)
+        accepted = "an http:// or https:// URL, e.g. " + (
+            ASL_REGISTER_URL if allow_query else ASL_STATPOST_URL
+        )
+        try:
+            parts = urllib.parse.urlsplit(value)
+            port = parts.port
+        except ValueError:
+            self.fail(dotted, "is not a URL", accepted)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self.fail(dotted, "is not an http:// or https:// URL with a host", accepted)
+        if parts.username is not None or parts.password is not None:
+            # It would be logged with every failure; credentials have their own place.
+            self.fail(dotted, "must not hold a user name or password", accepted)
+        if port == 0:
+            self.fail(dotted, "port 0 is not a port to connect to", accepted)
+        if not allow_query and (parts.query or parts.fragment):
+            self.fail(dotted, "must not have a query or fragment (the node appends the query)")
+        return value
+
     def _split_address(self, raw: str, dotted: str, form: str) -> tuple[str, int]:
         if raw.startswith("["):
             close = raw.find("]")
@@ -647,11 +749,36 @@ def _parse_listener(r: _Reader, raw: object) -> ListenerConfig:
 
 
 def _parse_register(r: _Reader, raw: object) -> RegisterConfig:
-    t = r.table(raw, "register", ("peer", "node_id", "refresh"), required=("peer", "node_id"))
+    keys = ("peer", "node_id", "refresh", "method", "url")
+    t = r.table(raw, "register", keys, required=("node_id",))
+    method = r.choice(t, "register", "method", "iax2", REGISTER_METHODS)
+    # Each method has its own registrar key; the other one in the file is a mix-up (or a wish
+    # to register both ways, which ASL warns against), never silently ignored.
+    own, other = ("peer", "url") if method == "iax2" else ("url", "peer")
+    if other in t:
+        switch = "http" if method == "iax2" else "iax2"
+        r.fail(
+            f"register.{other}",
+            f'is not used with method = "{method}" (that method registers to {own})',
+            f'{own} for method = "{method}", or method = "{switch}"',
+        )
+    if method == "iax2" and "peer" not in t:
+        r.fail("register.peer", 'is required in [register] with method = "iax2"')
     return RegisterConfig(
-        peer=r.address(t, "register", "peer", None, bind=False),
+        peer=r.address(t, "register", "peer", None, bind=False) if method == "iax2" else None,
         node_id=r.node_id(t["node_id"], "register.node_id"),
         refresh=r.integer(t, "register", "refresh", 60, 10, 3600),
+        method=method,
+        url=r.http_url(t, "register", "url", ASL_REGISTER_URL),
+    )
+
+
+def _parse_statpost(r: _Reader, raw: object) -> StatpostConfig:
+    d = StatpostConfig()
+    t = r.table(raw, "statpost", ("url", "interval_secs"))
+    return StatpostConfig(
+        url=r.http_url(t, "statpost", "url", d.url, allow_query=False),
+        interval_secs=r.integer(t, "statpost", "interval_secs", d.interval_secs, 30, 600),
     )
 
 
@@ -670,7 +797,7 @@ def _parse_control(r: _Reader, raw: object) -> ControlConfig:
 
 
 def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
-    t = r.table(raw, "secrets", ("source", "secret"))
+    t = r.table(raw, "secrets", ("source", "secret", "peers_file"))
     source = r.choice(t, "secrets", "source", "env", SECRET_SOURCES)
     secret: Secret | None = None
     if "secret" in t:
@@ -687,7 +814,8 @@ def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
             )
         if value:
             secret = Secret(value)
-    return SecretsConfig(source=source, secret=secret)
+    peers_file = r.file_path(t, "secrets", "peers_file")
+    return SecretsConfig(source=source, secret=secret, peers_file=peers_file)
 
 
 def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
@@ -802,7 +930,14 @@ def _parse_dtmf(r: _Reader, raw: object) -> DtmfConfig:
     )
 
 
-_LINKS_KEYS: tuple[str, ...] = ("nodes_file", "verify_source_ip")
+_LINKS_KEYS: tuple[str, ...] = (
+    "nodes_file",
+    "verify_source_ip",
+    "dns",
+    "dns_domain",
+    "dns_servers",
+    "dns_timeout_ms",
+)
 _LINK_KEYS: tuple[str, ...] = ("shape", "username", "permanent", "mode", "addr", "network")
 
 
@@ -811,6 +946,18 @@ class _Links:
     nodes: FrozenDict[str, LinkConfig]
     nodes_file: Path | None = None
     verify_source_ip: bool = False
+    dns: DnsConfig = field(default_factory=DnsConfig)
+
+
+def _is_domain(name: str) -> bool:
+    bare = name.strip(".")
+    if not bare or len(bare) > 253 or not _Reader._host_ok(bare, bind=False):
+        return False
+    try:
+        ipaddress.ip_address(bare)
+    except ValueError:
+        return True
+    return False
 
 
 def _parse_links(r: _Reader, raw: object) -> _Links:
@@ -820,9 +967,7 @@ def _parse_links(r: _Reader, raw: object) -> _Links:
     nodes_file: Path | None = None
     for key, body in raw.items():
         if key == "nodes_file":
-            text = r.string(raw, "links", "nodes_file", "")
-            if text:
-                nodes_file = r.path.absolute().parent / Path(text).expanduser()
+            nodes_file = r.file_path(raw, "links", "nodes_file")
             continue
         if key in _LINKS_KEYS:
             continue
@@ -838,6 +983,27 @@ def _parse_links(r: _Reader, raw: object) -> _Links:
         FrozenDict(links),
         nodes_file,
         r.boolean(raw, "links", "verify_source_ip", False),
+        _parse_dns(r, raw),
+    )
+
+
+def _parse_dns(r: _Reader, t: Mapping[str, Any]) -> DnsConfig:
+    d = DnsConfig()
+    domain = r.string(t, "links", "dns_domain", d.domain)
+    if not _is_domain(domain):
+        r.fail("links.dns_domain", "is not a DNS domain name", f"a domain, e.g. {ASL_DNS_DOMAIN}")
+    raw_servers = t.get("dns_servers", [])
+    form = 'an array of "ip" or "ip:port" strings, e.g. ["127.0.0.1:5353"]'
+    if type(raw_servers) is not list:
+        r.fail("links.dns_servers", f"must be an array, got {_toml_type(raw_servers)}", form)
+    servers = tuple(
+        r.nameserver(item, f"links.dns_servers[{i}]") for i, item in enumerate(raw_servers)
+    )
+    return DnsConfig(
+        enabled=r.boolean(t, "links", "dns", d.enabled),
+        domain=domain.strip(".").lower(),
+        servers=servers,
+        timeout_ms=r.integer(t, "links", "dns_timeout_ms", d.timeout_ms, 100, 30000),
     )
 
 
@@ -947,11 +1113,19 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         links=links.nodes,
         nodes_file=links.nodes_file,
         verify_source_ip=links.verify_source_ip,
+        dns=links.dns,
         keying=_parse_keying(r, doc["keying"]) if "keying" in doc else KeyingConfig(),
+        statpost=_parse_statpost(r, doc["statpost"]) if "statpost" in doc else None,
         portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
         parrot=_parse_parrot(r, doc["parrot"]) if "parrot" in doc else ParrotConfig(),
         path=file,
     )
+    if config.statpost is not None and config.register is None:
+        r.fail(
+            "statpost",
+            "needs this node's number, and [register] node_id is where it is set",
+            "a [register] section with node_id, or no [statpost]",
+        )
     for node, link in config.links.items():
         if link.shape == "wt-guest" and config.portal is None:
             r.fail(
@@ -997,6 +1171,7 @@ def iter_template_keys() -> Iterator[str]:
         (PortalConfig, "portal"),
         (ParrotConfig, "parrot"),
         (KeyingConfig, "keying"),
+        (StatpostConfig, "statpost"),
     ):
         for f in dataclasses.fields(cls):
             yield f"{name}.{f.name}"
@@ -1010,6 +1185,7 @@ def iter_template_keys() -> Iterator[str]:
             yield f"announce.events.{event}.{f.name}"
     yield "links.nodes_file"
     yield "links.verify_source_ip"
+    yield from ("links.dns", "links.dns_domain", "links.dns_servers", "links.dns_timeout_ms")
     for f in dataclasses.fields(LinkConfig):
         yield f"links.<node_id>.{f.name}"
 

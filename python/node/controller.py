@@ -15,12 +15,14 @@ import logging
 import random
 import secrets as pysecrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.config import NodeConfig
-from node.errors import CommandError, LocalProtocolError
+from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
     Dtmf,
     EventBus,
@@ -34,15 +36,23 @@ from node.events import (
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass, Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
-from node.iax2.registration import Deregistered, Registration, RegistrationFailed
+from node.iax2.registration import (
+    Deregistered,
+    Registration,
+    RegistrationEvent,
+    RegistrationFailed,
+)
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address, EngineEvents, EngineTransport, FrameBatch
 from node.links import network as ln
-from node.links.resolve import NodeAddress, resolve
+from node.links.lookup import NodeResolver
+from node.links.resolve import NodeAddress, same_ip
 from node.media.bridge import MediaBridge
-from node.secrets import SecretStore
+from node.registration_status import format_addr, registration_json
+from node.reload import ReloadPlan, plan_reload
+from node.secrets import PeersChange, SecretStore
 
-__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller"]
+__all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller", "Reloaded"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +102,14 @@ class CallInfo:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Reloaded:
+    """What `Controller.reload` changed (names and node ids only)."""
+
+    plan: ReloadPlan
+    peers: PeersChange
+
+
 class Controller:
     """Applies commands, routes received frames, and reports state."""
 
@@ -136,6 +154,16 @@ class Controller:
         self._link_legs: set[int] = set()
         self.registration: Registration | None = None
         self._reg_callnos: set[int] = set()
+        #: `[register] method = "http"`: the HTTP registration, given by `attach`.
+        self.http_registration: HttpRegistrationRunner | None = None
+        #: `[statpost]`: the status poster, given by `attach` (call its `key_changed()` and
+        #: `links_changed()` when those happen).
+        self.statpost: StatPostRunner | None = None
+        #: Node number -> address: explicit, nodes file, DNS.
+        self.resolver = NodeResolver.from_config(config)
+        self.started = clock()
+        #: The operator's keying as status posts count it.
+        self.key_stats = KeyStats()
         self.calls: dict[int, CallInfo] = {}
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
@@ -151,11 +179,18 @@ class Controller:
         transport: EngineTransport,
         bridge: MediaBridge,
         request_stop: Callable[[], None],
+        *,
+        http_registration: HttpRegistrationRunner | None = None,
+        statpost: StatPostRunner | None = None,
     ) -> None:
-        """Connect the engine transport, the media bridge and the daemon's stop trigger."""
+        """Connect the engine transport, the media bridge, the daemon's stop trigger and the
+        HTTP services the daemon runs (their events come back through `on_registration_events`
+        and `stat_report`)."""
         self._transport = transport
         self._bridge = bridge
         self._stop_requested = request_stop
+        self.http_registration = http_registration
+        self.statpost = statpost
 
     @property
     def bridge(self) -> MediaBridge:
@@ -179,7 +214,17 @@ class Controller:
 
     @property
     def registered(self) -> bool:
+        if self.http_registration is not None:
+            return self.http_registration.core.registered
         return self.registration is not None and self.registration.registered
+
+    def registration_status(self) -> dict[str, Any]:
+        """The snapshot's `registration` object."""
+        reg = self.config.register
+        machine = (
+            self.http_registration.core if self.http_registration is not None else self.registration
+        )
+        return registration_json(reg.method if reg is not None else None, machine)
 
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
@@ -191,6 +236,7 @@ class Controller:
             "calls": [info.to_json(now) for info in self.calls.values()],
             "links": self.links.snapshot(now),
             "tx": self._tx_json(now),
+            "registration": self.registration_status(),
         }
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
@@ -267,18 +313,23 @@ class Controller:
         for callno in self._reg_callnos - reg.callnos:
             self.endpoint.release_callno(callno, now)
         self._reg_callnos = set(reg.callnos)
-        for event in out.events:
+        self.on_registration_events(out.events)
+        self._arm()
+
+    def on_registration_events(self, events: Sequence[RegistrationEvent]) -> None:
+        """Publish what a registration machine (IAX2 or HTTP) reported."""
+        for event in events:
             if isinstance(event, RegistrationSucceeded):
-                log.info("registered with %s:%d", *reg.peer)
+                seen = format_addr(event.apparent_addr) or "an address it did not say"
+                log.info("registered; the registrar sees us at %s", seen)
                 self.bus.publish(Registered())
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
                 self.bus.publish(RegisterFailed(reason=event.reason))
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
-        if out.events:
+        if events:
             self._changed()
-        self._arm()
 
     def _arm(self) -> None:
         deadlines = [d for d in (self.endpoint.next_deadline(),) if d is not None]
@@ -553,6 +604,8 @@ class Controller:
             self._spawn(self._verify_source(action))
 
     def _publish_link_event(self, event: ln.LinkEvent) -> None:
+        if self.statpost is not None and isinstance(event, ln.LinkConnected | ln.LinkDisconnected):
+            self.statpost.links_changed()
         if isinstance(event, ln.LinkConnected):
             log.info("link to node %s up (%s, %s)", event.node, event.mode.value, event.direction)
             self.bus.publish(
@@ -585,11 +638,11 @@ class Controller:
         task.add_done_callback(self._tasks.discard)
 
     async def _lookup(self, node: str, addr: str | None) -> NodeAddress:
-        """Where `node` is: `addr`, its `[links.<node>] addr`, else the nodes file."""
+        """Where `node` is: `addr`, its `[links.<node>] addr`, else the nodes file, then DNS."""
         cfg = self.config.links.get(node)
         if addr is None and cfg is not None and cfg.addr is not None:
             addr = str(cfg.addr)
-        return resolve(node, addr, self.config.nodes_file)
+        return await self.resolver.lookup(node, addr)
 
     async def _resolve_and_dial(self, node: str) -> None:
         try:
@@ -628,20 +681,32 @@ class Controller:
         self._apply(out)
 
     async def _verify_source(self, action: ln.VerifySource) -> None:
-        try:
-            target = await self._lookup(action.node, None)
-        except (LookupError, ValueError):
-            matches: bool | None = None
+        cfg = self.config.links.get(action.node)
+        matches: bool | None
+        if cfg is not None and cfg.addr is not None:
+            try:
+                target = await self._lookup(action.node, None)
+            except (LookupError, ValueError):
+                matches = None
+            else:
+                matches = same_ip(target.host, action.ip)
         else:
-            matches = target.host == action.ip
+            # app_rpt's check: the looked-up address or the extnodes 2nd field, NONE for none.
+            matches = await self.resolver.source_ip_matches(action.node, action.ip)
         self._apply_links(self.links.source_checked(action.callno, matches, self.now()))
 
     async def link(self, action: str, node: str, addr: str | None = None) -> dict[str, Any]:
-        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`."""
-        if action not in (*LINK_ACTIONS, "disconnect"):
+        """POST /link: connect (`*3`), monitor (`*2`) or disconnect (`*1`) node `node`; or
+        `disconnect_all` (app_rpt's `ilink 6`; `node` is not used)."""
+        if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
             raise CommandError(
-                f"unknown link action {action!r} (accepted: connect, monitor, disconnect)", 400
+                f"unknown link action {action!r} "
+                "(accepted: connect, monitor, disconnect, disconnect_all)",
+                400,
             )
+        if action == "disconnect_all":
+            self._apply_links(self.links.disconnect_all(self.now()))
+            return self.snapshot()
         if not node.isdigit():
             raise CommandError("node must be a node number (digits)", 400)
         now = self.now()
@@ -675,6 +740,8 @@ class Controller:
         self.bridge.set_local_keyed(True)
         self._tx_keyed_at = now
         self.links.set_local_keyed(True, now)
+        self.key_stats.keyed(now)
+        self._post_key_change()
         timeout = self.config.keying.tx_timeout_secs
         self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
         log.info("keyed by the operator (TX time-out %d s)", timeout)
@@ -693,6 +760,8 @@ class Controller:
         if self._bridge is not None:
             self._bridge.set_local_keyed(False)
         self.links.set_local_keyed(False, self.now())
+        self.key_stats.unkeyed(self.now())
+        self._post_key_change()
         log.info("unkeyed%s", f" ({reason})" if reason else "")
         self.bus.publish(
             Link(kind="keyed", node=self.node_id, call=None, keyed=False, reason=reason)
@@ -700,8 +769,13 @@ class Controller:
         self._changed()
         return self.snapshot()
 
+    def _post_key_change(self) -> None:
+        if self.statpost is not None:
+            self.statpost.key_changed()
+
     def _tx_timed_out(self) -> None:
         self._tot = None
+        self.key_stats.timeouts += 1
         timeout = self.config.keying.tx_timeout_secs
         log.warning("TX time-out: keyed for %d s, unkeying", timeout)
         self.unkey(f"TX time-out after {timeout} s")
@@ -720,12 +794,14 @@ class Controller:
         # The most recent one: what an operator who just heard it ring or connect means.
         return max(candidates, key=lambda i: i.started)
 
-    def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
-        """Place an outbound call to `node` (at `addr`, else resolved from the nodes file)."""
+    async def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
+        """Place an outbound call to `node` (at `addr`, else looked up: nodes file, DNS)."""
         try:
-            target = resolve(node, addr, self.config.nodes_file)
-        except (LookupError, ValueError) as exc:
+            target = await self.resolver.lookup(node, addr)
+        except NodeLookupError as exc:
             raise CommandError(str(exc), 400) from None
+        if self.stopping.is_set():
+            raise CommandError("the node is shutting down", 409)
         peer_secret = self.secrets.peer_secret(node)
         params = c.DialParams(
             called_number=node,
@@ -790,6 +866,13 @@ class Controller:
         secret = self.secrets.node_secret()
         if secret is None:
             raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
+        if self.http_registration is not None:
+            self.http_registration.set_secret(secret)
+            self.http_registration.register()
+            self._changed()
+            return self.snapshot()
+        if reg_cfg.peer is None:
+            raise CommandError(f"registration method {reg_cfg.method} is not running", 500)
         now = self.now()
         if self.registration is None:
             self.registration = Registration(
@@ -807,6 +890,12 @@ class Controller:
         return self.snapshot()
 
     def deregister(self) -> dict[str, Any]:
+        if self.http_registration is not None:
+            try:
+                self.http_registration.deregister()
+            except LocalProtocolError as exc:
+                raise CommandError(str(exc), 409) from None
+            return self.snapshot()
         if self.registration is None:
             raise CommandError("not registered", 409)
         try:
@@ -830,8 +919,28 @@ class Controller:
             return
         if self.registration is not None:
             self.registration.set_secret(self.secrets.node_secret())
+        if self.http_registration is not None:
+            self.http_registration.set_secret(self.secrets.node_secret())
         if not self.registered:
             self.register()
+
+    def reload(self, loaded: NodeConfig) -> Reloaded:
+        """SIGHUP: take the reloadable settings of a re-read config (see `node.reload`).
+
+        All or nothing: a `ConfigError` (a bad peers file, a peer in both the file and the
+        environment) leaves everything as it was. Calls that are up, ringing or being set up keep
+        the rules and the secret they were admitted with; the new ones meet the next inbound
+        call.
+        """
+        plan = plan_reload(self.config, loaded)
+        peers = self.secrets.reload(plan.config)
+        if (plan.config.nodes_file, plan.config.dns) != (self.config.nodes_file, self.config.dns):
+            self.resolver = NodeResolver.from_config(plan.config)
+        self.config = plan.config
+        self.endpoint.set_policy(
+            InboundPolicy.from_listener(plan.config.listener, enabled=self.endpoint.listening)
+        )
+        return Reloaded(plan, peers)
 
     def start(self) -> None:
         """Start-up actions: register when configured and the credential is known; dial the
@@ -839,6 +948,16 @@ class Controller:
         if self.config.register is not None and self.secrets.node_secret() is not None:
             self.register()
         self._apply_links(self.links.start(self.now()))
+
+    def stat_report(self) -> StatReport:
+        """What a status post reports (`[statpost]`): the adjacent links and the operator's
+        keying (app_rpt reports its receiver: here the local source is the operator's PTT)."""
+        node = self.node_id
+        if node is None:
+            raise CommandError("status posts need [register] node_id", 500)
+        now = self.now()
+        links = link_list(self.links.snapshot(now))
+        return self.key_stats.report(node, links, now, now - self.started)
 
     def set_bridge(
         self,

@@ -3,6 +3,14 @@
 uvicorn is run as a `Server` whose signal capture is disabled: the daemon owns SIGINT and
 SIGTERM itself, because uvicorn re-raises the captured signal after `serve()` returns and the
 process would then die before it hangs up calls and unkeys the transmitter.
+
+SIGHUP re-reads the config file and the peers file and applies what can change without a restart
+(`node.reload`); it is ignored from the first line of `run` so that a reload sent while the node
+is still starting cannot kill it (SIGHUP's default action). Under systemd `Type=notify` the
+daemon reports readiness, reloads and shutdown (`node.sdnotify`).
+
+`RunningNode` is the node itself, in the running loop: `node serve` waits on it, `node tui`
+(`node.tui.run`) puts its menu on top of the same controller.
 """
 
 from __future__ import annotations
@@ -20,6 +28,10 @@ from pathlib import Path
 
 import uvicorn
 
+from node import __version__
+from node.allstar.http_registration import HttpRegistration
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
 from node.control.app import create_app
 from node.controller import Controller
@@ -27,6 +39,7 @@ from node.errors import CommandError, ConfigError, EngineError, StartError
 from node.events import EventBus
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
+from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
 
 __all__ = [
@@ -36,6 +49,7 @@ __all__ = [
     "RunningNode",
     "configure_logging",
     "load_or_create",
+    "reload",
     "run",
 ]
 
@@ -102,11 +116,67 @@ def _control_socket(bind: Address) -> socket.socket:
 def load_or_create(path: Path) -> NodeConfig:
     """Load the config; if the file is missing, write the commented template first."""
     if not path.exists():
-        write_template(path)
+        try:
+            write_template(path)
+        except OSError as exc:
+            # A read-only /etc (systemd's ProtectSystem=strict) must end in exit 78, which the
+            # unit does not restart, not in a traceback and a restart loop.
+            raise ConfigError(
+                str(path),
+                None,
+                f"does not exist, and the commented template cannot be written there "
+                f"({exc.strerror}); create the file, or let the node write to its directory",
+            ) from None
         log.info(
             "no config at %s: wrote a commented template there; running on its safe defaults", path
         )
     return load_config(path)
+
+
+def _http_services(
+    config: NodeConfig, secrets: SecretStore, controller: Controller, iax_port: int
+) -> tuple[HttpRegistrationRunner | None, StatPostRunner | None]:
+    """The HTTP registration (`[register] method = "http"`) and status posts (`[statpost]`)."""
+    now = controller.now()
+    registration = None
+    reg = config.register
+    if reg is not None and reg.method == "http":
+        core = HttpRegistration(
+            reg.url, reg.node_id, secrets.node_secret(), iax_port, reg.refresh, now
+        )
+        registration = HttpRegistrationRunner(core, controller.on_registration_events)
+    statpost = None
+    if config.statpost is not None:
+        poster = StatPoster(config.statpost.url, config.statpost.interval_secs, __version__, now)
+        statpost = StatPostRunner(poster, controller.stat_report)
+    return registration, statpost
+
+
+def reload(path: Path, controller: Controller) -> str:
+    """Re-read the config and peers files and apply what can change; a one-line outcome.
+
+    A file that does not load changes nothing: the error is logged and the node goes on with
+    its running configuration. Keys that changed but need a restart are logged one by one.
+    """
+    log.info("SIGHUP: reloading %s", path)
+    try:
+        loaded = load_config(path)
+        done = controller.reload(loaded)
+    except ConfigError as exc:
+        log.error("reload failed, nothing changed (the node runs on as before): %s", exc)
+        return "reload failed, running on the previous configuration (see the log)"
+    for key in done.plan.needs_restart:
+        log.warning(
+            "reload: %s changed in %s but needs a restart; the running value stays until then",
+            key,
+            path,
+        )
+    applied = ", ".join(done.plan.applied) or "no reloadable setting changed"
+    outcome = f"reloaded: {applied}; peer secrets {done.peers.describe()}"
+    if done.plan.needs_restart:
+        outcome += f"; needs a restart: {', '.join(done.plan.needs_restart)}"
+    log.info("%s", outcome)
+    return outcome
 
 
 #: What to suggest when a port is taken: most often another node on the same configuration.
@@ -124,16 +194,21 @@ def _bind_error(what: str, key: str, value: object, exc: BaseException) -> Start
 
 
 class RunningNode:
-    """One node in this asyncio loop: the engine transport, the controller and the control
-    channel. `node serve` waits on it; `node tui` puts its menu on top of the same controller.
+    """One node in this asyncio loop: the engine transport, the controller, the HTTP services
+    and the control channel. `node serve` waits on it; `node tui` puts its menu on top of the
+    same controller.
 
     `start()` opens everything or nothing; `stop` is the trigger (signals, `POST /shutdown`, the
     TUI's quit); `wait()` returns the exit status once it fires; `close()` hangs up, unkeys and
     releases the sockets.
     """
 
-    def __init__(self, config: NodeConfig, secrets: SecretStore) -> None:
+    def __init__(
+        self, config: NodeConfig, secrets: SecretStore, notifier: Notifier | None = None
+    ) -> None:
         self.config = config
+        self.secrets = secrets
+        self.notifier = notifier if notifier is not None else Notifier(None)
         self.stop = asyncio.Event()
         self.bus = EventBus()
         self.controller = Controller(config, self.bus, secrets)
@@ -141,6 +216,7 @@ class RunningNode:
         self._ctl_sock: socket.socket | None = None
         self._server: _Server | None = None
         self._http: asyncio.Task[None] | None = None
+        self._services: tuple[HttpRegistrationRunner | None, StatPostRunner | None] = (None, None)
 
     async def start(self) -> None:
         """Open the IAX2 socket, the control socket and audio, then start serving.
@@ -185,9 +261,22 @@ class RunningNode:
             ) from None
         self._transport, self._ctl_sock = transport, ctl_sock
         transport.start(asyncio.get_running_loop())
-        controller.attach(transport, bridge, self.stop.set)
+        http_registration, statpost = _http_services(
+            config, self.secrets, controller, transport.local_addr[1]
+        )
+        self._services = (http_registration, statpost)
+        controller.attach(
+            transport,
+            bridge,
+            self.stop.set,
+            http_registration=http_registration,
+            statpost=statpost,
+        )
         controller.start()
+        if statpost is not None:
+            statpost.start()
         app = create_app(controller)
+        app.state.drop_client = self._drop_client
         self._server = _Server(
             uvicorn.Config(
                 app,
@@ -197,7 +286,6 @@ class RunningNode:
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             )
         )
-        app.state.drop_client = self._drop_client
         self._http = asyncio.create_task(self._server.serve(sockets=[ctl_sock]))
         host, port = transport.local_addr
         log.info(
@@ -206,6 +294,19 @@ class RunningNode:
             port,
             config.control.bind,
         )
+        self.notifier.ready(f"IAX2 on {host}:{port}, control channel on {config.control.bind}")
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the config and peers files (`reload`), telling the service manager."""
+        self.notifier.reloading()
+        path = self.config.path if self.config.path is not None else Path("node.toml")
+        try:
+            outcome = reload(path, self.controller)
+        except Exception:
+            # Whatever went wrong, the manager must hear READY again or it waits forever.
+            log.exception("reload failed unexpectedly; the node runs on")
+            outcome = "reload failed (see the log)"
+        self.notifier.ready(outcome)
 
     def _drop_client(self, client: tuple[str, int]) -> None:
         """Cut the connection of the HTTP client at `client` (host, port) at once.
@@ -241,6 +342,11 @@ class RunningNode:
         """Hang up, unkey, end the event streams, stop the control channel, close the socket."""
         log.info("shutting down")
         self.stop.set()
+        self.notifier.stopping()
+        # The HTTP services stop first, so that nothing they report follows the final event.
+        for service in self._services:
+            if service is not None:
+                await service.aclose()
         self.controller.close()
         if self._server is not None:
             self._server.should_exit = True
@@ -254,9 +360,9 @@ class RunningNode:
         log.info("stopped")
 
 
-async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
+async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -> int:
     loop = asyncio.get_running_loop()
-    node = RunningNode(config, secrets)
+    node = RunningNode(config, secrets, notifier)
     try:
         await node.start()
     except StartError as exc:
@@ -264,16 +370,21 @@ async def _serve(config: NodeConfig, secrets: SecretStore) -> int:
         return EXIT_RUNTIME
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, node.stop.set)
+    loop.add_signal_handler(signal.SIGHUP, node.reload)
     code = await node.wait()
     await node.close()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.remove_signal_handler(sig)
+    # Back to ignoring a reload: removing the handler restored SIGHUP's fatal default.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     return code
 
 
 def run(config_path: str | Path) -> int:
     """Run the daemon until SIGINT, SIGTERM or POST /shutdown; return the exit status."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     handler = configure_logging()
+    notifier = Notifier.from_environ()
     path = Path(config_path)
     try:
         config = load_or_create(path)
@@ -282,4 +393,4 @@ def run(config_path: str | Path) -> int:
         log.error("configuration error: %s", exc)
         return EXIT_CONFIG
     handler.addFilter(RedactingFilter(secrets))
-    return asyncio.run(_serve(config, secrets))
+    return asyncio.run(_serve(config, secrets, notifier))

@@ -16,6 +16,7 @@ __all__ = [
     "EngineError",
     "LocalProtocolError",
     "NodeError",
+    "NodeLookupError",
     "ProtocolError",
     "RemoteProtocolError",
     "StartError",
@@ -71,6 +72,14 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer broke IAX2; internal to the machines, never raised out of `receive()`."""
+
+
+class NodeLookupError(NodeError, LookupError):
+    """A node number could not be turned into an address.
+
+    The message is for operators: it names the node and every source that was tried (explicit
+    address, nodes file, DNS) with why each gave nothing.
+    """
 
 
 class CommandError(NodeError):

@@ -7,12 +7,16 @@ Where credentials come from is chosen by `[secrets].source` (spec "[secrets]"):
 - `config`: the inline `[secrets].secret` key, accepted only from a file no one but its owner can
   read or write.
 
-Per-node inbound peer secrets always come from `NET_PEER_<NODE>` variables (spec, known
-limitation 1: "Per-node inbound credentials come only from environment variables"), whatever the
-source, and the `[portal]` password from the variable named by `[portal].credential_env`.
+Per-node inbound peer secrets come, whatever the source, from `NET_PEER_<NODE>` variables and
+from the peers file named by `[secrets] peers_file` (`node.peers_file`; it lifts the spec's known
+limitation 1, "Per-node inbound credentials come only from environment variables"). A node may
+have a secret in one of the two, not both: two secrets for one node mean one is stale, and
+guessing which one the operator meant is how a revoked secret keeps working. The peers file is
+re-read on SIGHUP (`SecretStore.reload`); the environment is fixed at startup. The `[portal]`
+password comes from the variable named by `[portal].credential_env`.
 
 Every value the store has ever held is remembered for `redact`, so a secret replaced through
-POST /secrets is still scrubbed from logs.
+POST /secrets or removed from the peers file is still scrubbed from logs.
 """
 
 from __future__ import annotations
@@ -22,24 +26,30 @@ import logging
 import os
 import re
 import stat
+import string
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from node.errors import CommandError, ConfigError
 
 if TYPE_CHECKING:
     from node.config import NodeConfig
+    from node.peers_file import PeersFile
 
 __all__ = [
     "ENV_NODE",
     "ENV_PEER_PREFIX",
     "ENV_SECRET",
     "REDACTED",
+    "PeersChange",
     "RedactingFilter",
     "Secret",
     "SecretStore",
     "check_private_file",
+    "private_mode_problem",
+    "shown_text",
 ]
 
 #: What every redacted secret is shown as.
@@ -51,6 +61,9 @@ ENV_PEER_PREFIX = "NET_PEER_"
 ENVIRONMENT = "environment"
 
 _NODE_ID = re.compile(r"[0-9]+")
+_PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
+#: A peer's free text (a registrar's CAUSE or reply) is shown to operators at most this long.
+MAX_SHOWN_TEXT = 120
 
 
 class Secret:
@@ -117,6 +130,28 @@ class Secret:
         return self
 
 
+def shown_text(text: str, private: Iterable[str], limit: int = MAX_SHOWN_TEXT) -> str:
+    """A peer's free text made fit to show: printable, short, and free of anything we sent that
+    must stay private (a hostile registrar could echo a password back)."""
+    clean = "".join(c if c in _PRINTABLE else "?" for c in text).strip()
+    for value in private:
+        if value:
+            clean = clean.replace(value, REDACTED)
+    return clean[:limit]
+
+
+def private_mode_problem(mode: int, path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """`(problem, accepted)` when group or others may read or write a file of `mode`, else None."""
+    loose = stat.S_IMODE(mode) & 0o077
+    if not loose:
+        return None
+    return (
+        f"the file holds a secret but its mode is {stat.S_IMODE(mode):04o}: group or others "
+        f"may read or write it; refusing it (fix: chmod 600 {path})",
+        "a file readable and writable by its owner alone (mode 0600 or 0400)",
+    )
+
+
 def check_private_file(path: str | os.PathLike[str], key: str) -> None:
     """Refuse a file that group or others may read or write (it holds a secret).
 
@@ -129,22 +164,42 @@ def check_private_file(path: str | os.PathLike[str], key: str) -> None:
         raise ConfigError(
             str(path), key, f"cannot check the file's permissions: {exc.strerror}"
         ) from None
-    loose = stat.S_IMODE(mode) & 0o077
-    if loose:
-        raise ConfigError(
-            str(path),
-            key,
-            f"the file holds a secret but its mode is {stat.S_IMODE(mode):04o}: group or others "
-            f"may read or write it; refusing to start (fix: chmod 600 {path})",
-            "a file readable and writable by its owner alone (mode 0600 or 0400)",
-        )
+    problem = private_mode_problem(mode, path)
+    if problem is not None:
+        raise ConfigError(str(path), key, *problem)
+
+
+@dataclass(frozen=True, slots=True)
+class PeersChange:
+    """What a reload changed in the inbound peer secrets: node ids only, never a secret."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    def describe(self) -> str:
+        """`added 2001, 2002; changed 2003; removed 2004`, or `unchanged`."""
+        parts = [
+            f"{what} {', '.join(nodes)}"
+            for what, nodes in (
+                ("added", self.added),
+                ("changed", self.changed),
+                ("removed", self.removed),
+            )
+            if nodes
+        ]
+        return "; ".join(parts) or "unchanged"
 
 
 class SecretStore:
-    """All credentials of one daemon, resolved once at startup per `[secrets].source`.
+    """All credentials of one daemon, resolved at startup per `[secrets].source`.
 
     `environ` defaults to `os.environ`; tests pass a dict. Raises `ConfigError` when the
-    configured source cannot supply what the configuration needs.
+    configured source cannot supply what the configuration needs. Afterwards only POST /secrets
+    (`set`) and a reload of the peers file (`reload`) change what it holds.
     """
 
     def __init__(self, config: NodeConfig, environ: Mapping[str, str] | None = None) -> None:
@@ -154,6 +209,7 @@ class SecretStore:
         self._source = config.secrets.source
         self._node_id = config.register.node_id if config.register is not None else None
         self._node_secret: Secret | None = None
+        self._env_peers: dict[str, Secret] = {}
         self._peers: dict[str, Secret] = {}
         self._portal: Secret | None = None
         # Everything ever known, longest first so a secret that contains another is replaced whole.
@@ -168,7 +224,8 @@ class SecretStore:
             self._load_env(env)
         elif self._source == "config":
             self._load_inline(config)
-        self._load_peers(env)
+        self._load_env_peers(env)
+        self._peers = self._merge_peers(self._read_peers_file(config))
         self._load_portal(config, env)
 
     # --- startup ------------------------------------------------------------------------------
@@ -225,7 +282,7 @@ class SecretStore:
             )
         self._node_secret = secret
 
-    def _load_peers(self, env: Mapping[str, str]) -> None:
+    def _load_env_peers(self, env: Mapping[str, str]) -> None:
         for name, value in env.items():
             if not name.startswith(ENV_PEER_PREFIX):
                 continue
@@ -241,7 +298,45 @@ class SecretStore:
                 )
             if not value:
                 raise ConfigError(ENVIRONMENT, name, "is empty; a peer secret must not be empty")
-            self._peers[node] = Secret(value)
+            self._env_peers[node] = Secret(value)
+
+    def _read_peers_file(self, config: NodeConfig) -> PeersFile | None:
+        # Imported here: the peers file module builds on `Secret`, defined in this one.
+        from node.peers_file import read_peers_file
+
+        path = config.secrets.peers_file
+        if path is None:
+            return None
+        try:
+            peers = read_peers_file(path)
+        except (FileNotFoundError, NotADirectoryError):
+            # The value is not repeated: a path that leads nowhere may be a pasted secret.
+            base = f", {config.path.absolute().parent}" if config.path is not None else ""
+            raise ConfigError(
+                self._path,
+                "secrets.peers_file",
+                f"names a file that does not exist (a relative path is resolved against the "
+                f"config file's directory{base})",
+                "the path of an existing peers file",
+            ) from None
+        for secret in peers.secrets.values():
+            self._remember(secret.reveal())
+        return peers
+
+    def _merge_peers(self, peers: PeersFile | None) -> dict[str, Secret]:
+        merged = dict(self._env_peers)
+        if peers is None:
+            return merged
+        for node, secret in peers.secrets.items():
+            if node in merged:
+                raise ConfigError(
+                    str(peers.path),
+                    f"line {peers.lines[node]}",
+                    f"node {node} also has a secret in {ENV_PEER_PREFIX}{node}; give each node "
+                    f"one secret (remove the variable or the line)",
+                )
+            merged[node] = secret
+        return merged
 
     def _load_portal(self, config: NodeConfig, env: Mapping[str, str]) -> None:
         if config.portal is None:
@@ -262,6 +357,29 @@ class SecretStore:
             if value in self._known:
                 return
             self._known = tuple(sorted((*self._known, value), key=len, reverse=True))
+
+    # --- reload -------------------------------------------------------------------------------
+
+    def reload(self, config: NodeConfig) -> PeersChange:
+        """SIGHUP: take the inbound peer secrets of `config`'s peers file for calls from now on.
+
+        All or nothing: on any problem (`ConfigError`) the store is unchanged. Calls already set
+        up keep the secret they were admitted with. The environment is not re-read (a process
+        cannot see changes to it), and the registration credential is not reloaded: a changed
+        source or inline secret needs a restart. With `source = "config"` the config file's
+        permissions are checked again, as at startup.
+        """
+        if config.secrets.source == "config" and config.path is not None:
+            check_private_file(config.path, "secrets.secret")
+        new = self._merge_peers(self._read_peers_file(config))
+        with self._lock:
+            old = self._peers
+            self._peers = new
+        return PeersChange(
+            added=_sorted_ids(new.keys() - old.keys()),
+            changed=_sorted_ids(n for n in new.keys() & old.keys() if not new[n].equals(old[n])),
+            removed=_sorted_ids(old.keys() - new.keys()),
+        )
 
     # --- queries ------------------------------------------------------------------------------
 
@@ -342,6 +460,10 @@ class SecretStore:
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
         raise TypeError("a SecretStore cannot be pickled")
+
+
+def _sorted_ids(nodes: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(nodes, key=lambda n: (len(n), n)))
 
 
 class RedactingFilter(logging.Filter):

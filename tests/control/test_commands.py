@@ -28,9 +28,13 @@ def start(tmp_path: Path, extra: str = "", env: dict[str, str] | None = None) ->
     return node
 
 
+#: Lookups without an address would otherwise ask the system's DNS: tests reach loopback only.
+NO_DNS = "[links]\ndns = false\n"
+
+
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[NodeProcess]:
-    proc = start(tmp_path)
+    proc = start(tmp_path, NO_DNS)
     yield proc
     proc.kill()
 
@@ -88,6 +92,7 @@ def test_disabling_inbound_refuses_callers_and_is_reported(node: NodeProcess) ->
         ("/dial", {}, 400, "node"),
         ("/dial", {"node": 2000}, 400, "node"),
         ("/dial", {"node": "2000"}, 400, "addr"),
+        ("/dial", {"node": "2000"}, 400, "DNS lookup is off ([links] dns = false)"),
         ("/dial", {"node": "2000", "addr": "not-an-ip:4569"}, 400, "IP address"),
         ("/dial", {"node": "2000", "addr": "127.0.0.1:99999"}, 400, "port"),
         ("/hangup", {}, 409, "no active call"),

@@ -42,7 +42,15 @@ def test_registers_at_start_with_token_and_md5_then_deregisters(
         )
         if not node.get("/status").json()["registered"]:
             log.wait("registered")
-        assert node.get("/status").json()["registered"] is True
+        status = node.get("/status").json()
+        assert status["registered"] is True
+        # The registrar's view of us (REGACK APPARENT_ADDR) is shown.
+        assert status["registration"] == {
+            "method": "iax2",
+            "state": "registered",
+            "perceived_addr": f"127.0.0.1:{node.udp_addr[1]}",
+            "last_failure": None,
+        }
         subs = [f.subclass for f in registrar.frames_from(node.udp_addr[1])]
         # Token round, challenge answered with MD5, REGACK acknowledged.
         assert subs[:4] == [
@@ -53,6 +61,7 @@ def test_registers_at_start_with_token_and_md5_then_deregisters(
         ]
         r = node.post("/deregister")
         assert r.status_code == 200 and r.json()["registered"] is False
+        assert r.json()["registration"]["state"] == "unregistered"
         assert registrar.wait_for(
             lambda r: IaxSubclass.REGREL in [f.subclass for f in r.frames_from(node.udp_addr[1])]
         )
@@ -80,6 +89,26 @@ def test_wrong_password_is_register_failed_with_a_reason(
         assert r.status_code == 200, r.text
         event = log.wait("register_failed")
         assert event["reason"] and "not-the-password" not in event["reason"]
-        assert node.get("/status").json()["registered"] is False
+        status = node.get("/status").json()
+        assert status["registered"] is False
+        assert status["registration"]["state"] == "failed"
+        assert status["registration"]["last_failure"] == event["reason"]
+        assert status["registration"]["perceived_addr"] is None
     finally:
         node.kill()
+
+
+def test_a_fake_acknowledgement_is_a_failure_not_a_registration(tmp_path: Path) -> None:
+    with Registrar({"1999": PASSWORD}, fake_ack=True) as registrar:
+        node = start_node(tmp_path, registrar, PASSWORD)
+        try:
+            log = EventLog(node)
+            log.wait("snapshot")
+            node.post("/register")
+            event = log.wait("register_failed")
+            assert "fake acknowledgement" in event["reason"]
+            registration = node.get("/status").json()["registration"]
+            assert registration["state"] == "failed"
+            assert registration["perceived_addr"] is None
+        finally:
+            node.kill()

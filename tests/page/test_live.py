@@ -48,11 +48,11 @@ def test_page_shows_a_live_call_and_registration_changes_at_once(
                 loc = view.page.locator
                 expect(loc("#conn")).to_have_text("Live")
                 expect(loc("#node-id")).to_have_text("1999")
-                expect(loc("#reg")).to_have_text("Not registered")
+                expect(loc("#reg")).to_have_text("Not registered (IAX2)")
                 lags: dict[str, float] = {}
 
                 # A wrong secret: the registrar refuses, the page says so with the reason.
-                view.watch("register_failed", "#reg", "Registration failed")
+                view.watch("register_failed", "#reg", "Registration failed (IAX2)")
                 start = len(sse.events)
                 r = node.post("/secrets", json={"username": "1999", "secret": "not-the-password"})
                 assert r.status_code == 200
@@ -65,7 +65,9 @@ def test_page_shows_a_live_call_and_registration_changes_at_once(
                 )
 
                 # The right one: registered.
-                view.watch("registered", "#reg", "Registered")
+                # The registrar saw us at our IAX2 socket's address.
+                seen = f"127.0.0.1:{node.udp_addr[1]}"
+                view.watch("registered", "#reg", f"Registered (IAX2), seen as {seen}")
                 start = len(sse.events)
                 r = node.post("/secrets", json={"username": "1999", "secret": PASSWORD})
                 assert r.status_code == 200

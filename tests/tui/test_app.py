@@ -19,7 +19,7 @@ from textual.widgets import RichLog
 
 from node.tui.app import NodeApp
 from node.tui.dialogs import BridgeDialog, ConfirmDialog, NodePrompt
-from tests.in_process import in_process_node, node_config
+from tests.in_process import NO_DNS, in_process_node, node_config
 from tests.node_process import NodeProcess, free_port, write_config
 from tests.tui.screen import screen_colours, screen_lines
 
@@ -41,7 +41,7 @@ def node_b(tmp_path: Path) -> Iterator[NodeProcess]:
     """The far end of the link: a real `node serve` admitting link calls without a secret."""
     udp, http = free_port(socket.SOCK_DGRAM), free_port()
     path = write_config(
-        tmp_path / "b.toml", udp_port=udp, http_port=http, extra=node_sections(NODE_B)
+        tmp_path / "b.toml", udp_port=udp, http_port=http, extra=NO_DNS + node_sections(NODE_B)
     )
     path.write_text(path.read_text().replace("[listener]\n", '[listener]\nauth = "off"\n'))
     node = NodeProcess(path, udp, http)
@@ -166,7 +166,7 @@ def messages(app: NodeApp) -> str:
 
 
 REFUSALS = [
-    (("d", *"2000", "enter"), "ERROR Dial 2000: node 2000 has no address"),
+    (("d", *"2000", "enter"), "ERROR Dial 2000: node 2000 not found"),
     (("G",), "ERROR Deregister: not registered"),
     (("c", *NODE_A, "enter"), "ERROR Connect 2001: node 2001 is this node"),
     (("m", *"77", "tab", *"not-an-address", "enter"), "ERROR Monitor 77:"),

@@ -100,13 +100,15 @@ def create_app(controller: Controller) -> Starlette:
     async def dial(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         node = required(body, "node", str)
-        return JSONResponse(controller.dial(node, optional(body, "addr", str)))
+        return JSONResponse(await controller.dial(node, optional(body, "addr", str)))
 
     async def link(request: Request) -> JSONResponse:
         body = await read_json_body(request)
         action = required(body, "action", str)
-        node = required(body, "node", str)
-        return JSONResponse(await controller.link(action, node, optional(body, "addr", str)))
+        node = optional(body, "node", str) if action == "disconnect_all" else None
+        if node is None and action != "disconnect_all":
+            node = required(body, "node", str)
+        return JSONResponse(await controller.link(action, node or "", optional(body, "addr", str)))
 
     async def key(request: Request) -> JSONResponse:
         await read_json_body(request)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import logging
-import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,7 +35,7 @@ from node._core import FullFrame
 from node.errors import LocalProtocolError
 from node.iax2.constants import IE, FrameType, IaxSubclass
 from node.iax2.stateless import APATHETIC_CALLNO
-from node.secrets import Secret
+from node.secrets import Secret, shown_text
 
 __all__ = [
     "AUTH_MD5",
@@ -85,7 +84,6 @@ CAUSE_FACILITY_NOT_SUBSCRIBED = 50
 
 #: IE values as this module builds them (the frame core accepts these for any IE kind it uses).
 _IeValue = str | int | bytes
-_PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
 
 
 # --- events -------------------------------------------------------------------------------------
@@ -306,6 +304,7 @@ class Registration:
         self._timers: dict[_Timer, float] = {}
         self._granted: int | None = None
         self._apparent: tuple[str, int] | None = None
+        self._last_failure: str | None = None
         self._now = now
 
     # --- properties ---
@@ -323,6 +322,11 @@ class Registration:
     def apparent_addr(self) -> tuple[str, int] | None:
         """Our address as the registrar saw it in its last genuine REGACK, while registered."""
         return self._apparent if self.registered else None
+
+    @property
+    def last_failure(self) -> str | None:
+        """The reason of the last failed attempt, until an attempt succeeds (never a secret)."""
+        return self._last_failure
 
     @property
     def granted_refresh(self) -> int | None:
@@ -704,6 +708,7 @@ class Registration:
         self._move(_Move.ACCEPTED)
         self._granted = granted
         self._apparent = apparent
+        self._last_failure = None
         # Re-register a little early (Asterisk `iax2_do_register`): the registrar's record
         # lapses after the granted interval (plus a grace of 10 s in Asterisk).
         self._timers[_Timer.REFRESH] = now + granted * 5 / 6
@@ -730,6 +735,7 @@ class Registration:
         self._move(_Move.FAILED)
         self._apparent = None
         self._granted = None
+        self._last_failure = reason
         # Silence may be a passing outage: come back soon. A refusal will not change by itself
         # soon, so wait a whole refresh interval, as Asterisk does, to spare the registrar.
         delay = min(RETRY_AFTER_NO_REPLY, float(self.refresh)) if retry_soon else self.refresh
@@ -753,15 +759,11 @@ class Registration:
         )
 
     def _safe_text(self, text: str) -> str:
-        """A registrar's free text, made fit to show: printable, short, and free of anything we
-        sent that must stay private (a hostile registrar could echo it back)."""
-        clean = "".join(c if c in _PRINTABLE else "?" for c in text).strip()[:MAX_CAUSE_LEN]
+        """A registrar's free text, made fit to show (`node.secrets.shown_text`)."""
         private = [d.md5 for d in (self._dialog, self._previous) if d is not None and d.md5]
         if self._secret is not None:
             private.append(self._secret.reveal())
-        for value in private:
-            clean = clean.replace(value, "***")
-        return clean
+        return shown_text(text, private, MAX_CAUSE_LEN)
 
     # --- plumbing ---
 

@@ -10,6 +10,11 @@ the node is already anywhere in the tree.
 No I/O and no clock: inputs take `now` (monotonic seconds) and return one `LinkOutput` of
 actions for the controller to carry out on calls and media legs (in order), events, and whether
 the snapshot changed. The controller routes; it never interprets the dialect.
+
+Lists go out when a link is added (dialled or answered) and every 30 s, not when one goes away
+or a neighbour's list changes:
+that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
+the network learns of a departure with the next periodic list.
 """
 
 from __future__ import annotations
@@ -558,6 +563,8 @@ class LinkNetwork:
         link = Link(node, mode, "outbound", permanent=node in self._permanent)
         self._links[node] = link
         self._do(Dial(node, mode))
+        # The others learn of the new (connecting) link at once, as app_rpt's rpt_link_add.
+        self._kick(now)
         self._changed = True
         return self._output()
 
@@ -598,7 +605,22 @@ class LinkNetwork:
             self._go_dead(callno, now)
         self._drop(link)
         self._events.append(LinkDisconnected(node, callno, reason))
-        self._kick(now)
+        return self._output()
+
+    def disconnect_all(self, now: float, reason: str = "disconnected by operator") -> LinkOutput:
+        """app_rpt's `ilink 6`: every link gets `!!DISCONNECT!!`, our COMPLETE telemetry, then
+        its HANGUP."""
+        links = list(self._links.values())
+        for link in links:
+            self._send(link, t.DISCONNECT)
+        if self.me is not None:
+            self._telemetry("COMPLETE")
+        for link in links:
+            if link.callno is not None:
+                self._do(Hangup(link.callno))
+                self._go_dead(link.callno, now)
+            self._drop(link)
+            self._events.append(LinkDisconnected(link.node, link.callno, reason))
         return self._output()
 
     def set_local_keyed(self, keyed: bool, now: float) -> None:
@@ -701,7 +723,6 @@ class LinkNetwork:
         return self._output()
 
     def _failed(self, link: Link, reason: str, now: float, *, retry: bool) -> None:
-        was_up = link.up
         link.state = LinkState.CONNECTING
         link.rx_keyed = False
         link.talking = False
@@ -710,8 +731,6 @@ class LinkNetwork:
         for kind in (_Timer.NEWKEY, _Timer.REDUNDANT, _Timer.LIST):
             link.timers.pop(kind, None)
         self._changed = True
-        if was_up:
-            self._kick(now)
         can_retry = link.direction == "outbound" and retry
         if can_retry and (link.permanent or link.retries < MAX_RETRIES):
             delay = min(RETRY_MAX, RETRY_FIRST * 2 ** min(link.retries, 8))
@@ -746,10 +765,11 @@ class LinkNetwork:
         elif isinstance(item, t.Disconnect):
             self._peer_disconnected(link, now)
         elif isinstance(item, t.LinkList):
+            # Stored for our tree and our next lists; app_rpt sends no list of its own in
+            # reply (the captures show none), the periodic one carries the change on.
             if item.entries != link.behind:
                 link.behind = item.entries
                 self._changed = True
-                self._kick(now)
         elif isinstance(item, t.Telemetry):
             if item.source != self.me:
                 self._forward(link, text, transceive_only=True)
@@ -794,7 +814,6 @@ class LinkNetwork:
         if callno is not None:
             self._go_dead(callno, now)
         self._events.append(LinkDisconnected(link.node, callno, "disconnected by peer"))
-        self._kick(now)
 
     def rx_keyed(self, callno: int, keyed: bool, now: float) -> LinkOutput:
         """The engine's keying edge of the link's receiver."""

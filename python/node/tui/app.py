@@ -13,6 +13,7 @@ wait on a dialog.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 from collections import deque
@@ -287,10 +288,13 @@ class NodeApp(App[None]):
     def complain(self, text: str) -> None:
         self._log_line(logging.ERROR, f"ERROR {text}")
 
-    def _command(self, what: str, method: Callable[..., Any], *args: Any) -> bool:
-        """Run one controller command; its refusal becomes a message, never a traceback."""
+    async def _command(self, what: str, method: Callable[..., Any], *args: Any) -> bool:
+        """Run one controller command (plain or async); its refusal becomes a message, never a
+        traceback. True when it was carried out."""
         try:
-            method(*args)
+            result = method(*args)
+            if inspect.isawaitable(result):
+                await result
         except CommandError as exc:
             self.complain(f"{what}: {exc}")
             return False
@@ -301,42 +305,29 @@ class NodeApp(App[None]):
         self._repaint()
         return True
 
-    async def _link_command(self, action: str, node: str, addr: str | None) -> bool:
-        try:
-            await self.controller.link(action, node, addr)
-        except CommandError as exc:
-            self.complain(f"{action.capitalize()} {node}: {exc}")
-            return False
-        except Exception as exc:
-            log.error("link %s %s failed", action, node, exc_info=exc)
-            self.complain(f"{action.capitalize()} {node} failed: {type(exc).__name__}")
-            return False
-        self._repaint()
-        return True
-
     # --- actions ------------------------------------------------------------------------------
 
     def action_dial(self) -> None:
-        def dialled(answer: tuple[str, str | None] | None) -> None:
+        async def dialled(answer: tuple[str, str | None] | None) -> None:
             if answer is None:
                 return
             node, addr = answer
-            if self._command(f"Dial {node}", self.controller.dial, node, addr):
+            if await self._command(f"Dial {node}", self.controller.dial, node, addr):
                 self.say(f"dialling {node}")
 
         self.push_screen(NodePrompt("Dial a call to a node", "Dial"), dialled)
 
-    def action_answer(self) -> None:
-        if self._command("Answer", self.controller.answer):
+    async def action_answer(self) -> None:
+        if await self._command("Answer", self.controller.answer):
             self.say("answered")
 
-    def action_reject(self) -> None:
-        if self._command("Reject", self.controller.reject):
+    async def action_reject(self) -> None:
+        if await self._command("Reject", self.controller.reject):
             self.say("rejected")
 
-    def action_hangup(self) -> None:
+    async def action_hangup(self) -> None:
         callno = self._highlighted_call()
-        if self._command("Hang up", self.controller.hangup, callno):
+        if await self._command("Hang up", self.controller.hangup, callno):
             self.say(f"hung up call {callno}" if callno is not None else "hung up")
 
     def action_link(self, action: str) -> None:
@@ -349,7 +340,9 @@ class NodeApp(App[None]):
             if answer is None:
                 return
             node, addr = answer
-            if await self._link_command(action, node, addr):
+            if await self._command(
+                f"{action.capitalize()} {node}", self.controller.link, action, node, addr
+            ):
                 self.say(f"{action} {node}: linking")
 
         self.push_screen(NodePrompt(title, action.capitalize()), chosen)
@@ -358,8 +351,13 @@ class NodeApp(App[None]):
         link = self._highlighted_link()
 
         async def chosen(answer: tuple[str, str | None] | None) -> None:
-            if answer is not None and await self._link_command("disconnect", answer[0], None):
-                self.say(f"disconnected {answer[0]}")
+            if answer is None:
+                return
+            node = answer[0]
+            if await self._command(
+                f"Disconnect {node}", self.controller.link, "disconnect", node, None
+            ):
+                self.say(f"disconnected {node}")
 
         node = str(link["node"]) if link is not None else ""
         self.push_screen(
@@ -375,38 +373,38 @@ class NodeApp(App[None]):
         detail = "It stays keyed until you unkey (u)"
         detail += f" or the TX time-out ends it after {timeout} s." if timeout else "."
 
-        def confirmed(yes: bool | None) -> None:
-            if yes and self._command("Key", self.controller.key):
+        async def confirmed(yes: bool | None) -> None:
+            if yes and await self._command("Key", self.controller.key):
                 self.say("KEYED: u unkeys")
 
         self.push_screen(ConfirmDialog("Key the transmitter?", detail, "Yes, key"), confirmed)
 
-    def action_unkey(self) -> None:
+    async def action_unkey(self) -> None:
         # Always asked of the controller (it is idempotent): the screen could be a moment old.
         was_keyed = bool(self.controller.snapshot()["tx"]["keyed"])
-        if self._command("Unkey", self.controller.unkey):
+        if await self._command("Unkey", self.controller.unkey):
             self.say("unkeyed" if was_keyed else "not keyed")
 
     def action_bridge(self) -> None:
-        def chosen(settings: dict[str, Any] | None) -> None:
-            if settings is not None and self._command(
+        async def chosen(settings: dict[str, Any] | None) -> None:
+            if settings is not None and await self._command(
                 "Bridge", lambda: self.controller.set_bridge(**settings)
             ):
                 self.say(view.bridge_line(self.snap))
 
         self.push_screen(BridgeDialog(self.snap.get("bridge") or {}), chosen)
 
-    def action_register(self) -> None:
-        if self._command("Register", self.controller.register):
+    async def action_register(self) -> None:
+        if await self._command("Register", self.controller.register):
             self.say("registering")
 
-    def action_deregister(self) -> None:
-        if self._command("Deregister", self.controller.deregister):
+    async def action_deregister(self) -> None:
+        if await self._command("Deregister", self.controller.deregister):
             self.say("deregistered")
 
-    def action_inbound(self) -> None:
+    async def action_inbound(self) -> None:
         enable = not self.snap.get("listening")
-        if self._command("Inbound", self.controller.set_listening, enable):
+        if await self._command("Inbound", self.controller.set_listening, enable):
             self.say("inbound calls " + ("accepted" if enable else "refused"))
 
     def action_quit_node(self) -> None:

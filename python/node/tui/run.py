@@ -3,9 +3,10 @@
 The spec's TUI is "an interactive terminal menu over the same controller": so `node tui` starts
 the whole node (engine, controller, control channel) in its event loop, exactly as `node serve`
 does, and the screen calls that controller directly. The control channel and the status page
-keep working meanwhile. Quitting the menu stops the node; `POST /shutdown`, SIGTERM and SIGINT
-stop the node and close the menu. While the menu is up, log lines go to its message panel, not
-to stderr; they go back to stderr for the shutdown.
+keep working meanwhile. Quitting the menu stops the node; `POST /shutdown`, SIGTERM, SIGINT and
+SIGHUP (the terminal hung up) stop the node and close the menu; `node serve` is the one that
+re-reads its configuration on SIGHUP and outlives a terminal. While the menu is up, log lines go
+to its message panel, not to stderr; they go back to stderr for the shutdown.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ async def _tui(node: RunningNode, stderr: logging.Handler, redact: logging.Filte
     root = logging.getLogger()
     root.removeHandler(stderr)
     root.addHandler(feed)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # SIGHUP is the terminal going away (an SSH session dropped): stop, as on a quit, so that
+    # nothing stays keyed behind a screen nobody sees.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, node.stop.set)
     app = NodeApp(node.controller, feed)
     screen = asyncio.create_task(app.run_async())
@@ -56,7 +59,7 @@ async def _tui(node: RunningNode, stderr: logging.Handler, redact: logging.Filte
         code = await running
         root.removeHandler(feed)
         root.addHandler(stderr)
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         await node.close()
     return code

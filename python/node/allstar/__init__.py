@@ -1,0 +1,1 @@
+"""AllStarLink network services: HTTP registration and status posts."""

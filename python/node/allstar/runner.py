@@ -1,0 +1,297 @@
+"""The asyncio glue of the HTTP registration and the status posts: one timer, httpx, tasks.
+
+Each runner feeds its sans-I/O core the clock and the HTTP outcomes, makes the requests the core
+asks for, and re-arms a single `loop.call_at` handle at the core's deadline. Nothing here
+blocks the event loop, and a failing server never stops the node: failures become events (for
+registration) or one log line per outage (for status posts).
+
+The HTTP client ignores proxy settings from the environment on purpose: a registration sent
+through a proxy registers the proxy's address, and callees then refuse our calls because they
+come from another one (ASL3 manual, "iaxreg").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import urllib.parse
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from node import __version__
+from node.allstar.http_registration import HttpOutput, HttpRegistration, RegistrationPost
+from node.allstar.statpost import StatOutput, StatPoster, StatReport
+from node.iax2.registration import RegistrationEvent
+from node.secrets import Secret
+
+__all__ = [
+    "MAX_REPLY_BYTES",
+    "STATPOST_TIMEOUT",
+    "DeadlineTimer",
+    "HttpRegistrationRunner",
+    "StatPostRunner",
+    "make_client",
+]
+
+log = logging.getLogger(__name__)
+
+#: A registrar's reply is a few fields; more than this is cut off and judged as it stands.
+MAX_REPLY_BYTES = 64 * 1024
+#: app_rpt gives a status post no time limit; we give it one so a dead collector cannot pile
+#: requests up.
+STATPOST_TIMEOUT = 15.0
+#: Status posts waiting while one is under way; more are dropped (and counted).
+STATPOST_QUEUE = 8
+
+
+def make_client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        trust_env=False,
+        follow_redirects=False,
+        headers={"User-Agent": f"iax-node/{__version__}"},
+    )
+
+
+def _reason(exc: Exception, timeout: float) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no reply within {timeout:g} s"
+    detail = str(exc).strip()
+    kind = type(exc).__name__
+    return f"{kind}: {detail}" if detail else kind
+
+
+async def _read_limited(response: httpx.Response) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= MAX_REPLY_BYTES:
+            break
+    return bytes(body[:MAX_REPLY_BYTES])
+
+
+class DeadlineTimer:
+    """One `loop.call_at` handle, re-armed only when the deadline changes. `clock` must be the
+    loop's clock (both are CLOCK_MONOTONIC by default)."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+        self._handle: asyncio.TimerHandle | None = None
+        self._at: float | None = None
+
+    def arm(self, at: float | None) -> None:
+        if at == self._at:
+            return
+        self.cancel()
+        self._at = at
+        if at is not None:
+            self._handle = asyncio.get_running_loop().call_at(at, self._fire)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = None
+        self._at = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._at = None
+        self._callback()
+
+
+class _Runner:
+    """What both runners hold: the clock, the HTTP client (closed with the runner when it made
+    it) and the timer that calls `_on_timer` at the core's deadline."""
+
+    def __init__(self, clock: Callable[[], float], client: httpx.AsyncClient | None) -> None:
+        self._clock = clock
+        self._client = client or make_client()
+        self._own_client = client is None
+        self._timer = DeadlineTimer(self._on_timer)
+
+    def _on_timer(self) -> None:
+        raise NotImplementedError
+
+    async def _close_client(self) -> None:
+        self._timer.cancel()
+        if self._own_client:
+            await self._client.aclose()
+
+
+class HttpRegistrationRunner(_Runner):
+    """Runs an `HttpRegistration`: POSTs with httpx, events to `on_events`."""
+
+    def __init__(
+        self,
+        core: HttpRegistration,
+        on_events: Callable[[Sequence[RegistrationEvent]], None],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(clock, client)
+        self.core = core
+        self._on_events = on_events
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def register(self) -> None:
+        """Post now (the core makes this a no-op while a POST is under way)."""
+        self._apply(self.core.register(self._clock()))
+
+    def deregister(self) -> None:
+        """Stop posting. Raises `LocalProtocolError` when not registered or trying."""
+        self._apply(self.core.deregister(self._clock()))
+
+    def set_secret(self, secret: Secret | None) -> None:
+        self.core.set_secret(secret)
+
+    async def aclose(self) -> None:
+        """Stop: no more posts; one under way is abandoned."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._close_client()
+
+    def _on_timer(self) -> None:
+        self._apply(self.core.timer(self._clock()))
+
+    def _apply(self, out: HttpOutput) -> None:
+        if self._closed:
+            return
+        for post in out.posts:
+            task = asyncio.create_task(self._post(post))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        if out.events:
+            self._on_events(out.events)
+        self._timer.arm(self.core.next_deadline())
+
+    async def _post(self, post: RegistrationPost) -> None:
+        try:
+            async with self._client.stream(
+                "POST",
+                post.url,
+                content=post.content(),
+                headers=post.headers,
+                timeout=post.timeout,
+            ) as response:
+                body = await _read_limited(response)
+        except httpx.HTTPError as exc:
+            out = self.core.failed(post.seq, self._clock(), _reason(exc, post.timeout))
+        else:
+            out = self.core.replied(post.seq, self._clock(), response.status_code, body)
+        self._apply(out)
+
+
+class StatPostRunner(_Runner):
+    """Runs a `StatPoster`: asks `report()` for the node's state when a post is due and GETs the
+    URLs one after another. Never raises into the node; failures are logged once per outage."""
+
+    def __init__(
+        self,
+        core: StatPoster,
+        report: Callable[[], StatReport],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(clock, client)
+        self.core = core
+        self._report = report
+        self._wall = wall_clock
+        self._queue: asyncio.Queue[str] = asyncio.Queue(STATPOST_QUEUE)
+        self._worker: asyncio.Task[None] | None = None
+        self._failing = False
+        #: Posts made and failed, and posts dropped because the queue was full.
+        self.sent = 0
+        self.failures = 0
+        self.dropped = 0
+        host = urllib.parse.urlsplit(core.url).hostname or "?"
+        self._where = host
+
+    def start(self) -> None:
+        """Begin: the first link post goes out now, then one every interval."""
+        if self._worker is None:
+            self._worker = asyncio.create_task(self._work())
+        self._timer.arm(self.core.next_deadline())
+
+    def key_changed(self) -> None:
+        """The receiver keyed or unkeyed: post it (the report says which)."""
+        report = self._take_report()
+        if report is not None:
+            self._apply(self.core.key_changed(self._wall(), report))
+
+    def links_changed(self) -> None:
+        """A link came, went or changed mode: the link post goes out shortly."""
+        self._apply(self.core.links_changed(self._clock()))
+
+    async def aclose(self) -> None:
+        """Stop: no more posts; one under way is abandoned."""
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+        await self._close_client()
+
+    def _on_timer(self) -> None:
+        now = self._clock()
+        if now < self.core.next_deadline():
+            self._timer.arm(self.core.next_deadline())
+            return
+        report = self._take_report()
+        if report is None:
+            self._apply(self.core.skipped(now))
+            return
+        self._apply(self.core.timer(now, self._wall(), report))
+
+    def _take_report(self) -> StatReport | None:
+        try:
+            return self._report()
+        except Exception:
+            log.exception("statpost: building the status report failed")
+            return None
+
+    def _apply(self, out: StatOutput) -> None:
+        for url in out.urls:
+            try:
+                self._queue.put_nowait(url)
+            except asyncio.QueueFull:
+                self.dropped += 1
+                log.debug("statpost: %d posts waiting; dropping one", self._queue.qsize())
+        if self._worker is not None:
+            self._timer.arm(out.deadline)
+
+    async def _work(self) -> None:
+        while True:
+            url = await self._queue.get()
+            await self._send(url)
+
+    async def _send(self, url: str) -> None:
+        problem: str | None = None
+        try:
+            async with self._client.stream("GET", url, timeout=STATPOST_TIMEOUT) as response:
+                await _read_limited(response)
+            if not 200 <= response.status_code <= 299:
+                problem = f"HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            problem = _reason(exc, STATPOST_TIMEOUT)
+        if problem is None:
+            self.sent += 1
+            if self._failing:
+                log.info("statpost to %s works again", self._where)
+            self._failing = False
+            return
+        self.failures += 1
+        # One line per outage, as app_rpt logs only the first of a run of failures; the query
+        # is left out, the host is enough to find the problem.
+        if not self._failing:
+            log.warning("statpost to %s failed: %s", self._where, problem)
+        self._failing = True

@@ -1,0 +1,405 @@
+"""Replay an AllStarLink (ASL3) capture against a real `node serve`.
+
+The node under test takes the place of one node of the capture ("us"). Every other node of the
+capture is played by a `ScriptedNode`: our own sans-I/O `Endpoint` on a UDP socket (so call
+tokens, MD5, sequence numbers, ACKs and keep-alives are real IAX2) that does, at the capture's
+times, what that node did on its own initiative: dial, send link texts, talk (a full voice
+frame, then mini frames every 20 ms), unkey, send CNG, hang up. What the operator of "us" did
+(link, key, unkey, disconnect) is given as control-channel commands at the capture's times.
+
+Long idle stretches are shortened: a gap of more than `GAP` seconds between two things anybody
+did is cut to `GAP`, and what the real node sent inside a cut stretch (its periodic lists and
+keep-alives, which follow its own clock) is left out of the expectation. What remains is
+compared per peer, in order: every full frame the real node sent that is not an ACK or a
+keep-alive, with link texts spelled out, against what our node sent to that peer's socket.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import secrets
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from node._core import FullFrame, MiniFrame, parse, ulaw_encode
+from node.errors import LocalProtocolError
+from node.iax2.call import DialParams
+from node.iax2.constants import IE, ControlSubclass, FrameType, IaxSubclass
+from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
+from tests.pcap import udp_datagrams
+
+__all__ = ["GAP", "Operator", "Script", "ScriptedNode", "load_script", "significant"]
+
+Address = tuple[str, int]
+
+#: Longest idle stretch kept as it was in the capture (seconds).
+GAP = 1.5
+
+_KEEPALIVE = {
+    IaxSubclass.ACK,
+    IaxSubclass.PING,
+    IaxSubclass.PONG,
+    IaxSubclass.LAGRQ,
+    IaxSubclass.LAGRP,
+    IaxSubclass.VNAK,
+    IaxSubclass.INVAL,
+}
+
+
+def significant(f: FullFrame) -> str | None:
+    """How a full frame is compared: its kind, link texts in full, a HANGUP's cause code; None
+    for what follows each side's own clock (ACKs and keep-alives)."""
+    if f.retrans:
+        return None
+    if f.ftype == FrameType.IAX:
+        sub = IaxSubclass(f.subclass)
+        if sub in _KEEPALIVE:
+            return None
+        if sub in (IaxSubclass.HANGUP, IaxSubclass.REJECT):
+            return f"{sub.name}:{f.ie(IE.CAUSECODE)}"
+        return sub.name
+    if f.ftype == FrameType.CONTROL:
+        return ControlSubclass(f.subclass).name
+    if f.ftype == FrameType.TEXT:
+        return "TEXT " + bytes(f.payload).rstrip(b"\x00").decode()
+    return FrameType(f.ftype).name
+
+
+# --- what the capture says each node did ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """Something a scripted node does at capture time `t`."""
+
+    t: float
+    kind: str  # dial, text, talk, unkey, key, cng, hangup
+    text: str = ""
+    #: talk: how many 20 ms frames; hangup: the cause code.
+    count: int = 0
+    #: dial: the NEW's IEs (called number, calling number, username).
+    dial: tuple[str, str, str] = ("", "", "")
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A control-channel command to the node under test at capture time `t`."""
+
+    t: float
+    path: str
+    body: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Script:
+    """One capture seen from the node under test."""
+
+    #: Per other node (its capture address): its steps.
+    steps: dict[Address, list[Step]]
+    #: Per other node: what the real node under test sent it, kept after the cuts.
+    expected: dict[Address, list[str]]
+    #: Per other node: mini frames the real node sent it inside the kept stretches.
+    expected_minis: dict[Address, int]
+    operators: list[Operator]
+    #: Capture time -> replay time (seconds after the start).
+    replay_time: Callable[[float], float]
+    duration: float
+
+
+def _timeline(events: list[float]) -> tuple[Callable[[float], float], Callable[[float], bool]]:
+    """(capture time -> replay time, whether a capture time falls in a cut stretch)."""
+    points = sorted(set(events))
+    cuts: list[tuple[float, float]] = []  # (from, to) of each cut stretch
+    for a, b in itertools.pairwise(points):
+        if b - a > GAP:
+            # Keep what was sent just before the next event: the capture's clock and the
+            # event times read off it differ by a fraction of a millisecond.
+            cuts.append((a + GAP, b - 0.01))
+
+    def replay(t: float) -> float:
+        removed = sum(min(t, b) - a for a, b in cuts if t > a)
+        return t - removed
+
+    def cut(t: float) -> bool:
+        return any(a < t < b for a, b in cuts) or t > points[-1] + GAP
+
+    return replay, cut
+
+
+def load_script(
+    pcap: Path, us: Address, operators: list[Operator], *, spurts: dict[Address, list[float]]
+) -> Script:
+    """Read `pcap` with the node at `us` as the node under test. `spurts` lists, per other
+    node, the capture times at which it started talking (its full VOICE frames that start a
+    spurt, as opposed to a relay of someone else's voice, which our node must produce itself)."""
+    steps: dict[Address, list[Step]] = {}
+    sent: dict[Address, list[tuple[float, str | None, bool]]] = {}
+    grams = udp_datagrams(pcap)
+    t0 = None
+    talking: dict[Address, Step] = {}
+    #: Per peer, the source call number of its last NEW (a NEW again with a call token is the
+    #: same call; another call number is a new call).
+    dialled: dict[Address, int] = {}
+    for d in grams:
+        frame = parse(d.payload)
+        if t0 is None:
+            t0 = d.time
+        t = d.time - t0
+        if d.dst == us:
+            peer = d.src
+            seq = steps.setdefault(peer, [])
+            if isinstance(frame, MiniFrame):
+                if peer in talking:
+                    s = talking[peer]
+                    talking[peer] = Step(s.t, "talk", count=s.count + 1)
+                continue
+            if not isinstance(frame, FullFrame) or frame.retrans:
+                continue
+            step = _step_of(frame, t, peer, spurts)
+            if step is not None:
+                if step.kind != "talk" and peer in talking:
+                    seq.append(talking.pop(peer))
+                if step.kind == "talk":
+                    talking[peer] = step
+                elif step.kind != "dial" or dialled.get(peer) != frame.scall:
+                    seq.append(step)
+                if step.kind == "dial":
+                    dialled[peer] = frame.scall
+        elif d.src == us:
+            peer = d.dst
+            if isinstance(frame, MiniFrame):
+                sent.setdefault(peer, []).append((t, None, True))
+            elif isinstance(frame, FullFrame):
+                sent.setdefault(peer, []).append((t, significant(frame), False))
+    for peer, s in talking.items():
+        steps[peer].append(s)
+    for seq in steps.values():
+        seq.sort(key=lambda s: s.t)
+    events = [s.t for seq in steps.values() for s in seq]
+    events += [s.t + s.count * 0.02 for seq in steps.values() for s in seq if s.kind == "talk"]
+    events += [o.t for o in operators]
+    replay, cut = _timeline(events)
+    # Lists follow a link being added by at most a kick (250 ms); later ones are periodic
+    # (every 30 s on the real node's clock), which the shortened replay does not reproduce.
+    added = [o.t for o in operators if o.body.get("action") in ("connect", "monitor")]
+    added += [s.t for seq in steps.values() for s in seq if s.kind == "dial"]
+
+    def periodic(t: float, name: str | None) -> bool:
+        is_list = name is not None and name.startswith("TEXT L ")
+        return is_list and not any(0 <= t - a < 1.0 for a in added)
+
+    expected: dict[Address, list[str]] = {}
+    minis: dict[Address, int] = {}
+    for peer, frames in sent.items():
+        kept = [(t, n, mini) for t, n, mini in frames if not cut(t) and not periodic(t, n)]
+        expected[peer] = [name for _, name, mini in kept if not mini and name is not None]
+        minis[peer] = sum(1 for _, _, mini in kept if mini)
+    return Script(steps, expected, minis, operators, replay, replay(max(events)) + GAP)
+
+
+def _step_of(
+    frame: FullFrame, t: float, peer: Address, spurts: dict[Address, list[float]]
+) -> Step | None:
+    if frame.ftype == FrameType.IAX:
+        if frame.subclass == IaxSubclass.NEW:
+            new = (
+                _s(frame, IE.CALLED_NUMBER),
+                _s(frame, IE.CALLING_NUMBER),
+                _s(frame, IE.USERNAME),
+            )
+            return Step(t, "dial", dial=new)
+        if frame.subclass == IaxSubclass.HANGUP:
+            code = frame.ie(IE.CAUSECODE)
+            return Step(t, "hangup", count=code if isinstance(code, int) else 16)
+        return None
+    if frame.ftype == FrameType.TEXT:
+        return Step(t, "text", text=bytes(frame.payload).rstrip(b"\x00").decode())
+    if frame.ftype == FrameType.VOICE:
+        if any(abs(t - start) < 0.005 for start in spurts.get(peer, ())):
+            return Step(t, "talk", count=1)
+        return None
+    if frame.ftype == FrameType.CONTROL:
+        if frame.subclass == ControlSubclass.RADIO_UNKEY:
+            return Step(t, "unkey")
+        if frame.subclass == ControlSubclass.RADIO_KEY:
+            return Step(t, "key")
+        return None
+    if frame.ftype == FrameType.CNG:
+        return Step(t, "cng")
+    return None
+
+
+def _s(frame: FullFrame, ie: int) -> str:
+    value = frame.ie(ie)
+    return value if isinstance(value, str) else ""
+
+
+# --- a scripted node ----------------------------------------------------------------------------
+
+
+def _tone(n: int, frame: int) -> bytes:
+    t = (frame * 160 + np.arange(160)) / 8000
+    pcm = (6000 * np.sin(2 * math.pi * 1000 * t)).astype(np.int16)
+    return ulaw_encode(pcm.tobytes())
+
+
+class ScriptedNode:
+    """One other node of the capture: an IAX2 endpoint on 127.0.0.1 that runs its steps."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        auth: tuple[str, str] | None = None,
+        codec_policy: str = "ulaw_only",
+    ) -> None:
+        """`auth` = (username, secret): challenge callers presenting that user with MD5, and
+        answer a challenge with the secret when dialling as that user."""
+        self.name = name
+        self.auth = auth
+        table = {auth[0]: auth[1]} if auth else {}
+        self.endpoint = Endpoint(
+            InboundPolicy(auth="required" if auth else "off", answer="auto", calltoken="auto"),
+            codec_policy,
+            token_key=secrets.token_bytes(32),
+            randbelow=secrets.randbelow,
+            peer_secret=table.get,
+        )
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.addr: Address = self.sock.getsockname()[:2]
+        #: What the node under test sent us: significant full frames in order, and minis.
+        self.received: list[str] = []
+        self.minis = 0
+        self.errors: list[str] = []
+        self.callno: int | None = None
+        self._talk: tuple[int, float, int, int] | None = None  # (left, next_at, ts, n)
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"scripted-{name}", daemon=True)
+
+    def __enter__(self) -> ScriptedNode:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sock.close()
+
+    # --- steps (test thread) ------------------------------------------------------------------
+
+    def wait_call(self, timeout: float = 5.0) -> int:
+        """Our call with the node under test, once it carries media (answered or accepted)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for callno, call in self.endpoint.calls.items():
+                    if call.format is not None and call.is_live:
+                        self.callno = callno
+                        return callno
+            time.sleep(0.002)
+        raise AssertionError(
+            f"{self.name}: no call with the node under test (received {self.received})"
+        )
+
+    def run(self, step: Step, target: Address) -> None:
+        now = time.monotonic()
+        if step.kind == "dial":
+            called, calling, username = step.dial
+            secret = self.auth[1] if self.auth and self.auth[0] == username else None
+            params = DialParams(
+                called, calling_number=calling or None, username=username or None, secret=secret
+            )
+            with self._lock:
+                self.callno, out = self.endpoint.dial(now, target, params)
+                self._apply(out)
+            return
+        callno = self.wait_call()
+        with self._lock:
+            try:
+                if step.kind == "text":
+                    self._apply(self.endpoint.send_text(callno, now, step.text))
+                elif step.kind == "talk":
+                    call = self.endpoint.call(callno)
+                    assert call is not None
+                    ts = (call.timestamp(now) // 20 + 1) * 20
+                    self._apply(self.endpoint.send_voice_full(callno, now, 0x4, _tone(160, 0), ts))
+                    self._talk = (step.count - 1, now + 0.02, ts + 20, 1)
+                elif step.kind == "unkey":
+                    self._talk = None
+                    self._apply(self.endpoint.unkey(callno, now))
+                elif step.kind == "key":
+                    self._apply(self.endpoint.key(callno, now))
+                elif step.kind == "cng":
+                    self._apply(self.endpoint.send_cng(callno, now))
+                elif step.kind == "hangup":
+                    self._talk = None
+                    self._apply(self.endpoint.hangup(callno, now, None, step.count))
+            except LocalProtocolError as exc:
+                self.errors.append(f"{step.kind} at {step.t:.3f}: {exc}")
+
+    # --- the socket thread --------------------------------------------------------------------
+
+    def _apply(self, out: EndpointOutput) -> None:
+        for addr, frame in out.frames:
+            self.sock.sendto(frame.to_bytes(), addr)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                wake = [d for d in (self.endpoint.next_deadline(),) if d is not None]
+                if self._talk is not None:
+                    wake.append(self._talk[1])
+            timeout = min(0.02, max(0.0, min(wake) - time.monotonic())) if wake else 0.02
+            try:
+                ready, _, _ = select.select([self.sock], [], [], timeout)
+            except (OSError, ValueError):
+                return
+            with self._lock:
+                if ready:
+                    try:
+                        data, addr = self.sock.recvfrom(4096)
+                    except OSError:
+                        return
+                    self._datagram(data, addr[:2])
+                now = time.monotonic()
+                deadline = self.endpoint.next_deadline()
+                if deadline is not None and deadline <= now:
+                    self._apply(self.endpoint.timer(now))
+                self._talk_step(now)
+
+    def _talk_step(self, now: float) -> None:
+        while self._talk is not None and self._talk[1] <= now:
+            left, next_at, ts, n = self._talk
+            call = self.endpoint.call(self.callno) if self.callno is not None else None
+            if left <= 0 or call is None:
+                self._talk = None
+                return
+            mini = MiniFrame(call.callno, ts & 0xFFFF, _tone(160, n))
+            self.sock.sendto(mini.to_bytes(), call.peer_addr)
+            self._talk = (left - 1, next_at + 0.02, ts + 20, n + 1)
+
+    def _datagram(self, data: bytes, addr: Address) -> None:
+        try:
+            frame = parse(data)
+        except ValueError as exc:
+            self.errors.append(f"unparsable datagram: {exc}")
+            return
+        if isinstance(frame, MiniFrame):
+            self.minis += 1
+            return
+        if not isinstance(frame, FullFrame):
+            return
+        name = significant(frame)
+        if name is not None:
+            self.received.append(name)
+        self._apply(self.endpoint.receive(addr, frame, time.monotonic()))

@@ -1,0 +1,434 @@
+"""Tests for node.links.network: the link dialect as a sans-I/O machine, driven with a fake clock.
+
+The expected text sequences are the ones the ASL3 captures in tests/data/interop/asl3 show.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from node.errors import CommandError
+from node.links import network as ln
+from node.links.network import (
+    Answer,
+    Dial,
+    Hangup,
+    LinkConnected,
+    LinkDisconnected,
+    LinkKeyed,
+    LinkMode,
+    LinkNetwork,
+    LinkOutput,
+    LinkState,
+    PermanentLink,
+    RemoteDigitReceived,
+    SendCng,
+    SendKey,
+    SendText,
+    SendUnkey,
+    SetLeg,
+    TelemetryReceived,
+    VerifySource,
+)
+
+ME = "1999"
+T0 = 1000.0
+T, R = LinkMode.TRANSCEIVE, LinkMode.MONITOR
+
+
+def net(**kwargs: object) -> LinkNetwork:
+    return LinkNetwork(ME, rand=lambda: 0.5, **kwargs)  # type: ignore[arg-type]
+
+
+def texts(out: LinkOutput) -> list[tuple[int, str]]:
+    return [(a.callno, a.text) for a in out.actions if isinstance(a, SendText)]
+
+
+def up_outbound(
+    n: LinkNetwork, node: str, callno: int, now: float = T0, *, handshake: bool = True
+) -> LinkOutput:
+    """Link to `node` and bring the call up; the peer answers the handshake unless told not to."""
+    assert n.connect(node, T, now).actions == (Dial(node, T),)
+    n.dialled(node, callno, ("127.0.0.1", 4570), now)
+    out = n.call_up(callno, "ulaw", now)
+    if handshake:
+        assert n.text(callno, "!NEWKEY1!", now).actions == ()
+    return out
+
+
+def up_inbound(n: LinkNetwork, node: str, callno: int, now: float = T0) -> LinkOutput:
+    assert n.inbound(callno, node, ME, ("127.0.0.1", 4573), now).actions == (Answer(callno),)
+    out = n.call_up(callno, "ulaw", now)
+    n.text(callno, "!NEWKEY1!", now)
+    return out
+
+
+def run_until(n: LinkNetwork, until: float) -> list[ln.LinkAction]:
+    """Fire every timer up to `until`; the actions in order."""
+    actions: list[ln.LinkAction] = []
+    while (d := n.next_deadline()) is not None and d <= until:
+        actions.extend(n.timer(d).actions)
+    return actions
+
+
+# --- connect ----------------------------------------------------------------------------------
+
+
+def test_outbound_connect_sends_what_app_rpt_sends_after_answer() -> None:
+    n = net()
+    out = up_outbound(n, "1998", 10)
+    # asl_2node_noauth: !NEWKEY1!, T 1999 COMPLETE, L , T 1999 CONNECTED,1999,1998
+    assert texts(out) == [
+        (10, "!NEWKEY1!"),
+        (10, "T 1999 COMPLETE"),
+        (10, "L "),
+        (10, "T 1999 CONNECTED,1999,1998"),
+    ]
+    assert out.events == (LinkConnected("1998", 10, T, "outbound"),)
+    assert out.changed
+    # Then the list kick, 150-250 ms later (random 0.5 -> 200 ms), and every 30 s after it.
+    assert n.next_deadline() == pytest.approx(T0 + 0.2)
+    assert run_until(n, T0 + 31) == [SendText(10, "L "), SendText(10, "L ")]
+    link = n.links["1998"]
+    assert link.state is LinkState.UP and link.handshake is ln.Handshake.NEWKEY1
+
+
+def test_second_link_tells_the_first_and_lists_cross() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    run_until(n, T0 + 1)
+    out = up_outbound(n, "1997", 11, T0 + 3)
+    # asl_3node_md5 at t=3: 1998 gets COMPLETE and CONNECTED; 1997 the whole sequence.
+    assert texts(out) == [
+        (11, "!NEWKEY1!"),
+        (10, "T 1999 COMPLETE"),
+        (11, "T 1999 COMPLETE"),
+        (11, "L T1998"),
+        (10, "T 1999 CONNECTED,1999,1997"),
+        (11, "T 1999 CONNECTED,1999,1997"),
+    ]
+    kicked = run_until(n, T0 + 3.3)
+    assert kicked == [SendText(10, "L T1997"), SendText(11, "L T1998")]
+
+
+def test_callee_answers_with_handshake_and_list_and_kicks_only_the_others() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    run_until(n, T0 + 1)
+    out = up_inbound(n, "1997", 20, T0 + 2)
+    # asl_3node_monitor at t=2.086: 1999 (callee) sends !NEWKEY1! and L T1998 to 1997 ...
+    assert texts(out) == [(20, "!NEWKEY1!"), (20, "L T1998")]
+    assert out.events == (LinkConnected("1997", 20, T, "inbound"),)
+    # ... and at t=2.320 the kick reaches 1998 only.
+    assert run_until(n, T0 + 2.3) == [SendText(10, "L T1997")]
+
+
+def test_list_flattens_the_network_behind_each_link_and_downgrades_behind_monitors() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    run_until(n, T0 + 1)
+    out = n.text(10, "L T2000,R2001,C2002", T0 + 2)
+    assert out.changed and n.links["1998"].behind_nodes == {"2000", "2001", "2002"}
+    assert out.actions == ()  # the change travels with the next list
+    n.connect("2005", T, T0 + 2)
+    assert [a for a in run_until(n, T0 + 2.3) if isinstance(a, SendText)] == [
+        SendText(10, "L T1997,C2005"),
+        SendText(20, "L T1998,T2000,R2001,C2002,C2005"),
+    ]
+    n.disconnect("2005", T0 + 2.5)
+    # Monitoring 1998 instead: it and everything transceive behind it read as monitor.
+    out = n.connect("1998", R, T0 + 3)
+    assert SetLeg(10, mode="receive_only") in out.actions
+    assert run_until(n, T0 + 3.3) == [
+        SendText(10, "L T1997"),
+        SendText(20, "L R1998,R2000,R2001,C2002"),
+    ]
+    assert n.list_entries() == ["R1998", "T1997"]
+    assert n.snapshot(T0 + 4)[0]["nodes"] == ["T2000", "R2001", "C2002"]
+
+
+def test_connecting_links_are_listed_as_connecting() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.connect("2005", T, T0 + 1)
+    assert n.list_entries() == ["T1998", "C2005"]
+    assert n.snapshot(T0 + 1)[1]["mode"] == "connecting"
+
+
+def test_connect_refusals() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.text(10, "L T2000,R2001", T0)
+    with pytest.raises(CommandError) as exc:
+        n.connect("2001", T, T0)
+    assert exc.value.status == 409 and "loop" in str(exc.value)
+    with pytest.raises(CommandError) as exc:
+        n.connect("1998", T, T0)
+    assert exc.value.status == 409 and "already linked" in str(exc.value)
+    with pytest.raises(CommandError) as exc:
+        n.connect(ME, T, T0)
+    assert exc.value.status == 400
+    with pytest.raises(CommandError) as exc:
+        LinkNetwork(None, rand=lambda: 0.0).connect("1998", T, T0)
+    assert exc.value.status == 409 and "node number" in str(exc.value)
+
+
+# --- telemetry and the rest of the dialect ----------------------------------------------------
+
+
+def test_telemetry_is_forwarded_to_the_other_transceive_links_only() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    n.connect("2005", R, T0)
+    n.dialled("2005", 30, ("127.0.0.1", 4600), T0)
+    n.call_up(30, "ulaw", T0)
+    run_until(n, T0 + 1)
+    out = n.text(10, "T 1998 CONNECTED,1998,2003", T0 + 2)
+    assert texts(out) == [(20, "T 1998 CONNECTED,1998,2003")]
+    assert out.events == (
+        TelemetryReceived("1998", 10, ln.t.Telemetry("1998", "CONNECTED", ("1998", "2003"))),
+    )
+    # Our own telemetry coming back round a loop is dropped.
+    assert n.text(20, "T 1999 COMPLETE", T0 + 2) == LinkOutput(deadline=n.next_deadline())
+
+
+def test_monitor_links_get_no_telemetry() -> None:
+    n = net()
+    n.connect("1998", R, T0)
+    n.dialled("1998", 10, ("127.0.0.1", 4570), T0)
+    out = n.call_up(10, "ulaw", T0)
+    # asl_3node_monitor: the monitoring side sends only the handshake and its list.
+    assert texts(out) == [(10, "!NEWKEY1!"), (10, "L ")]
+
+
+def test_remote_dtmf_key_queries_messages_and_unknown_texts() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    n.text(10, "L T2000", T0)
+    assert n.text(20, "D 1999 1997 1 5", T0).events == (RemoteDigitReceived("1997", 20, "5"),)
+    # A digit for a node behind 1998 goes to 1998 only.
+    assert texts(n.text(20, "D 2000 1997 2 *", T0)) == [(10, "D 2000 1997 2 *")]
+    n.set_local_keyed(True, T0 - 7)
+    out = n.text(20, "K? * 1997 0 0", T0)
+    assert texts(out) == [(20, "K 1997 1999 1 7"), (10, "K? * 1997 0 0")]
+    out = n.text(10, "M 2000 0 hello", T0)
+    assert texts(out) == [(20, "M 2000 0 hello")] and len(out.events) == 1
+    for junk in ("R 17", "V 1 x", "!IAXKEY! 1 1 0 0", "hello", "L X1", "C 2000 1 100"):
+        out = n.text(10, junk, T0)
+        assert out.actions == () and out.events == (), junk
+    assert n.text_counts["unknown"] == 1 and n.text_counts["L (malformed)"] == 1
+
+
+# --- keying -----------------------------------------------------------------------------------
+
+
+def test_newkey1_link_unkeys_with_unkey_and_cng() -> None:
+    n = net()
+    up_outbound(n, "1998", 10, handshake=False)
+    assert n.text(10, "!NEWKEY1!", T0 + 0.04).actions == ()
+    assert n.links["1998"].handshake is ln.Handshake.NEWKEY1
+    assert n.spurt(10, True, T0 + 6).actions == ()
+    assert n.spurt(10, False, T0 + 9).actions == (SendUnkey(10), SendCng(10))
+    # No newkey timer fires later: the handshake is done.
+    assert not any(isinstance(a, SetLeg) for a in run_until(n, T0 + 40))
+
+
+def test_no_handshake_in_two_seconds_means_legacy_keying() -> None:
+    n = net()
+    up_outbound(n, "1998", 10, handshake=False)
+    actions = run_until(n, T0 + 2.0)
+    assert SetLeg(10, keying="control") in actions
+    assert n.links["1998"].handshake is ln.Handshake.LEGACY
+    assert n.spurt(10, True, T0 + 3).actions == (SendKey(10),)
+    assert n.spurt(10, False, T0 + 4).actions == (SendUnkey(10),)
+    # A late !NEWKEY1! still switches the link to voice keying.
+    assert n.text(10, "!NEWKEY1!", T0 + 5).actions == (SetLeg(10, keying="voice"),)
+
+
+def test_newkey_peer_is_echoed_and_keyed_redundantly() -> None:
+    n = net()
+    up_outbound(n, "1998", 10, handshake=False)
+    out = n.text(10, "!NEWKEY!", T0 + 0.1)
+    assert out.actions == (SetLeg(10, keying="control"), SendText(10, "!NEWKEY!"))
+    assert n.spurt(10, True, T0 + 1).actions == (SendKey(10),)
+    keys = [a for a in run_until(n, T0 + 5.5) if isinstance(a, SendKey)]
+    assert keys == [SendKey(10), SendKey(10)]  # at +2 s and +4 s
+    assert n.spurt(10, False, T0 + 5.6).actions == (SendUnkey(10),)
+    assert not any(isinstance(a, SendKey) for a in run_until(n, T0 + 9))
+
+
+def test_rx_keying_edges_become_events() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    out = n.rx_keyed(10, True, T0 + 6)
+    assert out.events == (LinkKeyed("1998", 10, True),) and out.changed
+    assert n.rx_keyed(10, True, T0 + 6.1).events == ()
+    assert n.rx_keyed(10, False, T0 + 9).events == (LinkKeyed("1998", 10, False),)
+    snap = n.snapshot(T0 + 10)[0]
+    assert snap["keyed"] is False and snap["last_keyed_s"] == 1.0
+    assert snap["connected_s"] == 10.0
+
+
+# --- disconnect, loss, retries ------------------------------------------------------------------
+
+
+def test_disconnect_is_polite_and_final() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    run_until(n, T0 + 62)
+    out = n.disconnect("1998", T0 + 63)
+    # asl_2node_noauth t=63.46: !!DISCONNECT!!, T 1999 COMPLETE, HANGUP with cause 0.
+    assert out.actions == (
+        SendText(10, "!!DISCONNECT!!"),
+        SendText(10, "T 1999 COMPLETE"),
+        SendText(20, "T 1999 COMPLETE"),
+        Hangup(10, 0),
+    )
+    assert out.events == (LinkDisconnected("1998", 10, "disconnected by operator"),)
+    assert "1998" not in n.links and n.is_link_call(10)
+    assert n.call_ended(10, "hung up", T0 + 63.1, refused=False).events == ()
+    assert not n.is_link_call(10)
+    # No list for the departure: 1997 hears of it with the next periodic list.
+    assert run_until(n, T0 + 90) == [SendText(20, "L ")]
+    assert n.links["1997"].timers[ln._Timer.LIST] == pytest.approx(T0 + 120)
+    with pytest.raises(CommandError) as exc:
+        n.disconnect("1998", T0 + 65)
+    assert exc.value.status == 404
+
+
+def test_peer_disconnect_tears_down_at_once_and_sends_nothing_more() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    out = n.text(10, "!!DISCONNECT!!", T0 + 47)
+    assert out.actions == ()
+    assert out.events == (LinkDisconnected("1998", 10, "disconnected by peer"),)
+    assert n.spurt(10, False, T0 + 47).actions == ()
+    # The peer's HANGUP follows (asl_3node_md5 t=47.49): nothing else, no retry.
+    assert n.call_ended(10, "hung up by peer", T0 + 47.01, refused=False).actions == ()
+    assert run_until(n, T0 + 120) == [] and n.links == {}
+
+
+def test_disconnect_all_is_disconnect_complete_hangup_on_every_link() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    n.connect("2005", R, T0)
+    out = n.disconnect_all(T0 + 13.72)
+    # asl_3node_monitor t=13.72 (ilink 6), per link: !!DISCONNECT!!, T 1999 COMPLETE, HANGUP.
+    for callno in (10, 20):
+        assert [a for a in out.actions if getattr(a, "callno", None) == callno] == [
+            SendText(callno, "!!DISCONNECT!!"),
+            SendText(callno, "T 1999 COMPLETE"),
+            Hangup(callno, 0),
+        ]
+    assert {e.node for e in out.events} == {"1998", "1997", "2005"}
+    assert n.links == {}
+
+
+def test_peer_disconnect_without_hangup_is_ended_by_us() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.text(10, "!!DISCONNECT!!", T0 + 47)
+    assert run_until(n, T0 + 48.5) == [Hangup(10, 0)]
+
+
+def test_lost_outbound_link_is_retried_with_backoff_then_given_up() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    out = n.call_ended(10, "connection lost", T0 + 100, refused=False)
+    (ev,) = out.events
+    assert isinstance(ev, LinkDisconnected) and ev.reason == "connection lost; retry 1 in 5 s"
+    assert n.links["1998"].state is LinkState.RETRYING
+    run_until(n, T0 + 101)  # the list kick for the remaining links (none)
+    now, callno, dials = T0 + 100, 10, []
+    for _attempt in range(5):
+        deadline = n.next_deadline()
+        assert deadline is not None
+        dials.append(round(deadline - now))
+        now = deadline
+        assert n.timer(now).actions == (Dial("1998", T),)
+        callno += 1
+        n.dialled("1998", callno, ("127.0.0.1", 4570), now)
+        out = n.call_ended(callno, "timeout", now + 1, refused=False)
+        now += 1
+    assert dials == [5, 10, 20, 40, 60]  # after each failure
+    assert "1998" not in n.links
+    assert out.events[-1].reason == "timeout; gave up after 5 retries"  # type: ignore[attr-defined]
+
+
+def test_rejected_connect_is_not_retried() -> None:
+    n = net()
+    n.connect("1998", T, T0)
+    n.dialled("1998", 10, ("127.0.0.1", 4570), T0)
+    out = n.call_ended(10, "rejected: Caller not allowed", T0 + 0.01, refused=True)
+    assert out.events == (LinkDisconnected("1998", None, "rejected: Caller not allowed"),)
+    assert n.links == {}
+
+
+def test_permanent_links_are_dialled_at_start_and_retried_for_ever() -> None:
+    n = net(permanent=[PermanentLink("1998"), PermanentLink("2005", R)])
+    assert n.start(T0).actions == (Dial("1998", T), Dial("2005", R))
+    n.dialled("1998", 10, ("127.0.0.1", 4570), T0)
+    n.call_up(10, "ulaw", T0)
+    n.call_ended(10, "connection lost", T0 + 5, refused=False)
+    now = T0 + 5
+    for i in range(12):
+        deadline = n.next_deadline()
+        assert deadline is not None
+        now = deadline
+        n.timer(now)
+        n.dial_failed("1998", "no address", now)
+        assert n.links["1998"].state is LinkState.RETRYING, i
+    assert n.links["1998"].timers[ln._Timer.RETRY] - now == pytest.approx(60.0)
+    assert n.snapshot(now)[0]["permanent"] is True
+
+
+def test_connect_while_resolving_then_disconnect_hangs_up_the_late_call() -> None:
+    n = net()
+    n.connect("1998", T, T0)
+    n.disconnect("1998", T0 + 0.1)
+    assert n.dialled("1998", 10, ("127.0.0.1", 4570), T0 + 0.2).actions == (Hangup(10, 0),)
+
+
+# --- inbound ------------------------------------------------------------------------------------
+
+
+def test_inbound_to_another_node_or_from_ourselves_is_hung_up_like_asl() -> None:
+    n = net()
+    # asl_reject_unknown_nodes: ACCEPT, then HANGUP with cause 16 for a node not hosted here.
+    out = n.inbound(20, "1998", "1234", ("127.0.0.1", 4570), T0)
+    assert out.actions == (Hangup(20, 16),)
+    assert n.is_link_call(20) and n.links == {}
+    assert n.inbound(21, ME, ME, ("127.0.0.1", 4570), T0).actions == (Hangup(21, 16),)
+
+
+def test_a_node_calling_again_replaces_its_old_link() -> None:
+    n = net()
+    up_inbound(n, "1997", 20)
+    out = n.inbound(21, "1997", ME, ("127.0.0.1", 4573), T0 + 5)
+    assert out.actions == (Hangup(20, 0), Answer(21))
+    assert n.links["1997"].callno == 21 and n.is_link_call(20)
+
+
+def test_source_verification() -> None:
+    n = net(verify_source=True)
+    out = n.inbound(20, "1997", ME, ("10.0.0.9", 4569), T0)
+    assert out.actions == (VerifySource(20, "1997", "10.0.0.9"),)
+    out = n.source_checked(20, False, T0 + 0.1)
+    assert out.actions == (Hangup(20, 0),)
+    assert out.events[0].reason == "refused: source address does not match its node's address"  # type: ignore[attr-defined]
+    n.inbound(21, "1996", ME, ("10.0.0.8", 4569), T0)
+    assert n.source_checked(21, True, T0 + 0.1).actions == (Answer(21),)
+
+
+def test_dstar_session_is_any_link_to_a_dstar_node() -> None:
+    n = net(dstar_nodes=["3100"])
+    assert not n.dstar_active()
+    n.connect("3100", T, T0)
+    assert n.dstar_active()
+    n.disconnect("3100", T0 + 1)
+    assert not n.dstar_active()

@@ -1,0 +1,241 @@
+"""The shipped systemd files and the release workflow, checked with the real tools where they exist.
+
+`systemd-analyze verify` needs ExecStart's binary to exist, so it checks a copy of the unit that
+points at this environment's `node`; `systemd-sysusers` and `systemd-tmpfiles` run against a
+scratch root. The workflow cannot run here: it is parsed and held against pyproject.toml and
+Cargo.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from node.daemon import EXIT_CONFIG
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEMD = ROOT / "packaging" / "systemd"
+UNIT = SYSTEMD / "iax-node.service"
+WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
+INSTALLED_NODE = "/opt/iax-node/bin/node"
+
+
+def unit_settings(text: str) -> dict[str, dict[str, list[str]]]:
+    """`[Section]` -> key -> every value (systemd keys may repeat), comments dropped."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+            continue
+        key, _, value = line.partition("=")
+        current.setdefault(key.strip(), []).append(value.strip())
+    return sections
+
+
+def this_node() -> Path:
+    """The `node` console script of the environment running the tests."""
+    node = Path(sys.executable).parent / "node"
+    if not node.exists():
+        pytest.skip(f"no node script next to {sys.executable}")
+    return node
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (scripts/test.sh installs systemd)")
+    return path
+
+
+# --- the unit -----------------------------------------------------------------------------------
+
+
+def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    analyze = tool("systemd-analyze")
+    text = UNIT.read_text()
+    assert text.count(INSTALLED_NODE) == 1
+    copy = tmp_path / "iax-node.service"
+    copy.write_text(text.replace(INSTALLED_NODE, str(this_node())))
+    result = subprocess.run(
+        [analyze, "verify", str(copy)], capture_output=True, text=True, timeout=120
+    )
+    # verify exits 0 even for settings it ignores ("Failed to parse ..."): any output is a fault.
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "" and result.stderr.strip() == "", result.stderr
+
+
+def test_verify_does_catch_a_broken_unit(tmp_path: Path) -> None:
+    # The check above can fail: a missing binary and a misspelt value are both reported.
+    analyze = tool("systemd-analyze")
+    copy = tmp_path / "iax-node.service"
+    copy.write_text(UNIT.read_text().replace("ProtectSystem=strict", "ProtectSystem=strictest"))
+    result = subprocess.run(
+        [analyze, "verify", str(copy)], capture_output=True, text=True, timeout=120
+    )
+    assert "is not executable" in result.stderr
+    assert "ProtectSystem" in result.stderr or "protect system" in result.stderr
+
+
+def test_unit_runs_the_daemon_as_documented() -> None:
+    service = unit_settings(UNIT.read_text())["Service"]
+    assert service["Type"] == ["notify"]
+    assert service["ExecStart"] == [f"{INSTALLED_NODE} serve --config /etc/iax-node/node.toml"]
+    assert service["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
+    assert service["Restart"] == ["on-failure"]
+    assert service["RestartPreventExitStatus"] == [str(EXIT_CONFIG)]
+    assert EXIT_CONFIG == 78
+    # Nothing that does not exist yet: no PTT release hook until `node ptt-release` is real.
+    assert "ExecStopPost" not in service
+    assert service["User"] == ["iax-node"]
+    assert set(service["SupplementaryGroups"][0].split()) >= {"audio", "plugdev"}
+    assert service["ReadWritePaths"] == ["-/etc/iax-node"]
+    for key, value in (
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("NoNewPrivileges", "yes"),
+        ("CapabilityBoundingSet", ""),
+        ("RestrictAddressFamilies", "AF_INET AF_INET6 AF_UNIX AF_NETLINK"),
+        ("DevicePolicy", "closed"),
+    ):
+        assert service[key] == [value], key
+    allowed = {entry.split()[0] for entry in service["DeviceAllow"]}
+    assert {"char-alsa", "char-hidraw", "char-gpiochip"} <= allowed
+    assert any(d.startswith("char-tty") for d in allowed)
+    assert int(service["LimitNOFILE"][0]) >= 1024
+
+
+def test_unit_command_line_is_one_the_cli_accepts(tmp_path: Path) -> None:
+    # The unit's arguments, against the real CLI: `serve --config PATH` must parse.
+    result = subprocess.run(
+        [str(this_node()), "serve", "--config", str(tmp_path / "x.toml"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--config" in result.stdout
+
+
+def test_sysusers_and_tmpfiles_create_the_user_and_config_directory(tmp_path: Path) -> None:
+    sysusers = tool("systemd-sysusers")
+    tmpfiles = tool("systemd-tmpfiles")
+    if os.geteuid() != 0:
+        pytest.skip("systemd-tmpfiles --root sets ownership, which needs root")
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    subprocess.run(
+        [sysusers, f"--root={root}", str(SYSTEMD / "iax-node.sysusers.conf")],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    passwd = {
+        line.split(":")[0]: line.split(":")
+        for line in (root / "etc/passwd").read_text().splitlines()
+    }
+    user = passwd["iax-node"]
+    assert user[6] == "/usr/sbin/nologin"
+    uid = int(user[2])
+    subprocess.run(
+        [tmpfiles, "--create", f"--root={root}", str(SYSTEMD / "iax-node.tmpfiles.conf")],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    info = (root / "etc" / "iax-node").stat()
+    assert info.st_uid == uid
+    assert info.st_mode & 0o777 == 0o750
+    # The unit's user, its writable path and its --config all name what these files create.
+    service = unit_settings(UNIT.read_text())["Service"]
+    assert service["User"] == ["iax-node"]
+    assert "/etc/iax-node/" in service["ExecStart"][0]
+
+
+# --- the release workflow -----------------------------------------------------------------------
+
+
+def workflow() -> dict:
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    assert isinstance(doc, dict)
+    # YAML 1.1 reads the bare key `on` as the boolean true.
+    if True in doc:
+        doc["on"] = doc.pop(True)
+    return doc
+
+
+def steps_using(job: dict, action: str) -> list[dict]:
+    return [s for s in job["steps"] if str(s.get("uses", "")).startswith(action)]
+
+
+def test_workflow_builds_on_version_tags() -> None:
+    doc = workflow()
+    assert doc["on"]["push"]["tags"] == ["v*"]
+    assert doc["permissions"] == {"contents": "read"}
+    assert {"wheels", "sdist", "smoke", "publish"} <= set(doc["jobs"])
+
+
+def test_workflow_builds_abi3_manylinux_wheels_matching_the_project() -> None:
+    doc = workflow()
+    wheels = doc["jobs"]["wheels"]
+    assert set(wheels["strategy"]["matrix"]["target"]) == {"x86_64", "aarch64"}
+    (build,) = steps_using(wheels, "PyO3/maturin-action@v1")
+    assert build["with"]["target"] == "${{ matrix.target }}"
+    assert build["with"]["manylinux"] in ("2014", "auto", "2_17")
+    args = build["with"]["args"].split()
+    assert "--release" in args and "--locked" in args
+    # One abi3 wheel per architecture: no interpreter list, so the stable ABI decides the tag.
+    assert "-i" not in args and "--interpreter" not in args
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    cargo = tomllib.loads((ROOT / "Cargo.toml").read_text())
+    abi3 = [f for f in cargo["dependencies"]["pyo3"]["features"] if f.startswith("abi3-py")]
+    assert abi3 == ["abi3-py310"]
+    minimum = "3." + abi3[0].removeprefix("abi3-py3")
+    assert pyproject["project"]["requires-python"] == f">={minimum}"
+    # maturin turns on the feature that pulls in pyo3 (and with it abi3).
+    assert "python" in pyproject["tool"]["maturin"]["features"]
+    assert cargo["features"]["python"] == ["dep:pyo3"]
+    # The smoke job installs the wheel on the oldest CPython the abi3 tag claims.
+    smoke = doc["jobs"]["smoke"]["strategy"]["matrix"]
+    assert minimum in smoke["python"]
+    assert set(smoke["target"]) == {"x86_64", "aarch64"}
+
+
+def test_workflow_builds_an_sdist_and_uploads_everything() -> None:
+    doc = workflow()
+    (sdist,) = steps_using(doc["jobs"]["sdist"], "PyO3/maturin-action@v1")
+    assert sdist["with"]["command"] == "sdist"
+    for job in ("wheels", "sdist", "systemd"):
+        uploads = steps_using(doc["jobs"][job], "actions/upload-artifact@")
+        assert uploads and uploads[0]["with"]["if-no-files-found"] == "error", job
+    assert (
+        steps_using(doc["jobs"]["systemd"], "actions/upload-artifact@")[0]["with"]["path"]
+        == str(SYSTEMD.relative_to(ROOT)) + "/"
+    )
+
+
+def test_publishing_is_opt_in_and_uses_trusted_publishing() -> None:
+    doc = workflow()
+    publish = doc["jobs"]["publish"]
+    assert "vars.PUBLISH_TO_PYPI == 'true'" in publish["if"]
+    assert publish["permissions"] == {"id-token": "write"}
+    assert steps_using(publish, "pypa/gh-action-pypi-publish@")
+    # Trusted publishing: no token or password anywhere in the workflow.
+    assert not re.search(r"secrets\.|password|api.?token", WORKFLOW.read_text(), re.IGNORECASE)
