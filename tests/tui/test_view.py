@@ -123,8 +123,15 @@ def test_status_lines_fit_and_say_everything_in_words() -> None:
 def test_registration_words() -> None:
     assert view.registration_text({"node_id": None}) == "not configured"
     assert view.registration_text({"node_id": "2001", "registered": True}) == "registered"
-    reg = {"registration": {"state": "registered", "method": "iax2"}}
-    assert view.registration_text(reg) == "registered (iax2)"
+    unconfigured = {"node_id": None, "registration": {"method": None, "state": "unregistered"}}
+    assert view.registration_text(unconfigured) == "not configured"
+    reg = {"state": "registered", "method": "iax2", "perceived_addr": "203.0.113.5:4569"}
+    assert view.registration_text({"registration": reg}) == "registered (iax2) as 203.0.113.5:4569"
+    failed = {"state": "failed", "method": "http", "last_failure": "HTTP 403 " + "x" * 100}
+    snap = {"node_id": "2001", "listening": True, "registration": failed}
+    assert view.registration_text(snap).startswith("failed: HTTP 403")
+    line = view.status_line(snap)
+    assert len(line) == view.LINE_WIDTH and line.endswith("…")
 
 
 def test_what_quitting_drops() -> None:

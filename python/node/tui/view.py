@@ -20,9 +20,11 @@ __all__ = [
     "call_row",
     "clock",
     "dropped_on_quit",
+    "fit",
     "link_detail",
     "link_row",
     "nodes_behind",
+    "registration_text",
     "status_line",
     "tx_line",
 ]
@@ -92,25 +94,39 @@ def _on_off(value: object) -> str:
 
 
 def registration_text(snap: Snapshot) -> str:
+    """`registered (iax2) as 203.0.113.5:4569`, `failed: <reason>`, `not configured`, ..."""
     reg = snap.get("registration")
-    if isinstance(reg, Mapping):
-        state = str(reg.get("state") or "unregistered")
-        method = reg.get("method")
-        return f"{state} ({method})" if method and state == "registered" else state
-    if snap.get("node_id") is None:
+    if not isinstance(reg, Mapping):
+        if snap.get("node_id") is None:
+            return "not configured"
+        return "registered" if snap.get("registered") else "unregistered"
+    if reg.get("method") is None and snap.get("node_id") is None:
         return "not configured"
-    return "registered" if snap.get("registered") else "unregistered"
+    state = str(reg.get("state") or "unregistered")
+    if state == "registered":
+        text = f"registered ({reg['method']})" if reg.get("method") else "registered"
+        if reg.get("perceived_addr"):
+            text += f" as {reg['perceived_addr']}"
+        return text
+    if state == "failed" and reg.get("last_failure"):
+        return f"failed: {reg['last_failure']}"
+    return state
+
+
+def fit(text: str, width: int = LINE_WIDTH) -> str:
+    """`text`, cut to `width` columns with an ellipsis when longer."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def status_line(snap: Snapshot) -> str:
-    """`Node 2001 · Inbound: ON · Registration: registered (iax2) · Calls: 1`"""
+    """`Node 2001 · Inbound: ON · Registration: registered (iax2) as 203.0.113.5:4569`"""
     node = snap.get("node_id") or "(no node number)"
     parts = [
         f"Node {node}",
         f"Inbound: {_on_off(snap.get('listening'))}",
         f"Registration: {registration_text(snap)}",
     ]
-    return " · ".join(parts)
+    return fit(" · ".join(parts))
 
 
 def bridge_line(snap: Snapshot) -> str:
