@@ -14,6 +14,17 @@ CONFIG_HELP = (
 )
 
 
+#: The one option each subcommand takes besides --help.
+config_option = click.option(
+    "--config",
+    "config_path",
+    default="node.toml",
+    show_default=True,
+    metavar="PATH",
+    help=CONFIG_HELP,
+)
+
+
 @click.group(context_settings={"help_option_names": ["--help"]})
 def cli() -> None:
     """iax-node: a headless IAX2 voice node for amateur-radio linking networks.
@@ -25,14 +36,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option(
-    "--config",
-    "config_path",
-    default="node.toml",
-    show_default=True,
-    metavar="PATH",
-    help=CONFIG_HELP,
-)
+@config_option
 def serve(config_path: str) -> None:
     """Run the node daemon until SIGINT, SIGTERM or POST /shutdown.
 
@@ -46,14 +50,7 @@ def serve(config_path: str) -> None:
 
 
 @cli.command()
-@click.option(
-    "--config",
-    "config_path",
-    default="node.toml",
-    show_default=True,
-    metavar="PATH",
-    help=CONFIG_HELP,
-)
+@config_option
 def tui(config_path: str) -> None:
     """Run the node with an interactive terminal menu on top of it.
 

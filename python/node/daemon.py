@@ -48,6 +48,7 @@ __all__ = [
     "EXIT_RUNTIME",
     "RunningNode",
     "configure_logging",
+    "load_node",
     "load_or_create",
     "reload",
     "run",
@@ -380,17 +381,25 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
     return code
 
 
-def run(config_path: str | Path) -> int:
-    """Run the daemon until SIGINT, SIGTERM or POST /shutdown; return the exit status."""
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    handler = configure_logging()
-    notifier = Notifier.from_environ()
-    path = Path(config_path)
+def load_node(path: Path, handler: logging.Handler) -> tuple[NodeConfig, SecretStore] | None:
+    """The configuration (writing the template first if it is missing) and the secrets, with
+    `handler` redacting those secrets from then on; None (logged) on a configuration error."""
     try:
         config = load_or_create(path)
         secrets = SecretStore(config)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
-        return EXIT_CONFIG
+        return None
     handler.addFilter(RedactingFilter(secrets))
-    return asyncio.run(_serve(config, secrets, notifier))
+    return config, secrets
+
+
+def run(config_path: str | Path) -> int:
+    """Run the daemon until SIGINT, SIGTERM or POST /shutdown; return the exit status."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    handler = configure_logging()
+    notifier = Notifier.from_environ()
+    loaded = load_node(Path(config_path), handler)
+    if loaded is None:
+        return EXIT_CONFIG
+    return asyncio.run(_serve(*loaded, notifier))

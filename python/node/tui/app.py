@@ -134,8 +134,8 @@ class NodeApp(App[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "dial", "Dial", show=False),
-        Binding("a", "answer", "Answer", show=False),
-        Binding("r", "reject", "Reject", show=False),
+        Binding("a", "command('Answer', 'answer', 'answered')", "Answer", show=False),
+        Binding("r", "command('Reject', 'reject', 'rejected')", "Reject", show=False),
         Binding("h", "hangup", "Hang up", show=False),
         Binding("c", "link('connect')", "Connect", show=False),
         Binding("m", "link('monitor')", "Monitor", show=False),
@@ -143,8 +143,10 @@ class NodeApp(App[None]):
         Binding("k", "key", "Key…", show=False),
         Binding("u", "unkey", "Unkey", show=False),
         Binding("b", "bridge", "Bridge…", show=False),
-        Binding("g", "register", "Register", show=False),
-        Binding("G", "deregister", "Deregister", show=False),
+        Binding("g", "command('Register', 'register', 'registering')", "Register", show=False),
+        Binding(
+            "G", "command('Deregister', 'deregister', 'deregistered')", "Deregister", show=False
+        ),
         Binding("i", "inbound", "Inbound", show=False),
         Binding("q", "quit_node", "Quit", show=False),
         Binding("ctrl+c,ctrl+q", "quit_node", "Quit", show=False, priority=True),
@@ -317,13 +319,10 @@ class NodeApp(App[None]):
 
         self.push_screen(NodePrompt("Dial a call to a node", "Dial"), dialled)
 
-    async def action_answer(self) -> None:
-        if await self._command("Answer", self.controller.answer):
-            self.say("answered")
-
-    async def action_reject(self) -> None:
-        if await self._command("Reject", self.controller.reject):
-            self.say("rejected")
+    async def action_command(self, what: str, method: str, done: str) -> None:
+        """A command without arguments: the controller's `method`; `done` says it worked."""
+        if await self._command(what, getattr(self.controller, method)):
+            self.say(done)
 
     async def action_hangup(self) -> None:
         callno = self._highlighted_call()
@@ -393,14 +392,6 @@ class NodeApp(App[None]):
                 self.say(view.bridge_line(self.snap))
 
         self.push_screen(BridgeDialog(self.snap.get("bridge") or {}), chosen)
-
-    async def action_register(self) -> None:
-        if await self._command("Register", self.controller.register):
-            self.say("registering")
-
-    async def action_deregister(self) -> None:
-        if await self._command("Deregister", self.controller.deregister):
-            self.say("deregistered")
 
     async def action_inbound(self) -> None:
         enable = not self.snap.get("listening")

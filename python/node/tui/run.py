@@ -17,10 +17,9 @@ import signal
 import sys
 from pathlib import Path
 
-from node.daemon import EXIT_CONFIG, EXIT_RUNTIME, RunningNode, configure_logging
-from node.daemon import load_or_create as load_config
-from node.errors import ConfigError, StartError
-from node.secrets import RedactingFilter, SecretStore
+from node.daemon import EXIT_CONFIG, EXIT_RUNTIME, RunningNode, configure_logging, load_node
+from node.errors import StartError
+from node.secrets import RedactingFilter
 
 __all__ = ["run"]
 
@@ -71,13 +70,8 @@ def run(config_path: str | Path) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         log.error("node tui needs a terminal (stdin and stdout); use `node serve` without one")
         return EXIT_RUNTIME
-    path = Path(config_path)
-    try:
-        config = load_config(path)
-        secrets = SecretStore(config)
-    except ConfigError as exc:
-        log.error("configuration error: %s", exc)
+    loaded = load_node(Path(config_path), handler)
+    if loaded is None:
         return EXIT_CONFIG
-    redact = RedactingFilter(secrets)
-    handler.addFilter(redact)
-    return asyncio.run(_tui(RunningNode(config, secrets), handler, redact))
+    config, secrets = loaded
+    return asyncio.run(_tui(RunningNode(config, secrets), handler, RedactingFilter(secrets)))
