@@ -292,3 +292,24 @@ def test_colour_mode_uses_colour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                 assert any(not (r == g == b) for r, g, b in screen_colours(app))
 
     asyncio.run(scenario())
+
+
+def test_a_screen_that_falls_behind_catches_up(tmp_path: Path) -> None:
+    """A burst larger than the screen's queue on the bus drops its subscription; the screen
+    subscribes again and repaints from a fresh snapshot instead of going stale."""
+
+    async def scenario() -> None:
+        async with in_process_node(node_config(tmp_path / "a.toml")) as a:
+            a.bus._queue_size = 2  # a tiny queue, so that a burst of five overflows it
+            app = NodeApp(a.controller)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, "subscribed", lambda: a.bus.subscriber_count == 1)
+                for enabled in (False, True, False, True, False):  # one burst, no yield
+                    a.controller.set_listening(enabled)
+                assert a.bus.dropped == 1
+                await until(pilot, "Inbound: OFF", lambda: "Inbound: OFF" in screen_lines(app)[0])
+                await until(pilot, "subscribed again", lambda: a.bus.subscriber_count == 1)
+                a.controller.set_listening(True)
+                await until(pilot, "Inbound: ON", lambda: "Inbound: ON" in screen_lines(app)[0])
+
+    asyncio.run(scenario())
