@@ -270,6 +270,7 @@ class Controller:
             "tick": engine.tick_stats(),
             "legs": {str(callno): stats for callno, stats in engine.jitter_stats()},
             "link_texts": dict(self.links.text_counts),
+            "events": {"subscribers": self.bus.subscriber_count, "dropped": self.bus.dropped},
         }
 
     def _changed(self) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "NodeLookupError",
     "ProtocolError",
     "RemoteProtocolError",
+    "StartError",
 ]
 
 
@@ -91,3 +92,10 @@ class CommandError(NodeError):
     def __init__(self, message: str, status: int = 500) -> None:
         self.status = status
         super().__init__(message)
+
+
+class StartError(NodeError):
+    """The node could not start: a port in use, the engine or the audio device failed.
+
+    The message names the configuration key involved and is safe to show the operator.
+    """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -157,12 +157,17 @@ class Shutdown(Event):
 class Subscription:
     """One subscriber's bounded queue. Iterate with `await sub.get()`; `closed` ends it."""
 
-    def __init__(self, bus: EventBus, maxsize: int) -> None:
+    def __init__(
+        self, bus: EventBus, maxsize: int, on_overflow: Callable[[], None] | None = None
+    ) -> None:
         self._bus = bus
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize)
         self.closed = False
         #: Set when the bus dropped this subscriber because it fell behind.
         self.overflowed = False
+        #: Called (once, synchronously, from `publish`) when the bus drops this subscriber: the
+        #: owner of a stalled connection cuts it here, since the subscriber itself is stuck.
+        self.on_overflow = on_overflow
 
     async def get(self) -> Event | None:
         """The next event, or None once the subscription is closed."""
@@ -180,9 +185,12 @@ class EventBus:
     def __init__(self, queue_size: int = 256) -> None:
         self._subs: list[Subscription] = []
         self._queue_size = queue_size
+        #: Subscribers dropped so far for falling behind.
+        self.dropped = 0
 
-    def subscribe(self) -> Subscription:
-        sub = Subscription(self, self._queue_size)
+    def subscribe(self, on_overflow: Callable[[], None] | None = None) -> Subscription:
+        """A new subscriber; `on_overflow` is called if it is ever dropped for falling behind."""
+        sub = Subscription(self, self._queue_size, on_overflow)
         self._subs.append(sub)
         return sub
 
@@ -206,7 +214,14 @@ class EventBus:
                     "event subscriber fell %d events behind; dropping it", sub.queue.qsize()
                 )
                 sub.overflowed = True
+                self.dropped += 1
                 self.unsubscribe(sub)
+                if sub.on_overflow is not None:
+                    try:
+                        sub.on_overflow()
+                    except Exception:
+                        # A failing subscriber's owner must not cost the others their event.
+                        log.exception("dropping an event subscriber failed")
 
     def close(self) -> None:
         """Send `Shutdown` to everyone, then end every subscription."""

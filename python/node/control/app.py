@@ -169,7 +169,7 @@ def create_app(controller: Controller) -> Starlette:
         return JSONResponse({"ok": True})
 
     async def events(request: Request) -> Response:
-        return event_stream(controller)
+        return event_stream(controller, request)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error("not found", 404)
