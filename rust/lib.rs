@@ -18,6 +18,7 @@ pub mod mixer;
 pub mod polyphase;
 pub mod resample;
 pub mod tone;
+pub mod vox;
 
 #[cfg(test)]
 mod test_signal;

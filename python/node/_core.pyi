@@ -280,7 +280,7 @@ _Addr: TypeAlias = tuple[str, int]
 #: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
 #: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("command_failed", message)
+#: | ("rx_key", callno, keyed) | ("local_tx", on) | ("vox", open) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -326,11 +326,19 @@ class Engine:
     def set_mix_minus(self, on: bool) -> None: ...
     def set_local_radio(self, on: bool) -> None: ...
     def set_local_keyed(self, on: bool) -> None: ...
+    def set_local_gated(self, on: bool) -> None: ...
     def open_device(
-        self, device_rate: int, rx_gain_db: float = 0.0, tx_gain_db: float = 0.0
+        self,
+        device_rate: int,
+        rx_gain_db: float = 0.0,
+        tx_gain_db: float = 0.0,
+        rx_delay_ms: int = 0,
+        vox: tuple[float, int, int] | None = None,
     ) -> DevicePort:
         """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
-        radio member; gains in dB (-40 to +20). DeviceError for a rate or gain it cannot take."""
+        radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
+        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports ("vox", open)
+        events. DeviceError for a setting it cannot take."""
     def stop(self) -> None: ...
 
 # --- device ---
