@@ -29,6 +29,7 @@ from node.events import (
     Hangup,
     IncomingCall,
     Link,
+    Radio,
     Registered,
     RegisterFailed,
     Snapshot,
@@ -48,6 +49,8 @@ from node.links import network as ln
 from node.links.lookup import NodeResolver
 from node.links.resolve import NodeAddress, same_ip
 from node.media.bridge import MediaBridge
+from node.radio.radio import Radio as RadioEdge
+from node.radio.transmitter import PttChange
 from node.registration_status import format_addr, registration_json
 from node.reload import ReloadPlan, plan_reload
 from node.secrets import PeersChange, SecretStore
@@ -147,8 +150,13 @@ class Controller:
         #: Addresses resolved for a link connect, used by the Dial that follows it.
         self._link_targets: dict[str, NodeAddress] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        #: The operator's push-to-talk: when it keyed (monotonic), and its TX time-out.
+        #: The local source's keying: when it keyed (monotonic), and its TX time-out.
         self._tx_keyed_at: float | None = None
+        #: What holds the local source keyed: "operator" (POST /key and the like), "carrier"
+        #: (the radio's squelch).
+        self._keyed_by: set[str] = set()
+        #: `[radio]`: the PTT and carrier detect, given by `attach`.
+        self.radio: RadioEdge | None = None
         self._tot: asyncio.TimerHandle | None = None
         #: Link calls that have a media leg.
         self._link_legs: set[int] = set()
@@ -184,15 +192,19 @@ class Controller:
         *,
         http_registration: HttpRegistrationRunner | None = None,
         statpost: StatPostRunner | None = None,
+        radio: RadioEdge | None = None,
     ) -> None:
-        """Connect the engine transport, the media bridge, the daemon's stop trigger and the
-        HTTP services the daemon runs (their events come back through `on_registration_events`
-        and `stat_report`)."""
+        """Connect the engine transport, the media bridge, the daemon's stop trigger, the HTTP
+        services the daemon runs (their events come back through `on_registration_events`
+        and `stat_report`) and the radio's PTT and carrier detect."""
         self._transport = transport
         self._bridge = bridge
         self._stop_requested = request_stop
         self.http_registration = http_registration
         self.statpost = statpost
+        self.radio = radio
+        if radio is not None:
+            radio.start(self._on_ptt, self._on_squelch)
 
     @property
     def bridge(self) -> MediaBridge:
@@ -248,6 +260,8 @@ class Controller:
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
             snap["audio"] = self._bridge.audio()
+        if self.radio is not None:
+            snap["radio"] = self.radio.snapshot()
         return snap
 
     def _tx_json(self, now: float) -> dict[str, Any]:
@@ -418,6 +432,12 @@ class Controller:
             elif kind == "control":
                 _, callno, (ckind, value), _ts, _payload = event
                 log.debug("call %d: %s %s played out", callno, ckind, value)
+            elif kind == "local_tx":
+                if self.radio is not None:
+                    self.radio.tx_demand(event[1])
+            elif kind == "vox":
+                if self.radio is not None:
+                    self.radio.vox_changed(event[1])
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
 
@@ -738,13 +758,17 @@ class Controller:
 
     # --- keying -------------------------------------------------------------------------------
 
-    def key(self) -> dict[str, Any]:
-        """POST /key: the operator's push-to-talk. The only path that keys the local source."""
+    def key(self, source: str = "operator") -> dict[str, Any]:
+        """Key the local source: POST /key and the other operator commands (`source`
+        "operator"), or the radio's squelch ("carrier"). The only path that keys the local
+        source; it stays keyed while any source holds it."""
         if self.links.dstar_active():
             # Checked on every key command, before anything else: D-Star is never keyed
-            # remotely (spec Errors rule 3).
+            # remotely (spec Errors rule 3), by an operator or by a carrier.
             raise CommandError(DSTAR_REFUSAL, 409)
-        if self._tx_keyed_at is not None:
+        keyed = bool(self._keyed_by)
+        self._keyed_by.add(source)
+        if keyed:
             return self.snapshot()
         now = self.now()
         self.bridge.set_local_keyed(True)
@@ -754,14 +778,19 @@ class Controller:
         self._post_key_change()
         timeout = self.config.keying.tx_timeout_secs
         self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
-        log.info("keyed by the operator (TX time-out %d s)", timeout)
+        log.info("keyed by the %s (TX time-out %d s)", source, timeout)
         self.bus.publish(Link(kind="keyed", node=self.node_id, call=None, keyed=True))
         self._changed()
         return self.snapshot()
 
-    def unkey(self, reason: str | None = None) -> dict[str, Any]:
-        """POST /unkey (and the TX time-out): release the operator's push-to-talk."""
-        if self._tx_keyed_at is None:
+    def unkey(self, reason: str | None = None, source: str | None = None) -> dict[str, Any]:
+        """POST /unkey, the TX time-out and shutdown (`source` None: every hold is released);
+        the radio's squelch closing releases only its own hold (`source` "carrier")."""
+        if source is None:
+            self._keyed_by.clear()
+        else:
+            self._keyed_by.discard(source)
+        if self._tx_keyed_at is None or self._keyed_by:
             return self.snapshot()
         if self._tot is not None:
             self._tot.cancel()
@@ -778,6 +807,33 @@ class Controller:
         )
         self._changed()
         return self.snapshot()
+
+    def _on_squelch(self, opened: bool) -> None:
+        """The radio's squelch opened or closed: key or release the carrier's hold on the
+        local source, exactly as POST /key and POST /unkey do."""
+        if not opened:
+            self.bus.publish(Radio(kind="carrier", on=False))
+            self.unkey("carrier dropped", source="carrier")
+            self._changed()
+            return
+        try:
+            self.key("carrier")
+        except CommandError as exc:
+            log.warning("carrier detected, not keying: %s", exc)
+            self.bus.publish(Radio(kind="carrier", on=True, reason=str(exc)))
+        else:
+            self.bus.publish(Radio(kind="carrier", on=True))
+        self._changed()
+
+    def _on_ptt(self, change: PttChange) -> None:
+        """The radio's transmitter keyed or released (the conference's audio, the hang time,
+        the TX time-out)."""
+        if change.timed_out:
+            log.warning("transmitter %s: released", change.reason)
+        else:
+            log.info("transmitter %s", "keyed" if change.keyed else f"released ({change.reason})")
+        self.bus.publish(Radio(kind="ptt", on=change.keyed, reason=change.reason))
+        self._changed()
 
     def _post_key_change(self) -> None:
         if self.statpost is not None:
@@ -1013,6 +1069,9 @@ class Controller:
         the streams. Links get a plain HANGUP, not `!!DISCONNECT!!`: their permanent links
         should come back when this node does."""
         self.stopping.set()
+        if self.radio is not None:
+            # The transmitter first: nothing that fails below may leave it keyed.
+            self.radio.close()
         self.commands.close()
         self.unkey("node shutting down")
         for task in self._tasks:

@@ -36,10 +36,11 @@ from node.config import Address, NodeConfig, load_config, write_template
 from node.control.ami import AmiServer
 from node.control.app import create_app
 from node.controller import Controller
-from node.errors import CommandError, ConfigError, EngineError, StartError
+from node.errors import CommandError, ConfigError, EngineError, RadioError, StartError
 from node.events import EventBus
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
+from node.radio.radio import Radio
 from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
 
@@ -220,6 +221,7 @@ class RunningNode:
         self._http: asyncio.Task[None] | None = None
         self._services: tuple[HttpRegistrationRunner | None, StatPostRunner | None] = (None, None)
         self._ami: AmiServer | None = None
+        self._radio: Radio | None = None
 
     async def start(self) -> None:
         """Open the IAX2 socket, the control socket and audio, then start serving.
@@ -247,6 +249,13 @@ class RunningNode:
             raise _bind_error(
                 "the control channel", "control.bind", config.control.bind, exc
             ) from None
+        try:
+            radio = Radio.open(config.radio, config.keying.tx_timeout_secs)
+        except RadioError as exc:
+            transport.close()
+            ctl_sock.close()
+            raise StartError(f"cannot open the radio ([radio]): {exc}") from None
+        self._radio = radio
         audio = config.audio
         bridge = MediaBridge(
             transport.engine,
@@ -257,10 +266,14 @@ class RunningNode:
             device_rate=audio.device_rate,
             rx_gain_db=audio.rx_gain_db,
             tx_gain_db=audio.tx_gain_db,
+            rx_delay_ms=config.radio.rx_audio_delay_ms,
+            vox=radio.vox,
+            gated=radio.gated,
         )
         try:
             bridge.start_audio()
         except CommandError as exc:
+            radio.close()
             transport.close()
             ctl_sock.close()
             raise StartError(
@@ -271,6 +284,7 @@ class RunningNode:
             try:
                 await ami.start()
             except OSError as exc:
+                radio.close()
                 bridge.close()
                 transport.close()
                 ctl_sock.close()
@@ -294,6 +308,7 @@ class RunningNode:
             self.stop.set,
             http_registration=http_registration,
             statpost=statpost,
+            radio=radio,
         )
         controller.start()
         if statpost is not None:
@@ -365,6 +380,9 @@ class RunningNode:
         """Hang up, unkey, end the event streams, stop the control channel, close the socket."""
         log.info("shutting down")
         self.stop.set()
+        if self._radio is not None:
+            # The transmitter before anything that could fail or hang.
+            self._radio.close()
         self.notifier.stopping()
         if self._ami is not None:
             await self._ami.close()
@@ -396,8 +414,11 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, node.stop.set)
     loop.add_signal_handler(signal.SIGHUP, node.reload)
-    code = await node.wait()
-    await node.close()
+    try:
+        code = await node.wait()
+    finally:
+        # Also after an exception out of the loop's own code: the PTT is released on the way.
+        await node.close()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.remove_signal_handler(sig)
     # Back to ignoring a reload: removing the handler restored SIGHUP's fatal default.

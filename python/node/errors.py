@@ -18,6 +18,7 @@ __all__ = [
     "NodeError",
     "NodeLookupError",
     "ProtocolError",
+    "RadioError",
     "RemoteProtocolError",
     "StartError",
 ]
@@ -99,3 +100,8 @@ class StartError(NodeError):
 
     The message names the configuration key involved and is safe to show the operator.
     """
+
+
+class RadioError(NodeError):
+    """The radio's PTT or carrier-detect hardware failed: a device that does not open, a write
+    or read the kernel refused. The message names the device and is safe to show the operator."""
