@@ -113,9 +113,12 @@ class GpioPtt:
         return {"backend": self.backend, "device": self.gpio.path, "pin": self.gpio.line}
 
 
-def open_ptt(cfg: RadioConfig, cm108: Cm108 | None = None, *, gpiod: Any = None) -> PttLine:
-    """The configured PTT, opened and released. `cm108` is the interface's hidraw node when the
-    carrier detector shares it. Raises RadioError naming the device."""
+def open_ptt(
+    cfg: RadioConfig, cm108: Cm108 | None = None, *, gpiod: Any = None, release: bool = True
+) -> PttLine:
+    """The configured PTT, opened, and released unless `release` is false. `cm108` is the
+    interface's hidraw node when the carrier detector shares it. Raises RadioError naming the
+    device."""
     if cfg.ptt == "cm108":
         gpio = cfg.ptt_pin if isinstance(cfg.ptt_pin, int) else DEFAULT_CM108_GPIO
         ptt: PttLine = Cm108Ptt(cm108 or Cm108(cfg.ptt_device), gpio, cfg.ptt_invert)
@@ -131,6 +134,8 @@ def open_ptt(cfg: RadioConfig, cm108: Cm108 | None = None, *, gpiod: Any = None)
         ptt = GpioPtt(gpio_line)
     else:
         return NullPtt()
+    if not release:
+        return ptt
     try:
         ptt.set(False)
     except BaseException:
@@ -141,7 +146,8 @@ def open_ptt(cfg: RadioConfig, cm108: Cm108 | None = None, *, gpiod: Any = None)
 
 
 def release_ptt(cfg: RadioConfig, *, gpiod: Any = None) -> PttLine:
-    """Force the configured PTT off and let it go (after a crash: `node ptt-release`)."""
-    ptt = open_ptt(cfg, gpiod=gpiod)
+    """Force the configured PTT off and let it go (after a crash: `node ptt-release`): one
+    write of the released level."""
+    ptt = open_ptt(cfg, gpiod=gpiod, release=False)
     ptt.close()
     return ptt
