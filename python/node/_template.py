@@ -266,11 +266,6 @@ source = "env"
 #vox_threshold_db = -35.0
 #vox_attack_ms = 40
 #vox_release_ms = 800
-# Courtesy tone after a received transmission ends: [first Hz, second Hz, ms] per tone (0 Hz:
-# none; up to 16 tones, 20-3500 Hz, 1-5000 ms); [] for none. Example: [[880, 0, 80], [660, 0, 80]]
-#courtesy_tone = []
-# Its level in dBFS (-60.0 to 0.0).
-#courtesy_tone_level_db = -18.0
 
 # EXTENSION. The Asterisk Manager Interface subset Allmon3 and Supermon poll (RptStatus XStat and
 # SawStat, rpt stats/lstats/nodes/xnode, rpt cmd ilink, rpt fun). Its password comes from the

@@ -123,8 +123,6 @@ CARRIER_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio", "vox")
 CM108_BUTTONS: tuple[str, ...] = ("vol_up", "vol_down", "mute_play", "mute_rec")
 SERIAL_PTT_PINS: tuple[str, ...] = ("rts", "dtr")
 SERIAL_CARRIER_PINS: tuple[str, ...] = ("cts", "dsr", "cd")
-#: `[radio] courtesy_tone` bounds: tones per sequence, and one tone's length (ms).
-COURTESY_TONES_MAX, COURTESY_TONE_MS_MAX = 16, 5000
 EVENT_NAMES: tuple[str, ...] = (
     "incoming_call",
     "hangup",
@@ -479,11 +477,6 @@ class RadioConfig:
     vox_attack_ms: int = 40
     #: `carrier = "vox"`: how long it must stay below to close.
     vox_release_ms: int = 800
-    #: Played on the transmitter when a received transmission ends: (first Hz, second Hz,
-    #: ms) per tone, 0 Hz for none (both 0: a pause). Empty: no courtesy tone.
-    courtesy_tone: tuple[tuple[float, float, int], ...] = ()
-    #: The courtesy tone's level, dBFS.
-    courtesy_tone_level_db: float = -18.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1180,29 +1173,6 @@ def _radio_pin(
     r.fail(dotted, f"is not a {backend} pin", accepted)
 
 
-def _courtesy_tone(r: _Reader, t: Mapping[str, Any]) -> tuple[tuple[float, float, int], ...]:
-    raw = t.get("courtesy_tone", [])
-    accepted = (
-        f"an array of up to {COURTESY_TONES_MAX} [first Hz, second Hz, ms] entries, "
-        f"Hz 0 (none) or 20-3500, ms 1-{COURTESY_TONE_MS_MAX}; [] for none"
-    )
-    if type(raw) is not list or len(raw) > COURTESY_TONES_MAX:
-        r.fail("radio.courtesy_tone", "must be an array of tones", accepted)
-    tones = []
-    for i, entry in enumerate(raw):
-        dotted = f"radio.courtesy_tone[{i}]"
-        if type(entry) is not list or len(entry) != 3:
-            r.fail(dotted, "must be [first Hz, second Hz, ms]", accepted)
-        f1, f2, ms = entry
-        for hz in (f1, f2):
-            if type(hz) not in (int, float) or not (hz == 0 or 20 <= hz <= 3500):
-                r.fail(dotted, "has a frequency out of range", accepted)
-        if type(ms) is not int or not 1 <= ms <= COURTESY_TONE_MS_MAX:
-            r.fail(dotted, "has a length out of range", accepted)
-        tones.append((float(f1), float(f2), ms))
-    return tuple(tones)
-
-
 def _parse_radio(r: _Reader, raw: object) -> RadioConfig:
     d = RadioConfig()
     names = tuple(f.name for f in dataclasses.fields(RadioConfig))
@@ -1250,10 +1220,6 @@ def _parse_radio(r: _Reader, raw: object) -> RadioConfig:
         vox_threshold_db=r.number(t, "radio", "vox_threshold_db", d.vox_threshold_db, -80.0, 0.0),
         vox_attack_ms=r.integer(t, "radio", "vox_attack_ms", d.vox_attack_ms, 0, 10000),
         vox_release_ms=r.integer(t, "radio", "vox_release_ms", d.vox_release_ms, 0, 10000),
-        courtesy_tone=_courtesy_tone(r, t),
-        courtesy_tone_level_db=r.number(
-            t, "radio", "courtesy_tone_level_db", d.courtesy_tone_level_db, -60.0, 0.0
-        ),
     )
 
 
@@ -1431,6 +1397,17 @@ def _warn_risky(config: NodeConfig) -> None:
             "%s: ami.bind is not loopback (ami.allow_remote): the AMI password and every "
             "command cross the network in clear text",
             where,
+        )
+    bridge = config.bridge
+    hears = bridge.mode == "handset" or (bridge.mode == "conference" and bridge.include_local_radio)
+    if config.radio.ptt != "none" and not hears:
+        log.warning(
+            "%s: radio.ptt is set but the local radio is not in the conference (bridge.mode = "
+            "%s, include_local_radio = %s): the transmitter keys only once POST /bridge puts it "
+            "there",
+            where,
+            bridge.mode,
+            str(bridge.include_local_radio).lower(),
         )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
