@@ -5,37 +5,25 @@ AllStarLink node (the same peers tests/links/test_keying.py uses)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from node.controller import DSTAR_REFUSAL
-from tests.interop.harness import EventWatcher, running_node, wait_until
+from tests.interop.harness import EventWatcher, wait_until
 from tests.links.replay import ScriptedNode
+from tests.links.test_keying import node_1999
 from tests.node_process import NodeProcess
 from tests.radio.fake_hidraw import FakeHidraw
 
 VOL_DOWN = 0x02
 
 
-@contextmanager
 def cos_node(
     tmp_path: Path, peer: ScriptedNode, hid: FakeHidraw, extra: str = ""
-) -> Iterator[NodeProcess]:
-    nodes = tmp_path / "extnodes"
-    nodes.write_text(f"1998=radio@127.0.0.1:{peer.addr[1]}/1998,127.0.0.1\n")
-    with running_node(
-        tmp_path,
-        "node1999",
-        listener='auth = "off"',
-        sections=(
-            '[register]\npeer = "127.0.0.1:9"\nnode_id = "1999"\n\n'
-            f'[links]\nnodes_file = "{nodes}"\ndns = false\n\n'
-            f'[radio]\nptt = "cm108"\nptt_device = "{hid.path}"\ncarrier = "cm108"\n\n{extra}'
-        ),
-        env={"NET_NODE": "1999", "NET_SECRET": "not-used-here"},
-    ) as node:
-        yield node
+) -> AbstractContextManager[NodeProcess]:
+    """Node 1999 of tests/links/test_keying.py with a CM108 interface: PTT and COS."""
+    radio = f'[radio]\nptt = "cm108"\nptt_device = "{hid.path}"\ncarrier = "cm108"\n\n'
+    return node_1999(tmp_path, peer, radio + extra)
 
 
 def significant(peer: ScriptedNode, start: int) -> list[str]:

@@ -22,10 +22,10 @@ receiver's COS to volume down (simpleusb `carrierfrom = usb`) and a CTCSS decode
 
 from __future__ import annotations
 
-import errno
 import os
 
 from node.errors import RadioError
+from node.radio.lines import open_device
 
 __all__ = ["BUTTONS", "INPUT_REPORT_LEN", "Cm108", "input_active", "output_report"]
 
@@ -62,18 +62,12 @@ class Cm108:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            self._fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        except OSError as exc:
-            hint = ""
-            if exc.errno == errno.EACCES:
-                hint = (
-                    "; give the interface's hidraw node to the node's user (packaging/udev/"
-                    "90-iax-node-cm108.rules puts C-Media hidraw nodes in group plugdev)"
-                )
-            raise RadioError(
-                f"cannot open CM108 hidraw node {path}: {exc.strerror}{hint}"
-            ) from None
+        self._fd = open_device(
+            path,
+            "CM108 hidraw node",
+            "give the interface's hidraw node to the node's user (packaging/udev/"
+            "90-iax-node-cm108.rules puts C-Media hidraw nodes in group plugdev)",
+        )
         self._partial = b""
 
     def fileno(self) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 
 from node.errors import RadioError
 
-__all__ = ["GpioLine", "SerialLines", "gpio_chip_path", "import_gpiod"]
+__all__ = ["GpioLine", "SerialLines", "gpio_chip_path", "import_gpiod", "open_device"]
 
 #: TIOCM bits of the lines `[radio] ptt_pin` and `carrier_pin` name.
 SERIAL_BITS = {
@@ -32,6 +32,16 @@ SERIAL_BITS = {
 }
 
 Ioctl = Callable[[int, int, bytes], bytes]
+
+
+def open_device(path: str, what: str, permission_hint: str) -> int:
+    """Open a character device read-write, non-blocking, never as a controlling terminal; a
+    RadioError naming `what` and `path` (with `permission_hint` when access is denied)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        hint = f"; {permission_hint}" if exc.errno == errno.EACCES else ""
+        raise RadioError(f"cannot open {what} {path}: {exc.strerror}{hint}") from None
 
 
 def _os_ioctl(fd: int, request: int, arg: bytes) -> bytes:
@@ -51,13 +61,9 @@ class SerialLines:
     def __init__(self, path: str, *, keep_on_close: bool = False, ioctl: Ioctl = _os_ioctl):
         self.path = path
         self._ioctl = ioctl
-        try:
-            self._fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            hint = ""
-            if exc.errno == errno.EACCES:
-                hint = "; the node's user needs the port's group (dialout on Debian)"
-            raise RadioError(f"cannot open serial port {path}: {exc.strerror}{hint}") from None
+        self._fd = open_device(
+            path, "serial port", "the node's user needs the port's group (dialout on Debian)"
+        )
         if keep_on_close:
             try:
                 attrs = termios.tcgetattr(self._fd)
