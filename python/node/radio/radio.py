@@ -96,6 +96,11 @@ class Radio:
         """The engine's `local_tx` edge."""
         if self._closed:
             return
+        if self.cfg.ptt == "none":
+            # No transmitter: nothing keys, nothing is timed, no event; the snapshot still
+            # shows whether the conference has audio for the radio.
+            self.transmitter.demanded = on
+            return
         self._ptt(self.transmitter.demand(on, self.now()))
         self._arm()
 
