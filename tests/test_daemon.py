@@ -53,7 +53,7 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
     assert audio["backend"] == "none" and audio["running"] is True and audio["rate"] == 16000
-    # The radio (no [radio]: no PTT, no carrier; the conference's timing still shown).
+    # The radio (no [radio]: no PTT, no carrier).
     assert snap.pop("radio") == {
         "ptt": {
             "backend": "none",

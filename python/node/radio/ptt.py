@@ -36,7 +36,7 @@ class PttLine(Protocol):
 
 
 class NullPtt:
-    """`ptt = "none"`: no transmitter to key (the conference's timing is still reported)."""
+    """`ptt = "none"`: no transmitter to key."""
 
     backend = "none"
 
