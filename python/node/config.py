@@ -435,6 +435,8 @@ class PortalConfig:
     node: str
     #: The NAME of the environment variable holding the portal password.
     credential_env: str
+    #: *Extension.* The portal's base URL (its token API is `<url>/api/v2/auth-wt-legacy`).
+    url: str = "https://www.allstarlink.org"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1118,7 +1120,10 @@ def _parse_ami(r: _Reader, raw: object) -> AmiConfig:
 
 def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
     names = ("user", "node", "credential_env")
-    t = r.table(raw, "portal", names, required=names)
+    t = r.table(raw, "portal", (*names, "url"), required=names)
+    url = r.string(t, "portal", "url", PortalConfig.url)
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+        r.fail("portal.url", "is not an http(s) URL", "e.g. https://www.allstarlink.org")
     user = r.string(t, "portal", "user", "")
     node = r.string(t, "portal", "node", "")
     env = r.string(t, "portal", "credential_env", "")
@@ -1132,7 +1137,7 @@ def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
             "must be the NAME of an environment variable (not the password itself)",
             "letters, digits and _, not starting with a digit, e.g. PORTAL_PASSWORD",
         )
-    return PortalConfig(user=user, node=node, credential_env=env)
+    return PortalConfig(user=user, node=node, credential_env=env, url=url)
 
 
 def _parse_parrot(r: _Reader, raw: object) -> ParrotConfig:
