@@ -289,6 +289,9 @@ source = "env"
 #node = "2000"
 # The NAME of the environment variable holding the portal password (never the password).
 #credential_env = "PORTAL_PASSWORD"
+# EXTENSION. The portal's base URL; web-transceiver tokens come from its
+# /api/v2/auth-wt-legacy API.
+#url = "https://www.allstarlink.org"
 
 # Parrot tuning; consulted only in parrot mode, harmless otherwise.
 #[parrot]

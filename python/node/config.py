@@ -113,6 +113,8 @@ REGISTER_METHODS: tuple[str, ...] = ("iax2", "http")
 #: ASL3's HTTP registrar (res_rpt_http_registrations) and stats collector (app_rpt statpost_url).
 ASL_REGISTER_URL = "https://register.allstarlink.org/"
 ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
+#: The web-transceiver portal (`[portal] url`'s default).
+PORTAL_URL = "https://www.allstarlink.org"
 #: ASL3's node-lookup domain (app_rpt dns_node_domain).
 ASL_DNS_DOMAIN = "nodes.allstarlink.org"
 LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
@@ -487,6 +489,8 @@ class PortalConfig:
     node: str
     #: The NAME of the environment variable holding the portal password.
     credential_env: str
+    #: *Extension.* The portal's base URL (its token API is `<url>/api/v2/auth-wt-legacy`).
+    url: str = PORTAL_URL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1273,7 +1277,11 @@ def _parse_ami(r: _Reader, raw: object) -> AmiConfig:
 
 def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
     names = ("user", "node", "credential_env")
-    t = r.table(raw, "portal", names, required=names)
+    t = r.table(raw, "portal", (*names, "url"), required=names)
+    # Not `PortalConfig.url`: on a slotted dataclass that is the slot's descriptor.
+    url = r.string(t, "portal", "url", PORTAL_URL)
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+        r.fail("portal.url", "is not an http(s) URL", "e.g. https://www.allstarlink.org")
     user = r.string(t, "portal", "user", "")
     node = r.string(t, "portal", "node", "")
     env = r.string(t, "portal", "credential_env", "")
@@ -1287,7 +1295,7 @@ def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
             "must be the NAME of an environment variable (not the password itself)",
             "letters, digits and _, not starting with a digit, e.g. PORTAL_PASSWORD",
         )
-    return PortalConfig(user=user, node=node, credential_env=env)
+    return PortalConfig(user=user, node=node, credential_env=env, url=url)
 
 
 def _parse_parrot(r: _Reader, raw: object) -> ParrotConfig:

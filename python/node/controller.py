@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.command_runner import CommandRunner, Outcome
@@ -63,6 +64,11 @@ log = logging.getLogger(__name__)
 DSTAR_REFUSAL = (
     "refusing to key: a D-Star session is active and D-Star transmit is not remotely keyable"
 )
+
+#: How a web-transceiver guest dials (the `[allstar-public]` user of every ASL3 node).
+WT_USER = "allstar-public"
+WT_SECRET = "allstar"  # published in ASL3's iax.conf: it is no secret
+WT_EXTENSION = "s"
 
 LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
 
@@ -136,6 +142,10 @@ class Controller:
             rr_stats=self._rr_stats,
             holds=self._is_link_caller,
         )
+        self._guest_nodes = frozenset(
+            node for node, cfg in config.links.items() if cfg.shape == "wt-guest"
+        )
+        self.tokens: TokenSource | None = None
         self.links = ln.LinkNetwork(
             config.node_id,
             rand=random.SystemRandom().random,
@@ -146,6 +156,7 @@ class Controller:
             ],
             verify_source=config.verify_source_ip,
             dstar_nodes=[node for node, cfg in config.links.items() if cfg.network == "dstar"],
+            guest_nodes=self._guest_nodes,
         )
         #: Addresses resolved for a link connect, used by the Dial that follows it.
         self._link_targets: dict[str, NodeAddress] = {}
@@ -192,16 +203,19 @@ class Controller:
         *,
         http_registration: HttpRegistrationRunner | None = None,
         statpost: StatPostRunner | None = None,
+        tokens: TokenSource | None = None,
         radio: RadioEdge | None = None,
     ) -> None:
         """Connect the engine transport, the media bridge, the daemon's stop trigger, the HTTP
         services the daemon runs (their events come back through `on_registration_events`
-        and `stat_report`) and the radio's PTT and carrier detect."""
+        and `stat_report`; `tokens` mints web-transceiver tokens for `wt-guest` links) and the
+        radio's PTT and carrier detect."""
         self._transport = transport
         self._bridge = bridge
         self._stop_requested = request_stop
         self.http_registration = http_registration
         self.statpost = statpost
+        self.tokens = tokens
         self.radio = radio
         if radio is not None:
             radio.start(self._on_ptt, self._on_squelch)
@@ -551,8 +565,17 @@ class Controller:
 
     def _on_link_call_event(self, event: Any, now: float) -> None:
         call = self.endpoint.call(event.callno)
-        if isinstance(event, c.CallAnswered):
-            link = self.links.link_for_call(event.callno)
+        link = self.links.link_for_call(event.callno)
+        if isinstance(event, c.CallAnswered) and link is not None and link.guest:
+            self.links.answered(event.callno, now)
+        if (
+            isinstance(event, c.CallAnswered | c.CallRinging)
+            and event.callno not in self._link_legs
+        ):
+            # A guest link is up from its first ring (the web transceiver's rule); the others
+            # from ANSWER.
+            if isinstance(event, c.CallRinging) and (link is None or not link.guest):
+                return
             if call is not None and call.format is not None and link is not None:
                 mode = "transceive" if link.mode is ln.LinkMode.TRANSCEIVE else "receive_only"
                 self.bridge.add_leg(
@@ -623,10 +646,10 @@ class Controller:
                     self.bridge.set_leg_keying(action.callno, action.keying)  # type: ignore[arg-type]
         elif isinstance(action, ln.Dial):
             target = self._link_targets.pop(action.node, None)
-            if target is not None:
+            if target is not None and action.node not in self._guest_nodes:
                 self._dial_link(action.node, target)
             else:
-                self._spawn(self._resolve_and_dial(action.node))
+                self._spawn(self._resolve_and_dial(action.node, target))
         elif isinstance(action, ln.VerifySource):
             self._spawn(self._verify_source(action))
 
@@ -671,19 +694,51 @@ class Controller:
             addr = str(cfg.addr)
         return await self.resolver.lookup(node, addr)
 
-    async def _resolve_and_dial(self, node: str) -> None:
+    async def _resolve_and_dial(self, node: str, target: NodeAddress | None = None) -> None:
+        guest: GuestToken | None = None
         try:
-            target = await self._lookup(node, None)
-        except (LookupError, ValueError) as exc:
+            if target is None:
+                target = await self._lookup(node, None)
+            if node in self._guest_nodes:
+                if self.tokens is None:
+                    raise TokenError("no web-transceiver token source ([portal])")
+                guest = await self.tokens.mint(node)
+        except (LookupError, ValueError, TokenError) as exc:
             self._apply_links(self.links.dial_failed(node, str(exc), self.now()))
             return
-        self._dial_link(node, target)
+        self._dial_link(node, target, guest)
 
-    def _dial_link(self, node: str, target: NodeAddress) -> None:
+    def _dial_link(self, node: str, target: NodeAddress, guest: GuestToken | None = None) -> None:
         now = self.now()
         link = self.links.links.get(node)
         if link is None or link.state is not ln.LinkState.CONNECTING or link.callno is not None:
             return  # disconnected (or dialled) while being resolved
+        if guest is not None:
+            # As the web transceiver dials (research/allstar.md §5.1): the public user and its
+            # published secret, extension "s", the target node as CALLING_NUMBER and the token
+            # as CALLING_NAME.
+            self.secrets.remember_transient(guest.calling_name)
+            params = c.DialParams(
+                called_number=WT_EXTENSION,
+                calling_number=node,
+                calling_name=guest.calling_name,
+                username=WT_USER,
+                secret=WT_SECRET,
+                datetime=time.localtime()[:6],
+            )
+        else:
+            params = self._link_params(node, target)
+        try:
+            callno, out = self.endpoint.dial(now, target.addr, params)
+        except LocalProtocolError as exc:
+            self._apply_links(self.links.dial_failed(node, str(exc), now))
+            return
+        self._apply_links(self.links.dialled(node, callno, target.addr, now))
+        self._apply(out)
+
+    def _link_params(self, node: str, target: NodeAddress) -> c.DialParams:
+        """A link call as ASL3 places one: user `radio` (or the configured or peer-secret
+        user), our number calling, the target called."""
         cfg = self.config.links.get(node)
         peer_secret = self.secrets.peer_secret(node)
         if cfg is not None and cfg.username is not None:
@@ -692,20 +747,13 @@ class Controller:
             username = self.node_id
         else:
             username = target.username
-        params = c.DialParams(
+        return c.DialParams(
             called_number=node,
             calling_number=self.node_id,
             username=username,
             secret=peer_secret,
             datetime=time.localtime()[:6],
         )
-        try:
-            callno, out = self.endpoint.dial(now, target.addr, params)
-        except LocalProtocolError as exc:
-            self._apply_links(self.links.dial_failed(node, str(exc), now))
-            return
-        self._apply_links(self.links.dialled(node, callno, target.addr, now))
-        self._apply(out)
 
     async def _verify_source(self, action: ln.VerifySource) -> None:
         cfg = self.config.links.get(action.node)

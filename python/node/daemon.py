@@ -26,11 +26,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import uvicorn
 
 from node import __version__
 from node.allstar.http_registration import HttpRegistration
-from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.portal import PortalTokens
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner, make_client
 from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
 from node.control.ami import AmiServer
@@ -221,6 +223,7 @@ class RunningNode:
         self._http: asyncio.Task[None] | None = None
         self._services: tuple[HttpRegistrationRunner | None, StatPostRunner | None] = (None, None)
         self._ami: AmiServer | None = None
+        self._token_client: httpx.AsyncClient | None = None
         self._radio: Radio | None = None
 
     async def start(self) -> None:
@@ -302,12 +305,20 @@ class RunningNode:
             config, self.secrets, controller, transport.local_addr[1]
         )
         self._services = (http_registration, statpost)
+        tokens = None
+        portal_secret = self.secrets.portal_secret()
+        if config.portal is not None and portal_secret is not None:
+            self._token_client = make_client()
+            tokens = PortalTokens(
+                config.portal.url, config.portal.user, portal_secret, self._token_client
+            )
         controller.attach(
             transport,
             bridge,
             self.stop.set,
             http_registration=http_registration,
             statpost=statpost,
+            tokens=tokens,
             radio=radio,
         )
         controller.start()
@@ -390,6 +401,8 @@ class RunningNode:
         for service in self._services:
             if service is not None:
                 await service.aclose()
+        if self._token_client is not None:
+            await self._token_client.aclose()
         self.controller.close()
         if self._server is not None:
             self._server.should_exit = True
