@@ -14,6 +14,19 @@ import numpy as np
 import pytest
 
 from node import _core
+from tones import (
+    Resample,
+    amplitude,
+    block_loop,
+    framed,
+    gain_db,
+    rejection_db,
+    scipy_block,
+    soxr_block,
+    soxr_stream,
+    stream_loop,
+    tone,
+)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -25,26 +38,8 @@ with warnings.catch_warnings():
 soxr = pytest.importorskip("soxr")
 
 N_FRAMES = 512
-AMP = 16000.0
 STOP_TONES_16K = (4600, 5000, 6000, 7000, 7900)  # aliases when going down
 PASS_TONES_8K = (3400, 3000, 2000, 1000, 100)  # images at 8000 - f when going up
-
-
-def tone(freq: float, rate: int, seconds: float) -> np.ndarray:
-    n = np.arange(round(rate * seconds))
-    return np.round(AMP * np.sin(2 * np.pi * freq * n / rate)).astype(np.int16)
-
-
-def amplitude(x: np.ndarray, freq: float, rate: int) -> float:
-    phase = np.exp(-2j * np.pi * freq * np.arange(x.size) / rate)
-    return float(2 * abs(np.dot(x.astype(np.float64), phase)) / x.size)
-
-
-def rejection_db(level: float) -> float:
-    return float(-20 * np.log10(max(level / AMP, 1e-9)))
-
-
-Resample = Callable[[np.ndarray], np.ndarray]
 
 
 def worst_alias_db(down: Resample) -> float:
@@ -63,41 +58,12 @@ def worst_image_db(up: Resample) -> float:
     )
 
 
-def gain_db(resample: Resample, rate_in: int, rate_out: int) -> float:
-    y = resample(tone(1000, rate_in, 1.2))[-rate_out:]
-    return float(20 * np.log10(amplitude(y, 1000, rate_out) / AMP))
-
-
-def framed(make: Callable[[], Callable[[bytes], bytes]], frame: int) -> Resample:
-    """Whole-signal function that feeds a fresh stream in 20 ms frames."""
-
-    def run(x: np.ndarray) -> np.ndarray:
-        step = make()
-        out = b"".join(step(x[i : i + frame].tobytes()) for i in range(0, x.size, frame))
-        return np.frombuffer(out, np.int16)
-
-    return run
-
-
 def ours_up() -> Callable[[bytes], bytes]:
     return _core.Upsampler().process
 
 
 def ours_down() -> Callable[[bytes], bytes]:
     return _core.Downsampler().process
-
-
-def soxr_stream(rate_in: int, rate_out: int) -> Callable[[], Callable[[bytes], bytes]]:
-    def make() -> Callable[[bytes], bytes]:
-        stream = soxr.ResampleStream(rate_in, rate_out, 1, dtype="int16", quality="HQ")
-        chunk = stream.resample_chunk
-
-        def step(pcm: bytes) -> bytes:
-            return chunk(np.frombuffer(pcm, np.int16)).tobytes()
-
-        return step
-
-    return make
 
 
 def ratecv_stream(rate_in: int, rate_out: int) -> Callable[[], Callable[[bytes], bytes]]:
@@ -128,14 +94,6 @@ def frames8(speech: Callable[[int, float], np.ndarray]) -> list[bytes]:
 def frames16(speech: Callable[[int, float], np.ndarray]) -> list[bytes]:
     x = speech(16000, N_FRAMES * 0.02)
     return [x[i * 320 : (i + 1) * 320].tobytes() for i in range(N_FRAMES)]
-
-
-def stream_loop(step: Callable[[bytes], object], frames: list[bytes]) -> Callable[[], None]:
-    def run() -> None:
-        for f in frames:
-            step(f)
-
-    return run
 
 
 # --- 8 kHz -> 16 kHz, per 20 ms frame ---------------------------------------------------------
@@ -245,37 +203,12 @@ def blocks16(speech: Callable[[int, float], np.ndarray]) -> list[np.ndarray]:
     return [x[i * 16000 : (i + 1) * 16000] for i in range(N_BLOCKS)]
 
 
-def block_loop(fn: Callable[[np.ndarray], object], blocks: list[np.ndarray]) -> Callable[[], None]:
-    def run() -> None:
-        for b in blocks:
-            fn(b)
-
-    return run
-
-
 def ours_block(cls: type[_core.Upsampler] | type[_core.Downsampler]) -> Resample:
     rs = cls()
 
     def run(x: np.ndarray) -> np.ndarray:
         rs.reset()
         return np.frombuffer(rs.process(x.tobytes()), np.int16)
-
-    return run
-
-
-def soxr_block(rate_in: int, rate_out: int) -> Resample:
-    def run(x: np.ndarray) -> np.ndarray:
-        return soxr.resample(x, rate_in, rate_out, quality="HQ")
-
-    return run
-
-
-def scipy_block(up: int, down: int) -> Resample:
-    signal = pytest.importorskip("scipy.signal")
-
-    def run(x: np.ndarray) -> np.ndarray:
-        # Left as float64: rounding back to int16 would only add to the peer's time.
-        return signal.resample_poly(x, up, down)
 
     return run
 
@@ -294,6 +227,7 @@ def test_up_block_soxr(bench, blocks8) -> None:
 
 
 def test_up_block_scipy(bench, blocks8) -> None:
+    pytest.importorskip("scipy")
     fn = scipy_block(2, 1)
     bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block")
 
@@ -312,5 +246,6 @@ def test_down_block_soxr(bench, blocks16) -> None:
 
 
 def test_down_block_scipy(bench, blocks16) -> None:
+    pytest.importorskip("scipy")
     fn = scipy_block(1, 2)
     bench(block_loop(fn, blocks16), per_call=N_BLOCKS, samples=16000, unit="1 s block")

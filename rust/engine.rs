@@ -2,10 +2,10 @@
 //!
 //! Datagrams come and go through a [`Transport`] (`transport.rs`: batched `recvmmsg` and
 //! `sendmmsg` on a UDP socket), so the socket I/O is one small interface another transport can
-//! implement. Every datagram is parsed here, in Rust. Malformed datagrams are counted and dropped. Full
-//! frames (signalling, and the rare full voice frame) are queued for Python, which drains them in
-//! batches when the wakeup descriptor becomes readable; mini and trunk voice frames stay in Rust
-//! and never cost a Python call. Python sends through [`Engine::send_to`], which writes straight
+//! implement. Every datagram is parsed here, in Rust. Malformed datagrams are counted and
+//! dropped. Full frames (signalling, and the rare full voice frame) are queued for Python, which
+//! drains them in batches when the wakeup descriptor becomes readable; mini and trunk voice
+//! frames stay in Rust and never cost a Python call. Python sends through [`Engine::send_to`], which writes straight
 //! to the shared socket from the caller's thread.
 //!
 //! The thread wakes for each datagram while the load is light, so signalling reaches Python at
@@ -14,7 +14,8 @@
 //! are only consumed by the tick, and each keeps the kernel's receive time, so reading them in
 //! batches adds no latency and the jitter buffer still sees their true arrival.
 //!
-//! This is the only module that starts a thread or reads the clock.
+//! This is the only module that starts the engine thread or reads the clock (the transport
+//! reads the wall clock only to age the kernel's receive stamps).
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -27,6 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::codec::Codec;
+use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
@@ -96,6 +98,8 @@ pub enum EngineError {
     Stopped,
     /// A station rate other than 8000 or 16000.
     Rate(u32),
+    /// A sound card the engine cannot take.
+    Device(DeviceError),
 }
 
 impl std::fmt::Display for EngineError {
@@ -105,6 +109,7 @@ impl std::fmt::Display for EngineError {
             EngineError::Io(e) => write!(f, "engine I/O error: {e}"),
             EngineError::Stopped => write!(f, "the engine is stopped"),
             EngineError::Rate(r) => write!(f, "station rate {r} Hz (accepted: 8000, 16000)"),
+            EngineError::Device(e) => e.fmt(f),
         }
     }
 }
@@ -114,6 +119,7 @@ impl std::error::Error for EngineError {
         match self {
             EngineError::Bind { source, .. } => Some(source),
             EngineError::Io(e) => Some(e),
+            EngineError::Device(e) => Some(e),
             EngineError::Stopped | EngineError::Rate(_) => None,
         }
     }
@@ -248,12 +254,17 @@ pub enum Command {
     SetLocalRadio(bool),
     /// The operator's push-to-talk: the local source talks into every leg until unkeyed.
     SetLocalKeyed(bool),
+    /// The local receiver has a carrier detector: its audio is heard only while keyed.
+    SetLocalGated(bool),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EngineEvent {
     Media(MediaEvent),
+    /// VOX on the local receiver's audio opened (`true`) or closed: reported by the device
+    /// thread, as the audio is captured.
+    Vox(bool),
     /// A command that could not be applied (e.g. it names a leg that is gone).
     CommandFailed(String),
 }
@@ -301,11 +312,129 @@ pub struct QueueDepths {
     pub speaker: usize,
 }
 
+/// What happened to the local radio's frames, per direction: "rx" is the radio's receiver
+/// (captured, toward the network), "tx" its transmitter (played). Counted in 20 ms frames while a
+/// device is attached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocalCounters {
+    /// Captured frames handed to the engine.
+    pub rx_frames: u64,
+    /// Ticks that needed a captured frame (the local radio in the conference, or keyed) and
+    /// found none (the device delivered late; the tick went on without it).
+    pub rx_late: u64,
+    /// Captured frames discarded because the engine had fallen behind by a full queue.
+    pub rx_dropped: u64,
+    /// Frames the device took to play.
+    pub tx_frames: u64,
+    /// Frames the device needed while the local radio was in the conference and none was ready
+    /// (the engine was late; silence was played in their place).
+    pub tx_late: u64,
+    /// Frames for the device discarded because it had fallen behind by a full queue.
+    pub tx_dropped: u64,
+}
+
 /// The local radio's audio between the device thread and the engine (station rate, i16).
 #[derive(Debug, Default)]
 struct LocalPort {
     mic: VecDeque<Vec<i16>>,
     speaker: VecDeque<Vec<i16>>,
+    /// Frame buffers to reuse, so steady state allocates nothing.
+    spare: Vec<Vec<i16>>,
+    /// Devices attached (a device switch overlaps the old and the new one briefly).
+    attached: u32,
+    /// Whether the local radio was a conference member at the last tick.
+    local_on: bool,
+    /// A frame has gone each way since the device attached: only then can one be late.
+    mic_seen: bool,
+    speaker_seen: bool,
+    counters: LocalCounters,
+}
+
+impl LocalPort {
+    fn buffer(&mut self, frame: &[i16]) -> Vec<i16> {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(frame);
+        buf
+    }
+
+    fn recycle(&mut self, buf: Vec<i16>) {
+        if self.spare.len() < 2 * LOCAL_QUEUE_FRAMES + 2 {
+            self.spare.push(buf);
+        }
+    }
+
+    fn clear(&mut self) {
+        while let Some(b) = self.mic.pop_front() {
+            self.recycle(b);
+        }
+        while let Some(b) = self.speaker.pop_front() {
+            self.recycle(b);
+        }
+        self.mic_seen = false;
+        self.speaker_seen = false;
+    }
+
+    /// A captured frame from the device.
+    fn push_mic(&mut self, frame: &[i16]) {
+        if self.mic.len() >= LOCAL_QUEUE_FRAMES {
+            if let Some(old) = self.mic.pop_front() {
+                self.recycle(old);
+            }
+            self.counters.rx_dropped += 1;
+        }
+        let buf = self.buffer(frame);
+        self.mic.push_back(buf);
+        self.mic_seen = true;
+        self.counters.rx_frames += 1;
+    }
+
+    /// The next frame for the device to play, into `dst`; false when none is ready.
+    fn pull_speaker(&mut self, dst: &mut [i16]) -> bool {
+        match self.speaker.pop_front() {
+            Some(frame) => {
+                let fits = frame.len() == dst.len();
+                if fits {
+                    dst.copy_from_slice(&frame);
+                    self.counters.tx_frames += 1;
+                }
+                self.recycle(frame);
+                fits
+            }
+            None => {
+                if self.local_on && self.speaker_seen && self.attached > 0 {
+                    self.counters.tx_late += 1;
+                }
+                false
+            }
+        }
+    }
+
+    /// The engine's side of a tick: the captured frame for it, if any.
+    fn take_mic(&mut self, wanted: bool) -> Option<Vec<i16>> {
+        let frame = self.mic.pop_front();
+        if frame.is_none() && wanted && self.mic_seen && self.attached > 0 {
+            self.counters.rx_late += 1;
+        }
+        frame
+    }
+
+    /// The engine's side of a tick: what the local radio hears, for the device to play.
+    fn put_speaker(&mut self, local_on: bool, frame: &[i16]) {
+        self.local_on = local_on;
+        if !local_on || self.attached == 0 {
+            return;
+        }
+        if self.speaker.len() >= LOCAL_QUEUE_FRAMES {
+            if let Some(old) = self.speaker.pop_front() {
+                self.recycle(old);
+            }
+            self.counters.tx_dropped += 1;
+        }
+        let buf = self.buffer(frame);
+        self.speaker.push_back(buf);
+        self.speaker_seen = true;
+    }
 }
 
 /// State shared by the socket thread and the handle Python holds.
@@ -439,6 +568,10 @@ impl Worker {
                     self.station.set_local_keyed(on);
                     Ok(())
                 }
+                Command::SetLocalGated(on) => {
+                    self.station.set_local_gated(on);
+                    Ok(())
+                }
             };
             if let Err(e) = result {
                 failures.push(EngineEvent::CommandFailed(e.to_string()));
@@ -533,9 +666,13 @@ impl Worker {
     }
 
     fn tick(&mut self, now_ms: u64) {
-        let mic = lock(&self.shared.local).mic.pop_front();
+        // The microphone is heard while the local radio is a member or the operator keys it.
+        let local_on = self.station.local_radio();
+        let mic_wanted = local_on || self.station.local_keyed();
+        let mic = lock(&self.shared.local).take_mic(mic_wanted);
         if let Some(pcm) = mic {
             self.station.put_local(&pcm);
+            lock(&self.shared.local).recycle(pcm);
         }
         self.tick_out.clear();
         self.station.tick(now_ms, &mut self.tick_out);
@@ -548,13 +685,7 @@ impl Worker {
             bump(&c.send_errors, r.failed);
             bump(&c.send_calls, r.calls);
         }
-        if self.station.local_radio() {
-            let mut port = lock(&self.shared.local);
-            if port.speaker.len() >= LOCAL_QUEUE_FRAMES {
-                port.speaker.pop_front();
-            }
-            port.speaker.push_back(self.station.local_output().to_vec());
-        }
+        lock(&self.shared.local).put_speaker(local_on, self.station.local_output());
         if !self.tick_out.events.is_empty() {
             self.shared
                 .emit(self.tick_out.events.drain(..).map(EngineEvent::Media));
@@ -785,20 +916,34 @@ impl Engine {
         Ok(())
     }
 
-    /// Exchange one block with the local radio member: the microphone's frame goes in, the
-    /// speaker's frame (what the conference sends the local radio) comes out, or silence.
-    pub fn local_exchange(&self, mic: &[i16], speaker: &mut [i16]) {
+    /// Connect a sound card: the edge converts between its blocks and the station's frames, and
+    /// the returned link exchanges them with the local radio member. Queued local audio from an
+    /// earlier device is dropped.
+    pub fn attach_device(&self, edge: DeviceEdge) -> Result<DeviceLink, EngineError> {
+        if self.thread.is_none() {
+            return Err(EngineError::Stopped);
+        }
+        if edge.station_rate() != self.rate {
+            return Err(EngineError::Device(DeviceError::Rate {
+                device: edge.device_rate(),
+                station: self.rate,
+            }));
+        }
         let mut port = lock(&self.shared.local);
-        if mic.len() == self.shared.frame_len {
-            if port.mic.len() >= LOCAL_QUEUE_FRAMES {
-                port.mic.pop_front();
-            }
-            port.mic.push_back(mic.to_vec());
+        if port.attached == 0 {
+            port.clear();
         }
-        match port.speaker.pop_front() {
-            Some(frame) if frame.len() == speaker.len() => speaker.copy_from_slice(&frame),
-            _ => speaker.iter_mut().for_each(|s| *s = 0),
-        }
+        port.attached += 1;
+        drop(port);
+        Ok(DeviceLink {
+            shared: Arc::clone(&self.shared),
+            edge,
+        })
+    }
+
+    /// What happened to the local radio's frames since the engine started.
+    pub fn local_counters(&self) -> LocalCounters {
+        lock(&self.shared.local).counters
     }
 
     /// Samples in one 20 ms frame at the station rate.
@@ -898,6 +1043,52 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A sound card attached to the engine: each [`exchange`](DeviceLink::exchange) hands one
+/// captured block to the local radio member and fills one block to play. Dropping it detaches
+/// the device.
+pub struct DeviceLink {
+    shared: Arc<Shared>,
+    edge: DeviceEdge,
+}
+
+impl DeviceLink {
+    /// One device block each way (native-endian int16 at the device rate): `input` was
+    /// captured, `output` is filled with what to play.
+    pub fn exchange(&mut self, input: &[u8], output: &mut [u8]) -> Result<(), DeviceError> {
+        let shared = &self.shared;
+        self.edge
+            .capture(input, |frame| lock(&shared.local).push_mic(frame))?;
+        if let Some(open) = self.edge.take_vox_change() {
+            shared.emit(std::iter::once(EngineEvent::Vox(open)));
+        }
+        self.edge
+            .playback(output, |dst| lock(&shared.local).pull_speaker(dst))
+    }
+
+    pub fn edge(&self) -> &DeviceEdge {
+        &self.edge
+    }
+
+    pub fn edge_mut(&mut self) -> &mut DeviceEdge {
+        &mut self.edge
+    }
+
+    /// What happened to the local radio's frames since the engine started.
+    pub fn counters(&self) -> LocalCounters {
+        lock(&self.shared.local).counters
+    }
+}
+
+impl Drop for DeviceLink {
+    fn drop(&mut self) {
+        let mut port = lock(&self.shared.local);
+        port.attached = port.attached.saturating_sub(1);
+        if port.attached == 0 {
+            port.clear();
+        }
     }
 }
 
@@ -1041,5 +1232,113 @@ mod tests {
         assert_eq!(&buf[..n], &pkt[..]);
         assert_eq!(from, engine.local_addr());
         assert_eq!(engine.counters().datagrams_out, 1);
+    }
+
+    fn ticks(engine: &Engine) -> u64 {
+        engine.tick_stats().ticks
+    }
+
+    #[test]
+    fn a_device_counts_frames_each_way_only_while_attached() {
+        let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+        engine.command(Command::SetLocalRadio(true)).expect("cmd");
+        // Nothing attached: the conference's output for the radio is not queued or counted.
+        let t0 = ticks(&engine);
+        assert!(wait_for(|| ticks(&engine) >= t0 + 8));
+        assert_eq!(engine.local_counters(), LocalCounters::default());
+
+        let mut link = engine
+            .attach_device(DeviceEdge::new(48000, 8000).expect("edge"))
+            .expect("attach");
+        // Nobody plays: after four frames wait, each new one drops the oldest.
+        assert!(wait_for(|| link.counters().tx_dropped >= 3));
+        // 5 ms blocks: 240 samples at 48 kHz are 40 at 8 kHz, so four blocks per frame.
+        let mic = vec![0u8; 480];
+        let mut out = vec![0u8; 480];
+        for _ in 0..8 {
+            link.exchange(&mic, &mut out).expect("exchange");
+        }
+        let c = link.counters();
+        assert_eq!(c.rx_frames, 2);
+        assert_eq!(c.tx_frames, 2);
+        // Capture faster than the engine ticks: the queue holds four and drops the oldest.
+        let before = ticks(&engine);
+        for _ in 0..4 * 12 {
+            link.exchange(&mic, &mut out).expect("exchange");
+        }
+        let c = link.counters();
+        assert_eq!(c.rx_frames, 14);
+        let ticked = ticks(&engine) - before;
+        assert!(c.rx_dropped + ticked >= 14 - 4 - 2, "{c:?}, {ticked} ticks");
+        // The queue drained, then the engine ticked without a frame: the device was late.
+        assert!(wait_for(|| link.counters().rx_late >= 1));
+        drop(link);
+        let after = engine.local_counters();
+        let t1 = ticks(&engine);
+        assert!(wait_for(|| ticks(&engine) >= t1 + 5));
+        assert_eq!(engine.local_counters(), after);
+    }
+
+    #[test]
+    fn a_keyed_local_source_wants_the_microphone_but_feeds_no_speaker() {
+        let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+        let mut link = engine
+            .attach_device(DeviceEdge::new(8000, 8000).expect("edge"))
+            .expect("attach");
+        // The operator keys with the local radio out of the conference.
+        engine.command(Command::SetLocalKeyed(true)).expect("cmd");
+        let mut out = vec![0u8; 320];
+        link.exchange(&[0u8; 320], &mut out).expect("exchange");
+        assert!(wait_for(|| link.counters().rx_late >= 2));
+        let c = link.counters();
+        assert_eq!(
+            (c.rx_frames, c.tx_frames, c.tx_dropped, c.tx_late),
+            (1, 0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn vox_edges_on_the_captured_audio_are_engine_events() {
+        let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+        let mut edge = DeviceEdge::new(8000, 8000).expect("edge");
+        edge.set_vox(Some(crate::vox::VoxConfig {
+            threshold_dbfs: -30.0,
+            attack_ms: 20,
+            release_ms: 20,
+        }))
+        .expect("vox");
+        let mut link = engine.attach_device(edge).expect("attach");
+        let loud: Vec<u8> = (0..160)
+            .flat_map(|n| if n % 2 == 0 { 8000i16 } else { -8000 }.to_ne_bytes())
+            .collect();
+        let mut out = vec![0u8; 320];
+        link.exchange(&loud, &mut out).expect("exchange");
+        link.exchange(&[0u8; 320], &mut out).expect("exchange");
+        let mut vox = Vec::new();
+        assert!(wait_for(|| {
+            vox.extend(engine.drain_events().into_iter().filter_map(|e| match e {
+                EngineEvent::Vox(open) => Some(open),
+                _ => None,
+            }));
+            vox.len() >= 2
+        }));
+        assert_eq!(vox, vec![true, false]);
+    }
+
+    #[test]
+    fn a_device_at_the_wrong_station_rate_is_refused() {
+        let mut engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+        let edge = DeviceEdge::new(48000, 16000).expect("edge");
+        match engine.attach_device(edge.clone()) {
+            Err(EngineError::Device(DeviceError::Rate { device, station })) => {
+                assert_eq!((device, station), (48000, 8000));
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        engine.stop();
+        assert!(matches!(
+            engine.attach_device(edge),
+            Err(EngineError::Stopped)
+        ));
     }
 }

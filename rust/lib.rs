@@ -5,16 +5,24 @@
 //! it), so the kernels never see a Python type.
 
 pub mod codec;
+pub mod device;
 pub mod dtmf;
 pub mod engine;
+pub mod fir;
 pub mod frame;
 pub mod ie;
 pub mod jitter;
+pub mod level;
 pub mod media;
 pub mod mixer;
+pub mod polyphase;
 pub mod resample;
 pub mod tone;
 pub mod transport;
+pub mod vox;
+
+#[cfg(test)]
+mod test_signal;
 
 #[cfg(feature = "python")]
 mod binding;

@@ -17,7 +17,7 @@ use crate::codec::Codec;
 use crate::frame::MiniFrame;
 use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
-use crate::resample::{Downsampler, Upsampler};
+use crate::resample::{Downsampler, Resample, Upsampler};
 
 /// Frame duration of the whole media path.
 pub const FRAME_MS: u32 = 20;
@@ -115,6 +115,9 @@ pub enum MediaEvent {
     MiniBeforeFull { callno: u16 },
     /// The leg's receiver keyed (`true`) or unkeyed, as its [`RxKeying`] defines it.
     RxKey { callno: u16, keyed: bool },
+    /// The local radio started (`true`) or stopped hearing audio from the conference: what its
+    /// transmitter has to send. Python keys the PTT on it (with the hang time).
+    LocalTx { on: bool },
 }
 
 /// A frame ready to be sent as a mini frame: its 4-byte header, then one of the tick's encoded
@@ -283,6 +286,11 @@ pub struct Station {
     local_in: Option<Vec<i16>>,
     local_out: Vec<i16>,
     local_hears: bool,
+    /// `local_hears` as last reported in a [`MediaEvent::LocalTx`].
+    local_tx: bool,
+    /// The local receiver has a carrier detector: its audio is heard only while keyed, never
+    /// by its own level (the squelch tail and an open receiver's noise stay out).
+    local_gated: bool,
     jitter_cfg: JitterConfig,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
@@ -336,6 +344,8 @@ impl Station {
             local_in: None,
             local_out: vec![0; frame_len],
             local_hears: false,
+            local_tx: false,
+            local_gated: false,
             jitter_cfg: JitterConfig::default(),
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
@@ -375,6 +385,11 @@ impl Station {
         self.local_keyed
     }
 
+    /// With a carrier detector on the local receiver, its audio counts only while keyed.
+    pub fn set_local_gated(&mut self, on: bool) {
+        self.local_gated = on;
+    }
+
     fn sync_local_slot(&mut self) {
         let wanted = self.local_member || self.local_keyed;
         match (wanted, self.local_slot) {
@@ -400,8 +415,10 @@ impl Station {
     pub fn put_local(&mut self, pcm: &[i16]) {
         if self.local_slot.is_some() && pcm.len() == self.frame_len {
             // Unkeyed, only a frame with signal counts as talking, so an idle microphone does
-            // not hold every leg in a talk spurt; keyed, every frame does.
-            if self.local_keyed || pcm.iter().any(|s| s.unsigned_abs() > 32) {
+            // not hold every leg in a talk spurt (and behind a carrier detector none does);
+            // keyed, every frame does.
+            if self.local_keyed || (!self.local_gated && pcm.iter().any(|s| s.unsigned_abs() > 32))
+            {
                 self.local_in = Some(pcm.to_vec());
             }
         }
@@ -653,6 +670,12 @@ impl Station {
             if let Ok(o) = self.conference.output(slot) {
                 self.local_out.copy_from_slice(o);
             }
+        }
+        if self.local_hears != self.local_tx {
+            self.local_tx = self.local_hears;
+            out.events.push(MediaEvent::LocalTx {
+                on: self.local_hears,
+            });
         }
     }
 
@@ -1469,6 +1492,76 @@ mod tests {
         assert_eq!(frames, 20, "one frame per keyed tick, silence included");
         assert_eq!(ended, vec![30]);
         assert!(!st.local_radio(), "keying does not make the radio a member");
+    }
+
+    #[test]
+    fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(250, 9650, Codec::Ulaw), 0).expect("a");
+        st.set_local_radio(true);
+        let mut out = TickOutput::default();
+        let mut edges = Vec::new();
+        for n in 0..40usize {
+            let now = n as u64 * 20;
+            if (10..20).contains(&n) {
+                feed(
+                    &mut st,
+                    250,
+                    Codec::Ulaw,
+                    &tone(700.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+            }
+            if n == 30 {
+                st.set_local_radio(false);
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                if let MediaEvent::LocalTx { on } = e {
+                    edges.push((n, *on));
+                }
+            }
+        }
+        // On with the first frame the jitter buffer plays, off when it stops delivering (and
+        // concealment has faded out); one edge each way.
+        assert_eq!(edges.len(), 2, "{edges:?}");
+        assert!(edges[0].1);
+        assert!(!edges[1].1);
+        assert!(edges[0].0 >= 10 && edges[1].0 > edges[0].0 && edges[1].0 < 30);
+    }
+
+    #[test]
+    fn a_gated_local_receiver_is_heard_only_while_keyed() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(260, 9660, Codec::Ulaw), 0).expect("a");
+        st.set_local_radio(true);
+        st.set_local_gated(true);
+        let mut out = TickOutput::default();
+        let mut heard_at = Vec::new();
+        for n in 0..30usize {
+            match n {
+                10 => st.set_local_keyed(true),
+                20 => st.set_local_keyed(false),
+                _ => {}
+            }
+            st.put_local(&tone(500.0, 8000, n));
+            out.clear();
+            st.tick(n as u64 * 20, &mut out);
+            if heard(&out, 260, addr(9660), Codec::Ulaw).is_some() {
+                heard_at.push(n);
+            }
+        }
+        assert_eq!(heard_at, (10..20).collect::<Vec<_>>());
+        st.set_local_gated(false);
+        st.put_local(&tone(500.0, 8000, 30));
+        out.clear();
+        st.tick(600, &mut out);
+        assert!(
+            heard(&out, 260, addr(9660), Codec::Ulaw).is_some(),
+            "ungated: by level"
+        );
     }
 
     #[test]

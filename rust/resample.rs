@@ -24,6 +24,8 @@
 
 use std::fmt;
 
+use crate::fir::{fir_pair, round_up_block};
+
 /// Group delay of both filters, in 16 kHz samples.
 pub const DELAY_16K: usize = 33;
 
@@ -64,9 +66,6 @@ const TAPS_X2: [f32; 17] = {
     t
 };
 
-/// Outputs computed together; their accumulators stay in registers across the 17 taps.
-const BLOCK: usize = 32;
-
 /// Errors from the resamplers.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +74,11 @@ pub enum ResampleError {
     OddLength { len: usize },
     /// The caller's output slice is too short for the result.
     OutputTooSmall { needed: usize, available: usize },
+    /// A conversion factor no filter is designed for.
+    UnsupportedFactor {
+        factor: u32,
+        accepted: &'static [u32],
+    },
 }
 
 impl fmt::Display for ResampleError {
@@ -90,67 +94,29 @@ impl fmt::Display for ResampleError {
                 f,
                 "output buffer too small: need {needed} elements, have {available}"
             ),
+            ResampleError::UnsupportedFactor { factor, accepted } => write!(
+                f,
+                "no filter for a conversion factor of {factor} (accepted: {accepted:?})"
+            ),
         }
     }
 }
 
 impl std::error::Error for ResampleError {}
 
-/// `acc[m] += Σ_i taps[i] · (buf[m + 16 - i] + buf[m + 17 + i])` for every m.
+/// `acc[m] += Σ_i taps[i] · (buf[m + 16 - i] + buf[m + 17 + i])` for every m: the halfband's
+/// pre-added symmetric pairs, as [`fir_pair`] runs them for every filter.
 ///
 /// `acc.len()` must be a multiple of `BLOCK` and `buf.len() >= acc.len() + HIST`; callers pad.
 /// Each output gets its taps added in the same order whatever block it falls in, so results do
 /// not depend on how the stream was split into calls.
 fn fir_symmetric(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: calling a `#[target_feature(enable = "avx2")]` function is sound exactly when
-        // the CPU supports AVX2, which the runtime check above has just established. The
-        // function body is safe code.
-        unsafe { x86::fir_symmetric_avx2(buf, taps, acc) };
-        return;
-    }
-    fir_symmetric_portable(buf, taps, acc);
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    /// The same loop compiled for 256-bit vectors. No FMA: each output is rounded exactly as
-    /// on the portable path, so results do not depend on the CPU.
-    #[target_feature(enable = "avx2")]
-    pub(super) fn fir_symmetric_avx2(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
-        super::fir_symmetric_portable(buf, taps, acc);
-    }
-}
-
-#[inline(always)]
-fn fir_symmetric_portable(buf: &[f32], taps: &[f32; 17], acc: &mut [f32]) {
-    for (b, out) in acc.chunks_exact_mut(BLOCK).enumerate() {
-        let m0 = b * BLOCK;
-        let mut a = [0f32; BLOCK];
-        a.copy_from_slice(out);
-        for (i, &g) in taps.iter().enumerate() {
-            let lo = window(buf, m0 + 16 - i);
-            let hi = window(buf, m0 + 17 + i);
-            if let (Some(lo), Some(hi)) = (lo, hi) {
-                for j in 0..BLOCK {
-                    a[j] += g * (lo[j] + hi[j]);
-                }
-            }
-        }
-        out.copy_from_slice(&a);
-    }
-}
-
-/// `buf[start..start + BLOCK]` as an array reference (None only if the caller mis-sized `buf`).
-#[inline(always)]
-fn window(buf: &[f32], start: usize) -> Option<&[f32; BLOCK]> {
-    buf.get(start..start + BLOCK)?.try_into().ok()
+    fir_pair(buf, buf.get(17..).unwrap_or_default(), taps, 17, acc);
 }
 
 /// Rounds to nearest (ties to even) and saturates to i16.
 #[inline(always)]
-fn to_i16(v: f32) -> i16 {
+pub(crate) fn to_i16(v: f32) -> i16 {
     // After clamping, adding 1.5·2^23 gives a float whose unit in the last place is 1: the
     // addition rounds to an integer, and that integer sits in the low mantissa bits, so a bit
     // subtraction recovers it. No float-to-int conversion, so the loop vectorises.
@@ -159,12 +125,8 @@ fn to_i16(v: f32) -> i16 {
     ((c + MAGIC).to_bits().wrapping_sub(MAGIC.to_bits()) as i32) as i16
 }
 
-fn round_up_block(n: usize) -> usize {
-    n.div_ceil(BLOCK).saturating_mul(BLOCK)
-}
-
 /// A source of 16-bit samples: `&[i16]` or native-endian bytes.
-trait PcmIn: Copy {
+pub(crate) trait PcmIn: Copy {
     fn samples(self) -> usize;
     /// Appends every sample, as f32, to `dst`.
     fn push_all(self, dst: &mut Vec<f32>);
@@ -200,10 +162,10 @@ impl PcmIn for &[i16] {
 
 /// Native-endian 16-bit PCM bytes, even length (checked by the public entry points).
 #[derive(Clone, Copy)]
-struct NeBytes<'a>(&'a [u8]);
+pub(crate) struct NeBytes<'a>(pub(crate) &'a [u8]);
 
 #[inline(always)]
-fn ne_at(c: &[u8], k: usize) -> i16 {
+pub(crate) fn ne_at(c: &[u8], k: usize) -> i16 {
     match (c.get(k), c.get(k + 1)) {
         (Some(&a), Some(&b)) => i16::from_ne_bytes([a, b]),
         _ => 0,
@@ -232,7 +194,7 @@ impl PcmIn for NeBytes<'_> {
 }
 
 /// A destination for 16-bit samples: `&mut [i16]` or native-endian bytes.
-trait PcmOut {
+pub(crate) trait PcmOut {
     fn samples(&self) -> usize;
     /// Writes `round(even[q]), odd[q]` pairs for every q.
     fn put_interleaved(self, even: &[f32], odd: &[f32]);
@@ -259,7 +221,7 @@ impl PcmOut for &mut [i16] {
     }
 }
 
-struct NeBytesMut<'a>(&'a mut [u8]);
+pub(crate) struct NeBytesMut<'a>(pub(crate) &'a mut [u8]);
 
 impl PcmOut for NeBytesMut<'_> {
     fn samples(&self) -> usize {
@@ -283,7 +245,7 @@ impl PcmOut for NeBytesMut<'_> {
     }
 }
 
-fn check_room(needed: usize, available: usize) -> Result<(), ResampleError> {
+pub(crate) fn check_room(needed: usize, available: usize) -> Result<(), ResampleError> {
     if available < needed {
         Err(ResampleError::OutputTooSmall { needed, available })
     } else {
@@ -291,11 +253,61 @@ fn check_room(needed: usize, available: usize) -> Result<(), ResampleError> {
     }
 }
 
-fn check_even(len: usize) -> Result<(), ResampleError> {
+pub(crate) fn check_even(len: usize) -> Result<(), ResampleError> {
     if len % 2 == 0 {
         Ok(())
     } else {
         Err(ResampleError::OddLength { len })
+    }
+}
+
+/// What every streaming resampler here offers. Implementors provide `output_len` and one
+/// exactly-sized run per sample format; the calls that check sizes and allocate are built on them.
+pub trait Resample {
+    /// Output samples the next call produces for `input` input samples.
+    fn output_len(&self, input: usize) -> usize;
+
+    /// Resamples `input` into `out`, which holds exactly `output_len(input.len())` samples.
+    fn run_i16(&mut self, input: &[i16], out: &mut [i16]);
+
+    /// As [`run_i16`](Self::run_i16) with native-endian 16-bit PCM bytes: `input` has an even
+    /// length and `out` holds exactly `2 * output_len(input.len() / 2)` bytes.
+    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]);
+
+    /// Appends the output for `input` to `out`.
+    fn process(&mut self, input: &[i16], out: &mut Vec<i16>) {
+        let start = out.len();
+        out.resize(start + self.output_len(input.len()), 0);
+        if let Some(dst) = out.get_mut(start..) {
+            self.run_i16(input, dst);
+        }
+    }
+
+    /// Writes the output for `input` to the front of `out` without allocating (once the
+    /// internal buffers have grown to the call size); returns the samples written.
+    fn process_into(&mut self, input: &[i16], out: &mut [i16]) -> Result<usize, ResampleError> {
+        let n = self.output_len(input.len());
+        check_room(n, out.len())?;
+        if let Some(dst) = out.get_mut(..n) {
+            self.run_i16(input, dst);
+        }
+        Ok(n)
+    }
+
+    /// As [`process_into`](Self::process_into) with native-endian 16-bit PCM bytes on both
+    /// sides; returns the bytes written.
+    fn process_ne_bytes_into(
+        &mut self,
+        input: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, ResampleError> {
+        check_even(input.len())?;
+        let n = self.output_len(input.len() / 2).saturating_mul(2);
+        check_room(n, out.len())?;
+        if let Some(dst) = out.get_mut(..n) {
+            self.run_ne_bytes(input, dst);
+        }
+        Ok(n)
     }
 }
 
@@ -334,47 +346,6 @@ impl Upsampler {
         DELAY_16K as f64
     }
 
-    /// Output samples produced for `input` input samples (saturating).
-    pub const fn output_len(&self, input: usize) -> usize {
-        input.saturating_mul(2)
-    }
-
-    /// Appends the 16 kHz samples for `input` to `out`.
-    pub fn process(&mut self, input: &[i16], out: &mut Vec<i16>) {
-        let start = out.len();
-        out.resize(start + self.output_len(input.len()), 0);
-        if let Some(dst) = out.get_mut(start..) {
-            self.run(input, dst);
-        }
-    }
-
-    /// Writes the 16 kHz samples for `input` to the front of `out` without allocating (once
-    /// the internal buffers have grown to the frame size); returns the samples written.
-    pub fn process_into(&mut self, input: &[i16], out: &mut [i16]) -> Result<usize, ResampleError> {
-        let n = self.output_len(input.len());
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(input, dst);
-        }
-        Ok(n)
-    }
-
-    /// As [`process_into`](Self::process_into) with native-endian 16-bit PCM bytes on both
-    /// sides; returns the bytes written.
-    pub fn process_ne_bytes_into(
-        &mut self,
-        input: &[u8],
-        out: &mut [u8],
-    ) -> Result<usize, ResampleError> {
-        check_even(input.len())?;
-        let n = input.len().saturating_mul(2);
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(NeBytes(input), NeBytesMut(dst));
-        }
-        Ok(n)
-    }
-
     /// `out` holds exactly `2 * input.samples()` samples.
     fn run(&mut self, input: impl PcmIn, out: impl PcmOut) {
         let n = input.samples();
@@ -395,6 +366,21 @@ impl Upsampler {
         out.put_interleaved(even, odd);
         self.x.copy_within(n..n + HIST, 0);
         self.x.truncate(HIST);
+    }
+}
+
+impl Resample for Upsampler {
+    /// Two output samples per input sample (saturating).
+    fn output_len(&self, input: usize) -> usize {
+        input.saturating_mul(2)
+    }
+
+    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
+        self.run(input, out);
+    }
+
+    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
+        self.run(NeBytes(input), NeBytesMut(out));
     }
 }
 
@@ -444,48 +430,6 @@ impl Downsampler {
         DELAY_16K as f64 / 2.0
     }
 
-    /// Output samples the next call produces for `input` input samples.
-    pub fn output_len(&self, input: usize) -> usize {
-        let pending = usize::from(self.pending.is_some());
-        input.saturating_add(pending) / 2
-    }
-
-    /// Appends the 8 kHz samples for `input` to `out`.
-    pub fn process(&mut self, input: &[i16], out: &mut Vec<i16>) {
-        let start = out.len();
-        out.resize(start + self.output_len(input.len()), 0);
-        if let Some(dst) = out.get_mut(start..) {
-            self.run(input, dst);
-        }
-    }
-
-    /// Writes the 8 kHz samples for `input` to the front of `out` without allocating (once the
-    /// internal buffers have grown to the frame size); returns the samples written.
-    pub fn process_into(&mut self, input: &[i16], out: &mut [i16]) -> Result<usize, ResampleError> {
-        let n = self.output_len(input.len());
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(input, dst);
-        }
-        Ok(n)
-    }
-
-    /// As [`process_into`](Self::process_into) with native-endian 16-bit PCM bytes on both
-    /// sides; returns the bytes written.
-    pub fn process_ne_bytes_into(
-        &mut self,
-        input: &[u8],
-        out: &mut [u8],
-    ) -> Result<usize, ResampleError> {
-        check_even(input.len())?;
-        let n = self.output_len(input.len() / 2).saturating_mul(2);
-        check_room(n, out.len())?;
-        if let Some(dst) = out.get_mut(..n) {
-            self.run(NeBytes(input), NeBytesMut(dst));
-        }
-        Ok(n)
-    }
-
     /// `out` holds exactly `output_len(input.samples())` samples.
     fn run<I: PcmIn>(&mut self, input: I, out: impl PcmOut) {
         self.even.truncate(HIST);
@@ -531,23 +475,29 @@ impl Downsampler {
     }
 }
 
+impl Resample for Downsampler {
+    /// One output sample per input pair, counting a sample pending from the last call.
+    fn output_len(&self, input: usize) -> usize {
+        let pending = usize::from(self.pending.is_some());
+        input.saturating_add(pending) / 2
+    }
+
+    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
+        self.run(input, out);
+    }
+
+    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
+        self.run(NeBytes(input), NeBytesMut(out));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::polyphase::bessel_i0;
+    use crate::test_signal::{amplitude, db, pieces, tone};
     use proptest::prelude::*;
     use std::f64::consts::PI;
-
-    /// Modified Bessel function of the first kind, order 0 (power series).
-    fn bessel_i0(x: f64) -> f64 {
-        let mut sum = 1.0;
-        let mut term = 1.0;
-        for k in 1..60 {
-            let r = x / (2.0 * f64::from(k));
-            term *= r * r;
-            sum += term;
-        }
-        sum
-    }
 
     /// Re-runs the offline design in the module docs.
     fn design() -> Vec<f64> {
@@ -591,27 +541,6 @@ mod tests {
         // Each polyphase branch has unity DC gain.
         let side: f64 = TAPS.iter().map(|&t| 2.0 * f64::from(t)).sum();
         assert!((side - 0.5).abs() < 1e-7, "{side}");
-    }
-
-    fn tone(freq: f64, fs: f64, amp: f64, len: usize) -> Vec<i16> {
-        (0..len)
-            .map(|n| (amp * (2.0 * PI * freq * n as f64 / fs).sin()).round() as i16)
-            .collect()
-    }
-
-    /// Amplitude of the `freq` component of `x` (one DFT bin; `x` spans whole periods).
-    fn amplitude(x: &[i16], freq: f64, fs: f64) -> f64 {
-        let (mut re, mut im) = (0.0, 0.0);
-        for (n, &v) in x.iter().enumerate() {
-            let ph = 2.0 * PI * freq * n as f64 / fs;
-            re += f64::from(v) * ph.cos();
-            im += f64::from(v) * ph.sin();
-        }
-        2.0 * re.hypot(im) / x.len() as f64
-    }
-
-    fn db(ratio: f64) -> f64 {
-        20.0 * ratio.log10()
     }
 
     fn up(x: &[i16]) -> Vec<i16> {
@@ -869,19 +798,6 @@ mod tests {
         assert!(ResampleError::OddLength { len: 5 }
             .to_string()
             .contains('5'));
-    }
-
-    /// Splits `x` at the given cut points (taken modulo the length, sorted).
-    fn pieces<'a>(x: &'a [i16], cuts: &[usize]) -> Vec<&'a [i16]> {
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (x.len() + 1)).collect();
-        cuts.sort_unstable();
-        let mut out = Vec::new();
-        let mut at = 0;
-        for c in cuts.into_iter().chain([x.len()]) {
-            out.push(&x[at..c]);
-            at = c;
-        }
-        out
     }
 
     proptest! {

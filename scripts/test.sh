@@ -8,12 +8,13 @@ cd "$(dirname "$0")/.."
 # Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem),
 # PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
 # status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
-# and systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
-# (packaging/systemd).
+# systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
+# (packaging/systemd), and tmux, the real 80x24 terminal the `node tui` test types into.
 missing=()
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
 command -v chromium >/dev/null || missing+=(chromium)
+command -v tmux >/dev/null || missing+=(tmux)
 ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportaudio2)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -30,3 +31,21 @@ def test_python_dash_m_node_is_the_same_program() -> None:
         [sys.executable, "-m", "node", "--help"], capture_output=True, text=True, check=True
     )
     assert "serve" in out.stdout
+
+
+def test_tui_has_only_config_and_help_and_needs_a_terminal(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tui", "--help"])
+    assert result.exit_code == 0
+    assert "--config" in result.output and "NO_COLOR" in result.output
+    assert CliRunner().invoke(cli, ["tui", "--no-color"]).exit_code == 2
+    # Without a terminal there is nothing to draw on: a clear refusal, and no node started.
+    out = subprocess.run(
+        [sys.executable, "-m", "node", "tui", "--config", str(tmp_path / "node.toml")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 1
+    assert "needs a terminal" in out.stderr and "node serve" in out.stderr
+    assert not (tmp_path / "node.toml").exists()

@@ -22,6 +22,7 @@ from node.config import (
     FORMAT_SLIN16,
     FORMAT_ULAW,
     Address,
+    AmiConfig,
     AnnounceEventConfig,
     AudioConfig,
     BridgeConfig,
@@ -97,6 +98,14 @@ def test_defaults_are_the_documented_safe_values() -> None:
     assert c.parrot == ParrotConfig(
         playback_delay_ms=3000, silence_gap_ms=800, vox_threshold_db=-40.0
     )
+    assert c.ami == AmiConfig(
+        enabled=False,
+        bind=Address("127.0.0.1", 5038),
+        allow_remote=False,
+        username="admin",
+        max_connections=16,
+    )
+    assert c.secrets.ami_secret is None
 
 
 def test_minimal_file_loads_to_defaults(tmp_path: Path) -> None:
@@ -162,6 +171,9 @@ include_local_radio = true
 input = "USB"
 output = "Speaker"
 backend = "cpal"
+device_rate = 48000
+rx_gain_db = -3
+tx_gain_db = 4.5
 
 [announce]
 enabled = true
@@ -229,7 +241,15 @@ def test_full_file(tmp_path: Path) -> None:
     assert config.bridge == BridgeConfig(
         mode="conference", mix_minus=False, include_local_radio=True
     )
-    assert config.audio == AudioConfig(input="USB", output="Speaker", backend="cpal")
+    assert config.audio == AudioConfig(
+        input="USB",
+        output="Speaker",
+        backend="cpal",
+        device_rate=48000,
+        rx_gain_db=-3.0,
+        tx_gain_db=4.5,
+    )
+    assert isinstance(config.audio.rx_gain_db, float)
     assert config.announce.id_interval_secs == 600
     assert config.announce.cw_tone_hz == 700.0
     assert isinstance(config.announce.cw_tone_hz, float)
@@ -250,6 +270,28 @@ def test_full_file(tmp_path: Path) -> None:
     assert config.parrot == ParrotConfig(
         playback_delay_ms=1000, silence_gap_ms=400, vox_threshold_db=-30.0
     )
+
+
+def test_ami_section(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        MINIMAL
+        + "[ami]\nenabled = true\nbind = '127.0.0.2:15038'\nusername = 'allmon'\n"
+        + "max_connections = 4\n",
+    )
+    assert config.ami == AmiConfig(
+        enabled=True, bind=Address("127.0.0.2", 15038), username="allmon", max_connections=4
+    )
+
+
+def test_remote_ami_needs_allow_remote_and_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = MINIMAL + "[ami]\nenabled = true\nbind = '0.0.0.0:5038'\nallow_remote = true\n"
+    with caplog.at_level(logging.WARNING, logger="node.config"):
+        config = load_text(tmp_path, text)
+    assert config.ami.bind == Address("0.0.0.0", 5038) and config.ami.allow_remote
+    assert "clear text" in caplog.text
 
 
 def test_http_registration_statpost_and_dns_keys(tmp_path: Path) -> None:
@@ -439,6 +481,7 @@ def test_switched_off_default_blocks_hold_the_defaults(tmp_path: Path) -> None:
         "announce",
         "announce.tts",
         "dtmf",
+        "ami",
         "parrot",
         *(f"announce.events.{e}" for e in NodeConfig().announce.events),
     }
@@ -570,6 +613,20 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = 'vault'\n", "secrets.source", "env, control, config"),
     (MINIMAL + "[bridge]\nmode = 'parrot'\n", "bridge.mode", "handset, bridge, conference"),
     (MINIMAL + "[audio]\nbackend = 'alsa'\n", "audio.backend", "cpal, none"),
+    (
+        MINIMAL + "[audio]\ndevice_rate = 44100\n",
+        "audio.device_rate",
+        "0 (automatic), 16000, 48000",
+    ),
+    (
+        "codec_policy = 'ulaw_only'\n" + MINIMAL + "[audio]\ndevice_rate = 16000\n",
+        "audio.device_rate",
+        "0 (automatic), 8000, 48000",
+    ),
+    (MINIMAL + "[audio]\ndevice_rate = 96000\n", "audio.device_rate", "0 to 48000"),
+    (MINIMAL + "[audio]\nrx_gain_db = 21\n", "audio.rx_gain_db", "-40.0 to 20.0"),
+    (MINIMAL + "[audio]\ntx_gain_db = -40.5\n", "audio.tx_gain_db", "-40.0 to 20.0"),
+    (MINIMAL + "[audio]\ntx_gain_db = '3'\n", "audio.tx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[announce]\nid_mode = 'voice'\n", "announce.id_mode", "cw, tts, off"),
     (
         MINIMAL + "[announce.events.hangup]\ndestination = 'air'\n",
@@ -631,6 +688,17 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = 'env'\nsecret = 'x'\n", "secrets.secret", None),
     (MINIMAL + "[secrets]\nsecret = 'x'\n", "secrets.secret", None),
     (MINIMAL + "[secrets]\nsource = 'config'\nsecret = 5\n", "secrets.secret", None),
+    (MINIMAL + "[secrets]\nsource = 'env'\nami_secret = 'x'\n", "secrets.ami_secret", None),
+    (MINIMAL + "[secrets]\nsource = 'config'\nami_secret = 1\n", "secrets.ami_secret", None),
+    # AMI
+    (MINIMAL + "[ami]\nbind = '0.0.0.0:5038'\n", "ami.bind", "loopback"),
+    (MINIMAL + "[ami]\nbind = '[::]:5038'\nenabled = true\n", "ami.bind", "loopback"),
+    (MINIMAL + "[ami]\nusername = ''\n", "ami.username", "admin"),
+    (MINIMAL + "[ami]\nusername = 'ad min'\n", "ami.username", "admin"),
+    (MINIMAL + "[ami]\nusername = '[general]'\n", "ami.username", "admin"),
+    (MINIMAL + "[ami]\nmax_connections = 0\n", "ami.max_connections", "1 to 1000"),
+    (MINIMAL + "[ami]\nenabled = 'yes'\n", "ami.enabled", "true"),
+    (MINIMAL + "[ami]\nsecret = 'x'\n", "ami.secret", "username"),
     (MINIMAL + "[announce.tts]\nenabled = true\n", "announce.tts.binary", "TTS"),
     (
         MINIMAL + "[announce]\nenabled = true\nid_interval_secs = 600\n",
@@ -839,10 +907,24 @@ valid_docs = st.fixed_dictionaries(
             include_local_radio=st.booleans(),
         ),
         "audio": optional_keys(
-            input=names, output=names, backend=st.sampled_from(["cpal", "none"])
+            input=names,
+            output=names,
+            backend=st.sampled_from(["cpal", "none"]),
+            device_rate=st.sampled_from([0, 48000]),
+            rx_gain_db=st.floats(-40.0, 20.0),
+            tx_gain_db=st.floats(-40.0, 20.0),
         ),
         "dtmf": optional_keys(
             enabled=st.booleans(), inter_digit_timeout_ms=st.integers(100, 60000)
+        ),
+        "ami": optional_keys(
+            enabled=st.booleans(),
+            bind=st.builds(lambda h, p: f"{h}:{p}", loopback, st.integers(0, 65535)),
+            allow_remote=st.booleans(),
+            username=st.text(
+                st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=64
+            ),
+            max_connections=st.integers(1, 1000),
         ),
         "parrot": optional_keys(
             playback_delay_ms=st.integers(0, 60000),

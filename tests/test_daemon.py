@@ -47,12 +47,32 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
         "calls": [],
         "links": [],
     }
-    # Extensions beyond the spec (documented in the README): the operator's TX, the bridge and
-    # the audio device.
+    # Extensions beyond the spec (documented in the README): the operator's TX, the bridge, the
+    # audio device and the radio.
     assert snap.pop("tx") == {"keyed": False, "timeout_s": 180, "timeout_remaining_s": None}
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
     assert audio["backend"] == "none" and audio["running"] is True and audio["rate"] == 16000
+    # The radio (no [radio]: no PTT, no carrier).
+    assert snap.pop("radio") == {
+        "ptt": {
+            "backend": "none",
+            "keyed": False,
+            "hang_ms": 500,
+            "timeout_s": 180,
+            "timeout_remaining_s": None,
+            "timed_out": False,
+            "timeouts": 0,
+        },
+        "tx_audio": False,
+        "carrier": {
+            "backend": "none",
+            "present": False,
+            "open": False,
+            "rx_on_delay_ms": 0,
+            "rx_audio_delay_ms": 0,
+        },
+    }
     # The link contract's registration object: no [register], so no method.
     assert snap.pop("registration") == {
         "method": None,
@@ -234,3 +254,33 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         assert proc.wait() == 1
         _, err = proc.communicate()
     assert "listener.bind" in err and str(udp) in err
+
+
+def test_ami_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        path = write_config(
+            tmp_path / "node.toml",
+            udp_port=free_port(socket.SOCK_DGRAM),
+            http_port=free_port(),
+            extra=f'[ami]\nenabled = true\nbind = "127.0.0.1:{port}"\n',
+        )
+        proc = NodeProcess(path, 0, 0, env={"NET_AMI_SECRET": "ami-secret-in-use"})
+        assert proc.wait() == 1
+        _, err = proc.communicate()
+    assert "ami.bind" in err and str(port) in err and "ami-secret-in-use" not in err
+
+
+def test_ami_without_its_password_is_a_config_error(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path / "node.toml",
+        udp_port=free_port(socket.SOCK_DGRAM),
+        http_port=free_port(),
+        extra="[ami]\nenabled = true\n",
+    )
+    proc = NodeProcess(path, 0, 0)
+    assert proc.wait() == 78
+    _, err = proc.communicate()
+    assert "NET_AMI_SECRET" in err

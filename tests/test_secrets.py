@@ -608,3 +608,69 @@ def test_config_errors_with_the_canary_in_play_stay_clean(tmp_path: Path) -> Non
     for error in errors:
         rendered = "".join(traceback.format_exception(error))
         assert CANARY not in rendered
+
+
+# --- the AMI password ---------------------------------------------------------------------------
+
+AMI = '[ami]\nenabled = true\nusername = "Admin"\n'
+
+
+def test_ami_password_from_net_ami_secret(tmp_path: Path) -> None:
+    store = SecretStore(load(tmp_path, BASE + AMI), {"NET_AMI_SECRET": CANARY})
+    assert store.ami_user == "Admin"
+    assert store.ami_login("admin", CANARY)
+    assert store.ami_login("ADMIN", CANARY)
+    assert not store.ami_login("admin", OTHER)
+    assert not store.ami_login("other", CANARY)
+    assert store.redact(f"x{CANARY}x") == "x***x"
+    assert "ami=set" in repr(store)
+    assert_hidden(store)
+
+
+def test_ami_env_variable_missing_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        SecretStore(load(tmp_path, BASE + AMI), {})
+    assert info.value.key == "NET_AMI_SECRET"
+    assert "Admin" in str(info.value)
+
+
+def test_ami_off_needs_no_password_but_still_redacts_it(tmp_path: Path) -> None:
+    store = SecretStore(load(tmp_path, BASE), {"NET_AMI_SECRET": CANARY})
+    assert store.ami_user is None and store.ami_secret() is None
+    assert not store.ami_login("admin", CANARY)
+    assert store.redact(CANARY) == REDACTED
+
+
+def test_ami_password_inline_with_the_config_source(tmp_path: Path) -> None:
+    text = BASE + AMI + f'[secrets]\nsource = "config"\nami_secret = "{CANARY}"\n'
+    config = load(tmp_path, text)
+    store = SecretStore(config, {"NET_AMI_SECRET": OTHER})
+    assert store.ami_login("admin", CANARY) and not store.ami_login("admin", OTHER)
+    assert_hidden(config, store, dataclasses.asdict(config))
+    with pytest.raises(ConfigError) as info:
+        SecretStore(load(tmp_path, BASE + AMI + '[secrets]\nsource = "config"\n'), {})
+    assert info.value.key == "secrets.ami_secret"
+
+
+def test_ami_password_through_post_secrets(tmp_path: Path) -> None:
+    config = load(tmp_path, BASE + REGISTER + AMI + '[secrets]\nsource = "control"\n')
+    store = SecretStore(config, {"NET_AMI_SECRET": OTHER})
+    assert store.ami_secret() is None and not store.ami_login("admin", OTHER)
+    store.set("ami:admin", CANARY)
+    assert store.ami_login("Admin", CANARY)
+    assert store.node_secret() is None
+    with pytest.raises(CommandError) as info:
+        store.set(f"ami:{CANARY}", OTHER)
+    assert info.value.status == 400
+    assert CANARY not in str(info.value) and "ami:Admin" in str(info.value)
+    with pytest.raises(CommandError) as info:
+        store.set("ami:admin", "")
+    assert info.value.status == 400
+    assert store.ami_login("admin", CANARY)
+
+
+def test_ami_password_through_post_secrets_needs_ami_enabled(tmp_path: Path) -> None:
+    store = SecretStore(load(tmp_path, BASE + '[secrets]\nsource = "control"\n'), {})
+    with pytest.raises(CommandError) as info:
+        store.set("ami:admin", CANARY)
+    assert info.value.status == 409

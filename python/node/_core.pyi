@@ -11,11 +11,15 @@ from typing_extensions import Buffer as _Buffer
 __all__ = [
     "CodecError",
     "Conference",
+    "Decimator",
+    "DeviceError",
+    "DevicePort",
     "Downsampler",
     "Engine",
     "EngineError",
     "FrameError",
     "FullFrame",
+    "Interpolator",
     "MiniFrame",
     "MixerError",
     "TrunkFrame",
@@ -276,7 +280,7 @@ _Addr: TypeAlias = tuple[str, int]
 #: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
 #: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("command_failed", message)
+#: | ("rx_key", callno, keyed) | ("local_tx", on) | ("vox", open) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -330,8 +334,94 @@ class Engine:
     def set_mix_minus(self, on: bool) -> None: ...
     def set_local_radio(self, on: bool) -> None: ...
     def set_local_keyed(self, on: bool) -> None: ...
-    def local_exchange(self, mic: bytes) -> bytes: ...
+    def set_local_gated(self, on: bool) -> None: ...
+    def open_device(
+        self,
+        device_rate: int,
+        rx_gain_db: float = 0.0,
+        tx_gain_db: float = 0.0,
+        rx_delay_ms: int = 0,
+        vox: tuple[float, int, int] | None = None,
+    ) -> DevicePort:
+        """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
+        radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
+        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports ("vox", open)
+        events. DeviceError for a setting it cannot take."""
     def stop(self) -> None: ...
+
+# --- device ---
+# The sound card edge: 48 kHz <-> station rate converters, gains, meters, local radio frames.
+
+class DeviceError(ValueError):
+    """A sound card rate the node cannot convert, a gain out of range, or an odd-sized block."""
+
+@final
+class Decimator:
+    """Streaming 48 kHz -> 8 kHz (factor 6) or -> 16 kHz (factor 3) polyphase decimator."""
+
+    def __new__(cls, factor: int) -> Decimator: ...
+    def process(self, pcm: _Buffer) -> bytes:
+        """48 kHz PCM in, one sample per `factor` out (a remainder waits for the next call)."""
+
+    def reset(self) -> None:
+        """Forget the filter history and any waiting samples."""
+
+    @property
+    def factor(self) -> int: ...
+    @property
+    def delay(self) -> float:
+        """Group delay in output samples (19.92 at factor 6, 23.83 at factor 3)."""
+
+@final
+class Interpolator:
+    """Streaming 8 kHz (factor 6) or 16 kHz (factor 3) -> 48 kHz polyphase interpolator."""
+
+    def __new__(cls, factor: int) -> Interpolator: ...
+    def process(self, pcm: _Buffer) -> bytes:
+        """PCM at 48000 / factor Hz in, `factor` times as many 48 kHz samples out."""
+
+    def reset(self) -> None:
+        """Forget the filter history."""
+
+    @property
+    def factor(self) -> int: ...
+    @property
+    def delay(self) -> float:
+        """Group delay in output (48 kHz) samples (119.5 at factor 6, 71.5 at factor 3)."""
+
+@final
+class DevicePort:
+    """A sound card attached to the engine's local radio member (from Engine.open_device)."""
+
+    def exchange(self, block: _Buffer) -> bytes:
+        """One device block each way: captured int16 at the device rate in, the block to play
+        (same length) out. Converts, applies the gains, meters, exchanges 20 ms frames."""
+
+    def set_gains(self, rx_gain_db: float | None = None, tx_gain_db: float | None = None) -> None:
+        """Change either gain live; out of range raises DeviceError and changes neither."""
+
+    def stats(self) -> dict[str, dict[str, float | int]]:
+        """{"rx": {...}, "tx": {...}}: gain_db, peak_dbfs, rms_dbfs, peak_hold_dbfs, clipped,
+        frames, late, dropped."""
+
+    @property
+    def device_rate(self) -> int: ...
+    @property
+    def station_rate(self) -> int: ...
+    @property
+    def filter_delay_ms(self) -> float:
+        """Delay the rate conversion adds in each direction (0.0 at the station rate)."""
+
+    @property
+    def rx_gain_db(self) -> float: ...
+    @property
+    def tx_gain_db(self) -> float: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None:
+        """Detach from the engine (idempotent); exchange() then raises EngineError."""
+
+# --- end device ---
 
 # --- mixer ---
 # One mix-minus conference tick from Python: encoded frames in, encoded frames out.

@@ -14,6 +14,17 @@ CONFIG_HELP = (
 )
 
 
+#: The one option each subcommand takes besides --help.
+config_option = click.option(
+    "--config",
+    "config_path",
+    default="node.toml",
+    show_default=True,
+    metavar="PATH",
+    help=CONFIG_HELP,
+)
+
+
 @click.group(context_settings={"help_option_names": ["--help"]})
 def cli() -> None:
     """iax-node: a headless IAX2 voice node for amateur-radio linking networks.
@@ -25,14 +36,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option(
-    "--config",
-    "config_path",
-    default="node.toml",
-    show_default=True,
-    metavar="PATH",
-    help=CONFIG_HELP,
-)
+@config_option
 def serve(config_path: str) -> None:
     """Run the node daemon until SIGINT, SIGTERM or POST /shutdown.
 
@@ -41,6 +45,38 @@ def serve(config_path: str) -> None:
     78 for a configuration error, 1 when the node cannot run (e.g. a port already in use).
     """
     from node.daemon import run
+
+    sys.exit(run(config_path))
+
+
+@cli.command()
+@config_option
+def tui(config_path: str) -> None:
+    """Run the node with an interactive terminal menu on top of it.
+
+    The node runs in this process, exactly as under `serve` (IAX2, control channel, status page),
+    and the menu drives the same controller: status at a glance, dial, answer, reject, hang up,
+    link connect/monitor/disconnect, bridge mode, registration, inbound calls, and keying behind
+    a confirmation that defaults to no. Quitting the menu stops the node, so do not also run
+    `serve` on the same configuration. Fits 80x24; set NO_COLOR=1 for a screen without colour.
+    """
+    from node.tui.run import run
+
+    sys.exit(run(config_path))
+
+
+@cli.command("ptt-release")
+@config_option
+def ptt_release(config_path: str) -> None:
+    """Force the radio's PTT off ([radio] ptt) and exit: for the service manager after the node
+    stopped (the shipped systemd unit's ExecStopPost), so a node that crashed or was killed
+    never leaves its transmitter keyed.
+
+    Only reads the configuration (a missing file is an error here, no template is written).
+    Exit status: 0 when the PTT is released (or none is configured), 78 for a configuration
+    error, 1 when the PTT device cannot be opened or written.
+    """
+    from node.radio.release import run
 
     sys.exit(run(config_path))
 

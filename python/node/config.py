@@ -41,7 +41,10 @@ __all__ = [
     "FORMAT_SLIN",
     "FORMAT_SLIN16",
     "FORMAT_ULAW",
+    "GAIN_DB_MAX",
+    "GAIN_DB_MIN",
     "Address",
+    "AmiConfig",
     "AnnounceConfig",
     "AnnounceEventConfig",
     "AudioConfig",
@@ -56,6 +59,7 @@ __all__ = [
     "NodeConfig",
     "ParrotConfig",
     "PortalConfig",
+    "RadioConfig",
     "RegisterConfig",
     "SecretsConfig",
     "StatpostConfig",
@@ -75,6 +79,8 @@ FORMAT_SLIN16 = 0x8000
 
 IAX2_PORT = 4569
 CONTROL_PORT = 8730
+#: The Asterisk Manager Interface's port (manager.conf `port`).
+AMI_PORT = 5038
 
 Answer = Literal["auto", "manual"]
 Auth = Literal["required", "optional", "off"]
@@ -89,6 +95,8 @@ LinkShape = Literal["standard", "wt-guest"]
 RegisterMethod = Literal["iax2", "http"]
 LinkModeName = Literal["transceive", "monitor"]
 LinkNetworkName = Literal["allstar", "dstar"]
+PttBackend = Literal["none", "cm108", "serial", "gpio"]
+CarrierBackend = Literal["none", "cm108", "serial", "gpio", "vox"]
 
 ANSWERS: tuple[str, ...] = ("auto", "manual")
 AUTHS: tuple[str, ...] = ("required", "optional", "off")
@@ -96,6 +104,8 @@ CALLTOKENS: tuple[str, ...] = ("required", "auto", "off")
 SECRET_SOURCES: tuple[str, ...] = ("env", "control", "config")
 BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference")
 AUDIO_BACKENDS: tuple[str, ...] = ("cpal", "none")
+#: `[audio] rx_gain_db` / `tx_gain_db` bounds (the Rust device edge enforces the same).
+GAIN_DB_MIN, GAIN_DB_MAX = -40.0, 20.0
 CODEC_POLICIES: tuple[str, ...] = ("ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16")
 ID_MODES: tuple[str, ...] = ("cw", "tts", "off")
 DESTINATIONS: tuple[str, ...] = ("to_air", "to_monitor")
@@ -104,10 +114,18 @@ REGISTER_METHODS: tuple[str, ...] = ("iax2", "http")
 #: ASL3's HTTP registrar (res_rpt_http_registrations) and stats collector (app_rpt statpost_url).
 ASL_REGISTER_URL = "https://register.allstarlink.org/"
 ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
+#: The web-transceiver portal (`[portal] url`'s default).
+PORTAL_URL = "https://www.allstarlink.org"
 #: ASL3's node-lookup domain (app_rpt dns_node_domain).
 ASL_DNS_DOMAIN = "nodes.allstarlink.org"
 LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
 LINK_NETWORKS: tuple[str, ...] = ("allstar", "dstar")
+PTT_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio")
+CARRIER_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio", "vox")
+#: The CM108's button inputs as `[radio] carrier_pin` names them (HID input report byte 0).
+CM108_BUTTONS: tuple[str, ...] = ("vol_up", "vol_down", "mute_play", "mute_rec")
+SERIAL_PTT_PINS: tuple[str, ...] = ("rts", "dtr")
+SERIAL_CARRIER_PINS: tuple[str, ...] = ("cts", "dsr", "cd")
 EVENT_NAMES: tuple[str, ...] = (
     "incoming_call",
     "hangup",
@@ -122,6 +140,8 @@ _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 # What a CW keyer can send and a TTS binary can read aloud.
 _CALLSIGN = re.compile(r"[A-Za-z0-9/ ]{1,32}")
 _CALLSIGN_ACCEPTED = "1-32 of A-Z, 0-9, / and space"
+# An AMI login name as manager.conf allows one: printable, no blanks, no brackets.
+_AMI_USER = re.compile(r"[!-Z\\^-~]{1,64}")
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -292,6 +312,8 @@ class SecretsConfig:
     #: The inline registration password, only with `source = "config"` (an empty string in the
     #: file means unset). A `Secret`, so it never shows in repr, asdict output or logs.
     secret: Secret | None = None
+    #: *Extension.* The inline AMI password (`[ami]`), under the same rules as `secret`.
+    ami_secret: Secret | None = None
     #: *Extension.* The peers file of per-node inbound secrets (`node.peers_file`), resolved
     #: against the config file's directory; None when unset. Re-read on SIGHUP.
     peers_file: Path | None = None
@@ -313,6 +335,13 @@ class AudioConfig:
     input: str = ""
     output: str = ""
     backend: AudioBackend = "none"
+    #: *Extension.* The rate the sound card runs at: 0 picks the station rate when the card
+    #: takes it and 48000 otherwise; 48000 forces conversion at the device edge.
+    device_rate: int = 0
+    #: *Extension.* Gain on the captured audio (the radio's receiver, toward the network), dB.
+    rx_gain_db: float = 0.0
+    #: *Extension.* Gain on the played audio (toward the radio's transmitter), dB.
+    tx_gain_db: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -385,11 +414,72 @@ class LinkConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AmiConfig:
+    """*Extension* `[ami]`: the Asterisk Manager Interface subset Allmon3 and Supermon poll.
+
+    Off by default. Its password comes from the secrets source (`NET_AMI_SECRET`, POST /secrets
+    with username `ami:<username>`, or `[secrets] ami_secret`).
+    """
+
+    enabled: bool = False
+    #: Loopback unless `allow_remote`: AMI sends its password in clear text.
+    bind: Address = Address("127.0.0.1", AMI_PORT)
+    allow_remote: bool = False
+    #: The login name (manager.conf's user section; ASL3 ships `admin`).
+    username: str = "admin"
+    #: Connections served at once; more are closed at once.
+    max_connections: int = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KeyingConfig:
     """*Extension* `[keying]`: the operator's push-to-talk (`POST /key`)."""
 
     #: TX time-out: a key held this long is released and reported (app_rpt's default 180 s).
     tx_timeout_secs: int = 180
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RadioConfig:
+    """*Extension* `[radio]`: the radio's PTT (transmitter) and carrier detect (receiver).
+
+    The names follow ASL3's `simpleusb.conf` and rpt.conf where there is one (`carrierfrom`,
+    `invertptt`, `rxondelay`, `rxaudiodelay`, `hangtime`), in milliseconds instead of 20 ms
+    intervals; docs/radio.md has the full mapping.
+    """
+
+    #: How the transmitter is keyed.
+    ptt: PttBackend = "none"
+    #: The hidraw node (cm108), serial port (serial) or GPIO chip (gpio) of the PTT.
+    ptt_device: str = ""
+    #: cm108: the GPIO number 1-8 (default 3); serial: "rts" or "dtr" (default "rts"); gpio: a
+    #: line offset or name (required). None: the backend's default.
+    ptt_pin: int | str | None = None
+    #: Key with the line low (cm108, gpio) or cleared (serial) instead of high / set.
+    ptt_invert: bool = False
+    #: The transmitter stays keyed this long after the conference goes quiet (rpt.conf
+    #: `hangtime`).
+    hang_time_ms: int = 500
+    #: Where the receiver's carrier (COS) comes from.
+    carrier: CarrierBackend = "none"
+    #: The carrier's hidraw node, serial port or GPIO chip; empty with cm108 means `ptt_device`.
+    carrier_device: str = ""
+    #: cm108: vol_up, vol_down (default), mute_play, mute_rec, or a GPIO number 1-8; serial:
+    #: "cts", "dsr" or "cd" (required); gpio: a line offset or name (required).
+    carrier_pin: int | str | None = None
+    #: The carrier is active with the input low / clear (simpleusb `carrierfrom = usbinvert`).
+    carrier_invert: bool = False
+    #: A carrier must last this long before it keys the node (simpleusb `rxondelay`).
+    rx_on_delay_ms: int = 0
+    #: The received audio is held back this long, so the squelch tail after the carrier drops
+    #: is never sent (simpleusb `rxaudiodelay`).
+    rx_audio_delay_ms: int = 0
+    #: `carrier = "vox"`: the level (dBFS RMS, as the audio meter reads it) that opens VOX.
+    vox_threshold_db: float = -35.0
+    #: `carrier = "vox"`: how long the level must hold above the threshold to open.
+    vox_attack_ms: int = 40
+    #: `carrier = "vox"`: how long it must stay below to close.
+    vox_release_ms: int = 800
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -400,6 +490,8 @@ class PortalConfig:
     node: str
     #: The NAME of the environment variable holding the portal password.
     credential_env: str
+    #: *Extension.* The portal's base URL (its token API is `<url>/api/v2/auth-wt-legacy`).
+    url: str = PORTAL_URL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -429,6 +521,8 @@ class NodeConfig:
     #: is not the address its node number resolves to, as app_rpt does.
     verify_source_ip: bool = False
     keying: KeyingConfig = field(default_factory=KeyingConfig)
+    radio: RadioConfig = field(default_factory=RadioConfig)
+    ami: AmiConfig = field(default_factory=AmiConfig)
     #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
     #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
     #: resolved against the config file's directory.
@@ -471,6 +565,8 @@ _SECTIONS: tuple[str, ...] = (
     "dtmf",
     "links",
     "keying",
+    "radio",
+    "ami",
     "portal",
     "parrot",
     "statpost",
@@ -798,25 +894,31 @@ def _parse_control(r: _Reader, raw: object) -> ControlConfig:
 
 
 def _parse_secrets(r: _Reader, raw: object) -> SecretsConfig:
-    t = r.table(raw, "secrets", ("source", "secret", "peers_file"))
+    t = r.table(raw, "secrets", ("source", "secret", "ami_secret", "peers_file"))
     source = r.choice(t, "secrets", "source", "env", SECRET_SOURCES)
-    secret: Secret | None = None
-    if "secret" in t:
-        value = t["secret"]
-        if type(value) is not str:
-            r.fail("secrets.secret", f"must be a string, got {_toml_type(value)}")
-        if value and source != "config":
-            # A password in a file whose permissions nobody checks is exactly the leak the
-            # `config` source guards against.
-            r.fail(
-                "secrets.secret",
-                f'is set but secrets.source is "{source}"; an inline secret is accepted only with '
-                'source = "config" (and a file readable by its owner alone)',
-            )
-        if value:
-            secret = Secret(value)
-    peers_file = r.file_path(t, "secrets", "peers_file")
-    return SecretsConfig(source=source, secret=secret, peers_file=peers_file)
+    return SecretsConfig(
+        source=source,
+        secret=_inline_secret(r, t, "secret", source),
+        ami_secret=_inline_secret(r, t, "ami_secret", source),
+        peers_file=r.file_path(t, "secrets", "peers_file"),
+    )
+
+
+def _inline_secret(r: _Reader, t: Mapping[str, Any], key: str, source: str) -> Secret | None:
+    if key not in t:
+        return None
+    value = t[key]
+    if type(value) is not str:
+        r.fail(f"secrets.{key}", f"must be a string, got {_toml_type(value)}")
+    if value and source != "config":
+        # A password in a file whose permissions nobody checks is exactly the leak the
+        # `config` source guards against.
+        r.fail(
+            f"secrets.{key}",
+            f'is set but secrets.source is "{source}"; an inline secret is accepted only with '
+            'source = "config" (and a file readable by its owner alone)',
+        )
+    return Secret(value) if value else None
 
 
 def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
@@ -829,13 +931,25 @@ def _parse_bridge(r: _Reader, raw: object) -> BridgeConfig:
     )
 
 
-def _parse_audio(r: _Reader, raw: object) -> AudioConfig:
+def _parse_audio(r: _Reader, raw: object, station_rate: int) -> AudioConfig:
     d = AudioConfig()
-    t = r.table(raw, "audio", ("input", "output", "backend"))
+    names = ("input", "output", "backend", "device_rate", "rx_gain_db", "tx_gain_db")
+    t = r.table(raw, "audio", names)
+    device_rate = r.integer(t, "audio", "device_rate", d.device_rate, 0, 48000)
+    if device_rate not in (0, station_rate, 48000):
+        r.fail(
+            "audio.device_rate",
+            f"{device_rate} Hz is neither the station rate ({station_rate} Hz, set by "
+            "codec_policy) nor 48000 Hz, the rate the node converts from",
+            f"0 (automatic), {station_rate}, 48000",
+        )
     return AudioConfig(
         input=r.string(t, "audio", "input", d.input),
         output=r.string(t, "audio", "output", d.output),
         backend=r.choice(t, "audio", "backend", d.backend, AUDIO_BACKENDS),
+        device_rate=device_rate,
+        rx_gain_db=r.number(t, "audio", "rx_gain_db", d.rx_gain_db, GAIN_DB_MIN, GAIN_DB_MAX),
+        tx_gain_db=r.number(t, "audio", "tx_gain_db", d.tx_gain_db, GAIN_DB_MIN, GAIN_DB_MAX),
     )
 
 
@@ -1033,9 +1147,142 @@ def _parse_keying(r: _Reader, raw: object) -> KeyingConfig:
     )
 
 
+def _radio_pin(
+    r: _Reader, t: Mapping[str, Any], key: str, backend: str, pins: Mapping[str, Any]
+) -> int | str | None:
+    """`ptt_pin` / `carrier_pin`: what it may be depends on the backend (`pins[backend]`: a
+    tuple of names, "gpio" for a CM108 GPIO number or names, "line" for a GPIO line)."""
+    dotted = f"radio.{key}"
+    value = t.get(key)
+    kind = pins.get(backend)
+    if kind is None:
+        if value is not None:
+            r.fail(dotted, f"has no meaning with {key.split('_')[0]} = {backend}")
+        return None
+    if kind == "line":
+        if value is None:
+            r.fail(dotted, f"is required with {key.split('_')[0]} = gpio", "a line offset or name")
+        if type(value) is int and 0 <= value <= 511:
+            return value
+        if type(value) is str and value:
+            return value
+        r.fail(dotted, "must be a GPIO line", "a line offset 0-511, or the line's name")
+    names, gpio_numbers = kind
+    accepted = [*names, *(["a CM108 GPIO number 1-8"] if gpio_numbers else [])]
+    if value is None:
+        return None
+    if type(value) is int and gpio_numbers and 1 <= value <= 8:
+        return value
+    if type(value) is str and value in names:
+        return value
+    r.fail(dotted, f"is not a {backend} pin", accepted)
+
+
+def _parse_radio(r: _Reader, raw: object) -> RadioConfig:
+    d = RadioConfig()
+    names = tuple(f.name for f in dataclasses.fields(RadioConfig))
+    t = r.table(raw, "radio", names)
+    ptt = r.choice(t, "radio", "ptt", d.ptt, PTT_BACKENDS)
+    carrier = r.choice(t, "radio", "carrier", d.carrier, CARRIER_BACKENDS)
+    ptt_device = r.string(t, "radio", "ptt_device", d.ptt_device)
+    carrier_device = r.string(t, "radio", "carrier_device", d.carrier_device)
+    if ptt != "none" and not ptt_device:
+        r.fail("radio.ptt_device", f"is required with ptt = {ptt}", _DEVICE_HINT[ptt])
+    if carrier in ("serial", "gpio") and not carrier_device:
+        r.fail(
+            "radio.carrier_device", f"is required with carrier = {carrier}", _DEVICE_HINT[carrier]
+        )
+    if carrier == "cm108" and not carrier_device:
+        if ptt != "cm108":
+            r.fail(
+                "radio.carrier_device",
+                "is required with carrier = cm108 unless ptt = cm108 (then it is ptt_device)",
+                _DEVICE_HINT["cm108"],
+            )
+        carrier_device = ptt_device
+    if carrier in ("none", "vox") and carrier_device:
+        r.fail("radio.carrier_device", f"has no meaning with carrier = {carrier}")
+    if ptt == "none" and ptt_device:
+        r.fail("radio.ptt_device", "has no meaning with ptt = none")
+    return RadioConfig(
+        ptt=ptt,
+        ptt_device=ptt_device,
+        ptt_pin=_radio_pin(
+            r,
+            t,
+            "ptt_pin",
+            ptt,
+            {"cm108": ((), True), "serial": (SERIAL_PTT_PINS, False), "gpio": "line"},
+        ),
+        ptt_invert=r.boolean(t, "radio", "ptt_invert", d.ptt_invert),
+        hang_time_ms=r.integer(t, "radio", "hang_time_ms", d.hang_time_ms, 0, 60000),
+        carrier=carrier,
+        carrier_device=carrier_device,
+        carrier_pin=_carrier_pin(r, t, carrier),
+        carrier_invert=r.boolean(t, "radio", "carrier_invert", d.carrier_invert),
+        rx_on_delay_ms=r.integer(t, "radio", "rx_on_delay_ms", d.rx_on_delay_ms, 0, 5000),
+        rx_audio_delay_ms=r.integer(t, "radio", "rx_audio_delay_ms", d.rx_audio_delay_ms, 0, 1000),
+        vox_threshold_db=r.number(t, "radio", "vox_threshold_db", d.vox_threshold_db, -80.0, 0.0),
+        vox_attack_ms=r.integer(t, "radio", "vox_attack_ms", d.vox_attack_ms, 0, 10000),
+        vox_release_ms=r.integer(t, "radio", "vox_release_ms", d.vox_release_ms, 0, 10000),
+    )
+
+
+_DEVICE_HINT = {
+    "cm108": "the interface's hidraw node, e.g. /dev/hidraw0",
+    "serial": "a serial port, e.g. /dev/ttyUSB0",
+    "gpio": "a GPIO chip, e.g. gpiochip0 or /dev/gpiochip0",
+}
+
+
+def _carrier_pin(r: _Reader, t: Mapping[str, Any], carrier: str) -> int | str | None:
+    pin = _radio_pin(
+        r,
+        t,
+        "carrier_pin",
+        carrier,
+        {"cm108": (CM108_BUTTONS, True), "serial": (SERIAL_CARRIER_PINS, False), "gpio": "line"},
+    )
+    if carrier == "serial" and pin is None:
+        r.fail("radio.carrier_pin", "is required with carrier = serial", SERIAL_CARRIER_PINS)
+    return pin
+
+
+def _parse_ami(r: _Reader, raw: object) -> AmiConfig:
+    d = AmiConfig()
+    names = ("enabled", "bind", "allow_remote", "username", "max_connections")
+    t = r.table(raw, "ami", names)
+    username = r.string(t, "ami", "username", d.username)
+    if not _AMI_USER.fullmatch(username):
+        r.fail(
+            "ami.username",
+            "is not a valid AMI user name",
+            "1-64 printable ASCII characters without blanks or [ ], e.g. admin",
+        )
+    ami = AmiConfig(
+        enabled=r.boolean(t, "ami", "enabled", d.enabled),
+        bind=r.address(t, "ami", "bind", d.bind, bind=True),
+        allow_remote=r.boolean(t, "ami", "allow_remote", d.allow_remote),
+        username=username,
+        max_connections=r.integer(t, "ami", "max_connections", d.max_connections, 1, 1000),
+    )
+    if not ami.bind.is_loopback and not ami.allow_remote:
+        r.fail(
+            "ami.bind",
+            "is not a loopback address: AMI sends its password and everything else in clear "
+            "text; set ami.allow_remote = true to accept that (better: an SSH tunnel or VPN)",
+            "a loopback address (127.0.0.0/8, [::1] or localhost), e.g. 127.0.0.1:5038",
+        )
+    return ami
+
+
 def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
     names = ("user", "node", "credential_env")
-    t = r.table(raw, "portal", names, required=names)
+    t = r.table(raw, "portal", (*names, "url"), required=names)
+    # Not `PortalConfig.url`: on a slotted dataclass that is the slot's descriptor.
+    url = r.string(t, "portal", "url", PORTAL_URL)
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+        r.fail("portal.url", "is not an http(s) URL", "e.g. https://www.allstarlink.org")
     user = r.string(t, "portal", "user", "")
     node = r.string(t, "portal", "node", "")
     env = r.string(t, "portal", "credential_env", "")
@@ -1049,7 +1296,7 @@ def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
             "must be the NAME of an environment variable (not the password itself)",
             "letters, digits and _, not starting with a digit, e.g. PORTAL_PASSWORD",
         )
-    return PortalConfig(user=user, node=node, credential_env=env)
+    return PortalConfig(user=user, node=node, credential_env=env, url=url)
 
 
 def _parse_parrot(r: _Reader, raw: object) -> ParrotConfig:
@@ -1101,14 +1348,16 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
             r.fail(section, f"the required section [{section}] is missing")
 
     links = _parse_links(r, doc["links"]) if "links" in doc else _Links(FrozenDict())
+    codec_policy = r.choice(doc, None, "codec_policy", "prefer_slin16", CODEC_POLICIES)
+    station_rate = NodeConfig(codec_policy=codec_policy).station_rate
     config = NodeConfig(
         listener=_parse_listener(r, doc["listener"]),
         register=_parse_register(r, doc["register"]) if "register" in doc else None,
         control=_parse_control(r, doc["control"]),
         secrets=_parse_secrets(r, doc["secrets"]) if "secrets" in doc else SecretsConfig(),
         bridge=_parse_bridge(r, doc["bridge"]) if "bridge" in doc else BridgeConfig(),
-        audio=_parse_audio(r, doc["audio"]) if "audio" in doc else AudioConfig(),
-        codec_policy=r.choice(doc, None, "codec_policy", "prefer_slin16", CODEC_POLICIES),
+        audio=_parse_audio(r, doc["audio"], station_rate) if "audio" in doc else AudioConfig(),
+        codec_policy=codec_policy,
         announce=_parse_announce(r, doc["announce"]) if "announce" in doc else AnnounceConfig(),
         dtmf=_parse_dtmf(r, doc["dtmf"]) if "dtmf" in doc else DtmfConfig(),
         links=links.nodes,
@@ -1116,6 +1365,8 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         verify_source_ip=links.verify_source_ip,
         dns=links.dns,
         keying=_parse_keying(r, doc["keying"]) if "keying" in doc else KeyingConfig(),
+        radio=_parse_radio(r, doc["radio"]) if "radio" in doc else RadioConfig(),
+        ami=_parse_ami(r, doc["ami"]) if "ami" in doc else AmiConfig(),
         statpost=_parse_statpost(r, doc["statpost"]) if "statpost" in doc else None,
         portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
         parrot=_parse_parrot(r, doc["parrot"]) if "parrot" in doc else ParrotConfig(),
@@ -1150,6 +1401,23 @@ def _warn_risky(config: NodeConfig) -> None:
         )
     if config.dtmf.enabled:
         log.warning("%s: dtmf.enabled: any connected member can command the links", where)
+    if config.ami.enabled and not config.ami.bind.is_loopback:
+        log.warning(
+            "%s: ami.bind is not loopback (ami.allow_remote): the AMI password and every "
+            "command cross the network in clear text",
+            where,
+        )
+    bridge = config.bridge
+    hears = bridge.mode == "handset" or (bridge.mode == "conference" and bridge.include_local_radio)
+    if config.radio.ptt != "none" and not hears:
+        log.warning(
+            "%s: radio.ptt is set but the local radio is not in the conference (bridge.mode = "
+            "%s, include_local_radio = %s): the transmitter keys only once POST /bridge puts it "
+            "there",
+            where,
+            bridge.mode,
+            str(bridge.include_local_radio).lower(),
+        )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
             "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
@@ -1172,6 +1440,8 @@ def iter_template_keys() -> Iterator[str]:
         (PortalConfig, "portal"),
         (ParrotConfig, "parrot"),
         (KeyingConfig, "keying"),
+        (RadioConfig, "radio"),
+        (AmiConfig, "ami"),
         (StatpostConfig, "statpost"),
     ):
         for f in dataclasses.fields(cls):

@@ -8,36 +8,55 @@ SIGHUP re-reads the config file and the peers file and applies what can change w
 (`node.reload`); it is ignored from the first line of `run` so that a reload sent while the node
 is still starting cannot kill it (SIGHUP's default action). Under systemd `Type=notify` the
 daemon reports readiness, reloads and shutdown (`node.sdnotify`).
+
+`RunningNode` is the node itself, in the running loop: `node serve` waits on it, `node tui`
+(`node.tui.run`) puts its menu on top of the same controller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import socket
+import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import uvicorn
 
 from node import __version__
 from node.allstar.http_registration import HttpRegistration
-from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.portal import PortalTokens
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner, make_client
 from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
+from node.control.ami import AmiServer
 from node.control.app import create_app
 from node.controller import Controller
-from node.errors import CommandError, ConfigError, EngineError
+from node.errors import CommandError, ConfigError, EngineError, RadioError, StartError
 from node.events import EventBus
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
+from node.radio.radio import Radio
 from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
 
-__all__ = ["EXIT_CONFIG", "EXIT_OK", "EXIT_RUNTIME", "load_or_create", "reload", "run"]
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_OK",
+    "EXIT_RUNTIME",
+    "RunningNode",
+    "configure_logging",
+    "load_node",
+    "load_or_create",
+    "reload",
+    "run",
+]
 
 log = logging.getLogger("node")
 
@@ -46,6 +65,12 @@ EXIT_OK = 0
 EXIT_CONFIG = ConfigError.EXIT_CODE
 #: The node could not start or failed at run time (a port in use, an engine failure).
 EXIT_RUNTIME = 1
+
+#: Kernel send buffer of each control connection, in bytes (Linux doubles it for bookkeeping).
+CONTROL_SNDBUF = 64 * 1024
+
+#: SO_LINGER on, zero seconds: close() resets the connection.
+_LINGER_RESET = struct.pack("ii", 1, 0)
 
 #: Seconds uvicorn waits for open requests at shutdown before cancelling them.
 GRACEFUL_SHUTDOWN_SECONDS = 2
@@ -62,7 +87,8 @@ class _Server(uvicorn.Server):
         pass
 
 
-def _configure_logging() -> logging.Handler:
+def configure_logging() -> logging.Handler:
+    """Log to stderr (journald adds the time); returns the handler, for its filters."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -77,6 +103,11 @@ def _control_socket(bind: Address) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this. It caps what the kernel holds for an event-stream
+    # client that stopped reading (autotuning would let it grow to megabytes first), so such a
+    # client fills its bounded queue and is dropped after a few hundred kilobytes, not after
+    # thousands of events.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, CONTROL_SNDBUF)
     try:
         sock.bind((host, port))
     except OSError:
@@ -153,130 +184,282 @@ def reload(path: Path, controller: Controller) -> str:
     return outcome
 
 
-async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -> int:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    bus = EventBus()
-    controller = Controller(config, bus, secrets)
+#: What to suggest when a port is taken: most often another node on the same configuration.
+PORT_IN_USE_HINT = (
+    "is a node (`node serve` or `node tui`) already running with this configuration? "
+    "Stop it first: `node tui` runs the node itself, in its own process"
+)
 
-    topology = Topology(
-        config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
-    )
-    try:
-        transport = EngineTransport(
-            str(config.listener.bind),
-            controller.on_frames,
-            controller.on_engine_events,
-            rate=config.station_rate,
-            mix_minus=topology.effective_mix_minus,
-            # Inbound calls, plus the links and outbound calls the node places itself.
-            legs=config.listener.max_calls + len(config.links) + 16,
+
+def _bind_error(what: str, key: str, value: object, exc: BaseException) -> StartError:
+    text = f"cannot open {what} ({key} = {value}): {exc}"
+    if (isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE) or "in use" in str(exc):
+        text += f"; {PORT_IN_USE_HINT}"
+    return StartError(text)
+
+
+class RunningNode:
+    """One node in this asyncio loop: the engine transport, the controller, the HTTP services
+    and the control channel. `node serve` waits on it; `node tui` puts its menu on top of the
+    same controller.
+
+    `start()` opens everything or nothing; `stop` is the trigger (signals, `POST /shutdown`, the
+    TUI's quit); `wait()` returns the exit status once it fires; `close()` hangs up, unkeys and
+    releases the sockets.
+    """
+
+    def __init__(
+        self, config: NodeConfig, secrets: SecretStore, notifier: Notifier | None = None
+    ) -> None:
+        self.config = config
+        self.secrets = secrets
+        self.notifier = notifier if notifier is not None else Notifier(None)
+        self.stop = asyncio.Event()
+        self.bus = EventBus()
+        self.controller = Controller(config, self.bus, secrets)
+        self._transport: EngineTransport | None = None
+        self._ctl_sock: socket.socket | None = None
+        self._server: _Server | None = None
+        self._http: asyncio.Task[None] | None = None
+        self._services: tuple[HttpRegistrationRunner | None, StatPostRunner | None] = (None, None)
+        self._ami: AmiServer | None = None
+        self._token_client: httpx.AsyncClient | None = None
+        self._radio: Radio | None = None
+
+    async def start(self) -> None:
+        """Open the IAX2 socket, the control socket and audio, then start serving.
+        Raises StartError (having released what it opened) when any of them fails."""
+        config, controller = self.config, self.controller
+        topology = Topology(
+            config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
         )
-    except EngineError as exc:
-        log.error("cannot open the IAX2 socket (listener.bind = %s): %s", config.listener.bind, exc)
-        return EXIT_RUNTIME
-    try:
-        ctl_sock = _control_socket(config.control.bind)
-    except OSError as exc:
-        transport.close()
-        log.error(
-            "cannot open the control channel (control.bind = %s): %s", config.control.bind, exc
-        )
-        return EXIT_RUNTIME
-
-    bridge = MediaBridge(
-        transport.engine, topology, config.audio.backend, config.audio.input, config.audio.output
-    )
-    try:
-        bridge.start_audio()
-    except CommandError as exc:
-        transport.close()
-        ctl_sock.close()
-        log.error("cannot start audio ([audio] backend = %s): %s", config.audio.backend, exc)
-        return EXIT_RUNTIME
-    transport.start(loop)
-    http_registration, statpost = _http_services(
-        config, secrets, controller, transport.local_addr[1]
-    )
-    controller.attach(
-        transport, bridge, stop.set, http_registration=http_registration, statpost=statpost
-    )
-    controller.start()
-    if statpost is not None:
-        statpost.start()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    path = config.path if config.path is not None else Path("node.toml")
-
-    def on_sighup() -> None:
-        notifier.reloading()
         try:
-            outcome = reload(path, controller)
+            transport = EngineTransport(
+                str(config.listener.bind),
+                controller.on_frames,
+                controller.on_engine_events,
+                rate=config.station_rate,
+                mix_minus=topology.effective_mix_minus,
+                # Inbound calls, plus the links and outbound calls the node places itself.
+                legs=config.listener.max_calls + len(config.links) + 16,
+            )
+        except EngineError as exc:
+            raise _bind_error(
+                "the IAX2 socket", "listener.bind", config.listener.bind, exc
+            ) from None
+        try:
+            ctl_sock = _control_socket(config.control.bind)
+        except OSError as exc:
+            transport.close()
+            raise _bind_error(
+                "the control channel", "control.bind", config.control.bind, exc
+            ) from None
+        try:
+            radio = Radio.open(config.radio, config.keying.tx_timeout_secs)
+        except RadioError as exc:
+            transport.close()
+            ctl_sock.close()
+            raise StartError(f"cannot open the radio ([radio]): {exc}") from None
+        self._radio = radio
+        audio = config.audio
+        bridge = MediaBridge(
+            transport.engine,
+            topology,
+            audio.backend,
+            audio.input,
+            audio.output,
+            device_rate=audio.device_rate,
+            rx_gain_db=audio.rx_gain_db,
+            tx_gain_db=audio.tx_gain_db,
+            rx_delay_ms=config.radio.rx_audio_delay_ms,
+            vox=radio.vox,
+            gated=radio.gated,
+        )
+        try:
+            bridge.start_audio()
+        except CommandError as exc:
+            radio.close()
+            transport.close()
+            ctl_sock.close()
+            raise StartError(
+                f"cannot start audio ([audio] backend = {config.audio.backend}): {exc}"
+            ) from None
+        if config.ami.enabled:
+            ami = AmiServer(controller, self.secrets)
+            try:
+                await ami.start()
+            except OSError as exc:
+                radio.close()
+                bridge.close()
+                transport.close()
+                ctl_sock.close()
+                raise _bind_error("the AMI port", "ami.bind", config.ami.bind, exc) from None
+            self._ami = ami
+            if self.secrets.ami_secret() is None:
+                log.warning(
+                    "AMI has no password yet: every login fails until POST /secrets with "
+                    "username ami:%s",
+                    config.ami.username,
+                )
+        self._transport, self._ctl_sock = transport, ctl_sock
+        transport.start(asyncio.get_running_loop())
+        http_registration, statpost = _http_services(
+            config, self.secrets, controller, transport.local_addr[1]
+        )
+        self._services = (http_registration, statpost)
+        tokens = None
+        portal_secret = self.secrets.portal_secret()
+        if config.portal is not None and portal_secret is not None:
+            self._token_client = make_client()
+            tokens = PortalTokens(
+                config.portal.url, config.portal.user, portal_secret, self._token_client
+            )
+        controller.attach(
+            transport,
+            bridge,
+            self.stop.set,
+            http_registration=http_registration,
+            statpost=statpost,
+            tokens=tokens,
+            radio=radio,
+        )
+        controller.start()
+        if statpost is not None:
+            statpost.start()
+        app = create_app(controller)
+        app.state.drop_client = self._drop_client
+        self._server = _Server(
+            uvicorn.Config(
+                app,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            )
+        )
+        self._http = asyncio.create_task(self._server.serve(sockets=[ctl_sock]))
+        host, port = transport.local_addr
+        log.info(
+            "IAX2 listening on %s:%d (UDP); control channel on http://%s",
+            host,
+            port,
+            config.control.bind,
+        )
+        self.notifier.ready(f"IAX2 on {host}:{port}, control channel on {config.control.bind}")
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the config and peers files (`reload`), telling the service manager."""
+        self.notifier.reloading()
+        path = self.config.path if self.config.path is not None else Path("node.toml")
+        try:
+            outcome = reload(path, self.controller)
         except Exception:
             # Whatever went wrong, the manager must hear READY again or it waits forever.
             log.exception("reload failed unexpectedly; the node runs on")
             outcome = "reload failed (see the log)"
-        notifier.ready(outcome)
+        self.notifier.ready(outcome)
 
-    loop.add_signal_handler(signal.SIGHUP, on_sighup)
+    def _drop_client(self, client: tuple[str, int]) -> None:
+        """Cut the connection of the HTTP client at `client` (host, port) at once.
 
-    server = _Server(
-        uvicorn.Config(
-            create_app(controller),
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        )
-    )
-    http = asyncio.create_task(server.serve(sockets=[ctl_sock]))
-    host, port = transport.local_addr
-    log.info(
-        "IAX2 listening on %s:%d (UDP); control channel on http://%s",
-        host,
-        port,
-        config.control.bind,
-    )
-    notifier.ready(f"IAX2 on {host}:{port}, control channel on {config.control.bind}")
+        For an event-stream client that stopped reading: uvicorn's own close would wait for its
+        full send buffer to drain, which a stalled peer never lets happen.
+        """
+        server = self._server
+        if server is None:
+            return
+        for conn in list(server.server_state.connections):
+            if getattr(conn, "client", None) == client:
+                sock = conn.transport.get_extra_info("socket")
+                if sock is not None:
+                    # A reset, not a FIN queued behind the unsent data: the kernel frees the
+                    # connection's buffers now instead of probing the closed window for minutes.
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+                conn.transport.abort()
 
-    waiter = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait({http, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    code = EXIT_OK
-    if http in done and not stop.is_set():
-        log.error("the control channel stopped unexpectedly")
-        code = EXIT_RUNTIME
-    log.info("shutting down")
-    notifier.stopping()
-    # The HTTP services stop first, so that nothing they report follows the final event.
-    for service in (http_registration, statpost):
-        if service is not None:
-            await service.aclose()
-    controller.close()
-    server.should_exit = True
-    with contextlib.suppress(asyncio.CancelledError):
-        await http
-    waiter.cancel()
+    async def wait(self) -> int:
+        """Run until `stop` fires (or the control channel dies); the exit status."""
+        assert self._http is not None, "start() first"
+        waiter = asyncio.create_task(self.stop.wait())
+        done, _ = await asyncio.wait({self._http, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if self._http in done and not self.stop.is_set():
+            log.error("the control channel stopped unexpectedly")
+            return EXIT_RUNTIME
+        return EXIT_OK
+
+    async def close(self) -> None:
+        """Hang up, unkey, end the event streams, stop the control channel, close the socket."""
+        log.info("shutting down")
+        self.stop.set()
+        if self._radio is not None:
+            # The transmitter before anything that could fail or hang.
+            self._radio.close()
+        self.notifier.stopping()
+        if self._ami is not None:
+            await self._ami.close()
+        # The HTTP services stop first, so that nothing they report follows the final event.
+        for service in self._services:
+            if service is not None:
+                await service.aclose()
+        if self._token_client is not None:
+            await self._token_client.aclose()
+        self.controller.close()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._http is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._http
+        if self._transport is not None:
+            self._transport.close()
+        if self._ctl_sock is not None:
+            self._ctl_sock.close()
+        log.info("stopped")
+
+
+async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -> int:
+    loop = asyncio.get_running_loop()
+    node = RunningNode(config, secrets, notifier)
+    try:
+        await node.start()
+    except StartError as exc:
+        log.error("%s", exc)
+        return EXIT_RUNTIME
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, node.stop.set)
+    loop.add_signal_handler(signal.SIGHUP, node.reload)
+    try:
+        code = await node.wait()
+    finally:
+        # Also after an exception out of the loop's own code: the PTT is released on the way.
+        await node.close()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.remove_signal_handler(sig)
     # Back to ignoring a reload: removing the handler restored SIGHUP's fatal default.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    transport.close()
-    ctl_sock.close()
-    log.info("stopped")
     return code
 
 
-def run(config_path: str | Path) -> int:
-    """Run the daemon until SIGINT, SIGTERM or POST /shutdown; return the exit status."""
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    handler = _configure_logging()
-    notifier = Notifier.from_environ()
-    path = Path(config_path)
+def load_node(path: Path, handler: logging.Handler) -> tuple[NodeConfig, SecretStore] | None:
+    """The configuration (writing the template first if it is missing) and the secrets, with
+    `handler` redacting those secrets from then on; None (logged) on a configuration error."""
     try:
         config = load_or_create(path)
         secrets = SecretStore(config)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
-        return EXIT_CONFIG
+        return None
     handler.addFilter(RedactingFilter(secrets))
-    return asyncio.run(_serve(config, secrets, notifier))
+    return config, secrets
+
+
+def run(config_path: str | Path) -> int:
+    """Run the daemon until SIGINT, SIGTERM or POST /shutdown; return the exit status."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    handler = configure_logging()
+    notifier = Notifier.from_environ()
+    loaded = load_node(Path(config_path), handler)
+    if loaded is None:
+        return EXIT_CONFIG
+    return asyncio.run(_serve(*loaded, notifier))

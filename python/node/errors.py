@@ -18,7 +18,9 @@ __all__ = [
     "NodeError",
     "NodeLookupError",
     "ProtocolError",
+    "RadioError",
     "RemoteProtocolError",
+    "StartError",
 ]
 
 
@@ -91,3 +93,15 @@ class CommandError(NodeError):
     def __init__(self, message: str, status: int = 500) -> None:
         self.status = status
         super().__init__(message)
+
+
+class StartError(NodeError):
+    """The node could not start: a port in use, the engine or the audio device failed.
+
+    The message names the configuration key involved and is safe to show the operator.
+    """
+
+
+class RadioError(NodeError):
+    """The radio's PTT or carrier-detect hardware failed: a device that does not open, a write
+    or read the kernel refused. The message names the device and is safe to show the operator."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ __all__ = [
     "Hangup",
     "IncomingCall",
     "Link",
+    "Radio",
     "RegisterFailed",
     "Registered",
     "Shutdown",
@@ -94,13 +95,16 @@ class Hangup(Event):
 
 @dataclass(frozen=True, slots=True)
 class Dtmf(Event):
-    """A DTMF digit was received on a call."""
+    """A DTMF digit was received (on a call, a link, or from AMI `rpt fun`)."""
 
     name: ClassVar[str] = "dtmf"
-    #: The call's id (as in the snapshot's `calls`).
-    call: int = 0
+    #: The call's id (as in the snapshot's `calls`, or the link's `call`); None for digits
+    #: that came over AMI.
+    call: int | None = 0
+    #: The digit; "" when the inter-digit time-out (not a digit) completed the sequence.
     digit: str = ""
-    #: The link command a completed `*` sequence maps to (set by the DTMF command mapper).
+    #: The link command a completed `*` sequence maps to, e.g. "*32000 connect 2000" (set by
+    #: the DTMF command mapper, only with `[dtmf] enabled`).
     command: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -145,6 +149,26 @@ class Link(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Radio(Event):
+    """A radio edge: `kind` "ptt" (the transmitter keyed or released) or "carrier" (the
+    receiver's squelch opened or closed)."""
+
+    name: ClassVar[str] = "radio"
+    kind: str = ""
+    #: Keyed (ptt) or open (carrier).
+    on: bool = False
+    #: Why: a PTT release's cause (hang time over, TX time-out, shutdown), or why an open
+    #: squelch did not key the node (the D-Star guard's refusal).
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"event": self.name, "kind": self.kind, "on": self.on}
+        if self.reason is not None:
+            body["reason"] = self.reason
+        return body
+
+
+@dataclass(frozen=True, slots=True)
 class Shutdown(Event):
     """The daemon is stopping: the last event every subscriber receives."""
 
@@ -154,12 +178,17 @@ class Shutdown(Event):
 class Subscription:
     """One subscriber's bounded queue. Iterate with `await sub.get()`; `closed` ends it."""
 
-    def __init__(self, bus: EventBus, maxsize: int) -> None:
+    def __init__(
+        self, bus: EventBus, maxsize: int, on_overflow: Callable[[], None] | None = None
+    ) -> None:
         self._bus = bus
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize)
         self.closed = False
         #: Set when the bus dropped this subscriber because it fell behind.
         self.overflowed = False
+        #: Called (once, synchronously, from `publish`) when the bus drops this subscriber: the
+        #: owner of a stalled connection cuts it here, since the subscriber itself is stuck.
+        self.on_overflow = on_overflow
 
     async def get(self) -> Event | None:
         """The next event, or None once the subscription is closed."""
@@ -177,9 +206,12 @@ class EventBus:
     def __init__(self, queue_size: int = 256) -> None:
         self._subs: list[Subscription] = []
         self._queue_size = queue_size
+        #: Subscribers dropped so far for falling behind.
+        self.dropped = 0
 
-    def subscribe(self) -> Subscription:
-        sub = Subscription(self, self._queue_size)
+    def subscribe(self, on_overflow: Callable[[], None] | None = None) -> Subscription:
+        """A new subscriber; `on_overflow` is called if it is ever dropped for falling behind."""
+        sub = Subscription(self, self._queue_size, on_overflow)
         self._subs.append(sub)
         return sub
 
@@ -203,7 +235,14 @@ class EventBus:
                     "event subscriber fell %d events behind; dropping it", sub.queue.qsize()
                 )
                 sub.overflowed = True
+                self.dropped += 1
                 self.unsubscribe(sub)
+                if sub.on_overflow is not None:
+                    try:
+                        sub.on_overflow()
+                    except Exception:
+                        # A failing subscriber's owner must not cost the others their event.
+                        log.exception("dropping an event subscriber failed")
 
     def close(self) -> None:
         """Send `Shutdown` to everyone, then end every subscription."""

@@ -14,7 +14,7 @@ Reloadable, for what happens from now on (calls already up are never touched):
 Everything else was wired into sockets, threads and devices at startup (`listener.bind`,
 `control.bind`, `codec_policy` and so the station rate, `[audio]`, `[bridge]`, `[register]`, the
 secrets source, ...): a change is reported as needing a restart and the running value stays.
-`[bridge]` and `[audio]` have live commands instead (POST /bridge, POST /devices).
+`[bridge]` and `[audio]` have live commands instead (POST /bridge, POST /devices, POST /levels).
 """
 
 from __future__ import annotations

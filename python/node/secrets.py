@@ -7,6 +7,9 @@ Where credentials come from is chosen by `[secrets].source` (spec "[secrets]"):
 - `config`: the inline `[secrets].secret` key, accepted only from a file no one but its owner can
   read or write.
 
+The AMI password (`[ami]` enabled) follows the same source: NET_AMI_SECRET, POST /secrets with
+username `ami:<[ami] username>`, or the inline `[secrets].ami_secret`.
+
 Per-node inbound peer secrets come, whatever the source, from `NET_PEER_<NODE>` variables and
 from the peers file named by `[secrets] peers_file` (`node.peers_file`; it lifts the spec's known
 limitation 1, "Per-node inbound credentials come only from environment variables"). A node may
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from node.peers_file import PeersFile
 
 __all__ = [
+    "AMI_USER_PREFIX",
+    "ENV_AMI_SECRET",
     "ENV_NODE",
     "ENV_PEER_PREFIX",
     "ENV_SECRET",
@@ -57,6 +62,9 @@ REDACTED = "***"
 ENV_NODE = "NET_NODE"
 ENV_SECRET = "NET_SECRET"
 ENV_PEER_PREFIX = "NET_PEER_"
+ENV_AMI_SECRET = "NET_AMI_SECRET"
+#: POST /secrets names the AMI credential `ami:<user>`.
+AMI_USER_PREFIX = "ami:"
 #: Where errors about environment variables point, in place of a file name.
 ENVIRONMENT = "environment"
 
@@ -212,18 +220,24 @@ class SecretStore:
         self._env_peers: dict[str, Secret] = {}
         self._peers: dict[str, Secret] = {}
         self._portal: Secret | None = None
+        #: The `[ami]` user (None when AMI is off) and its password.
+        self._ami_user = config.ami.username if config.ami.enabled else None
+        self._ami_secret: Secret | None = None
         # Everything ever known, longest first so a secret that contains another is replaced whole.
         self._known: tuple[str, ...] = ()
 
-        # A NET_SECRET present in the environment is scrubbed from logs even where it is unused.
-        stray = env.get(ENV_SECRET)
-        if stray:
-            self._remember(stray)
+        # A NET_SECRET or NET_AMI_SECRET present in the environment is scrubbed from logs even
+        # where it is unused.
+        for name in (ENV_SECRET, ENV_AMI_SECRET):
+            stray = env.get(name)
+            if stray:
+                self._remember(stray)
 
         if self._source == "env":
             self._load_env(env)
         elif self._source == "config":
             self._load_inline(config)
+        self._load_ami(config, env)
         self._load_env_peers(env)
         self._peers = self._merge_peers(self._read_peers_file(config))
         self._load_portal(config, env)
@@ -281,6 +295,31 @@ class SecretStore:
                 f"(set it to the password of node {self._node_id})",
             )
         self._node_secret = secret
+
+    def _load_ami(self, config: NodeConfig, env: Mapping[str, str]) -> None:
+        if config.secrets.ami_secret is not None:
+            self._remember(config.secrets.ami_secret.reveal())
+        if self._ami_user is None or self._source == "control":
+            return
+        if self._source == "env":
+            value = env.get(ENV_AMI_SECRET)
+            if not value:
+                raise ConfigError(
+                    ENVIRONMENT,
+                    ENV_AMI_SECRET,
+                    f"is not set, but [ami] is enabled and secrets.source is env (set "
+                    f"{ENV_AMI_SECRET} to the AMI password of user {self._ami_user})",
+                )
+            self._ami_secret = Secret(value)
+            return
+        if config.secrets.ami_secret is None:
+            raise ConfigError(
+                self._path,
+                "secrets.ami_secret",
+                f"is empty, but [ami] is enabled and secrets.source is config (set it to the AMI "
+                f"password of user {self._ami_user})",
+            )
+        self._ami_secret = config.secrets.ami_secret
 
     def _load_env_peers(self, env: Mapping[str, str]) -> None:
         for name, value in env.items():
@@ -352,6 +391,12 @@ class SecretStore:
         self._portal = Secret(value)
         self._remember(value)
 
+    def remember_transient(self, value: str) -> None:
+        """Redact `value` from every log line from now on (a credential the node obtained at
+        run time, e.g. a web-transceiver token)."""
+        if value:
+            self._remember(value)
+
     def _remember(self, value: str) -> None:
         with self._lock:
             if value in self._known:
@@ -405,6 +450,27 @@ class SecretStore:
         """The `[portal]` password, or None when there is no `[portal]` section."""
         return self._portal
 
+    @property
+    def ami_user(self) -> str | None:
+        """The `[ami]` login name, None when AMI is off."""
+        return self._ami_user
+
+    def ami_secret(self) -> Secret | None:
+        """The AMI password, or None when none has been provided (yet)."""
+        return self._ami_secret
+
+    def ami_login(self, username: str, secret: str) -> bool:
+        """Whether `username`/`secret` is the AMI login. The name compares case-insensitively
+        (as Asterisk's manager users do), the password in constant time."""
+        expected = self._ami_secret
+        if self._ami_user is None or expected is None:
+            return False
+        name_ok = hmac.compare_digest(
+            username.lower().encode("utf-8", "surrogateescape"),
+            self._ami_user.lower().encode(),
+        )
+        return expected.equals(secret) and name_ok
+
     def peer_ids(self) -> frozenset[str]:
         """Node ids that have a provisioned inbound secret (ids are not secret)."""
         return frozenset(self._peers)
@@ -423,6 +489,9 @@ class SecretStore:
                 f"secrets.source is control",
                 status=409,
             )
+        if isinstance(username, str) and username.startswith(AMI_USER_PREFIX):
+            self._set_ami(username[len(AMI_USER_PREFIX) :], secret)
+            return
         if self._node_id is None:
             raise CommandError(
                 "registration is not configured ([register] is absent), so there is no "
@@ -435,14 +504,31 @@ class SecretStore:
                 f"username {shown} is not this node's id ({self._node_id})",
                 status=400,
             )
-        if isinstance(secret, Secret):
-            value = secret
-        elif isinstance(secret, str) and secret:
-            value = Secret(secret)
-        else:
-            raise CommandError("secret must be a non-empty string", status=400)
+        value = self._new_secret(secret)
         self._remember(value.reveal())
         self._node_secret = value
+
+    def _set_ami(self, user: str, secret: str | Secret) -> None:
+        if self._ami_user is None:
+            raise CommandError(
+                "[ami] is not enabled, so there is no AMI credential to set", status=409
+            )
+        if user.lower() != self._ami_user.lower():
+            # The name sent is not repeated: it may be the password in the wrong field.
+            raise CommandError(
+                f"the username does not name the AMI user (ami:{self._ami_user})", status=400
+            )
+        value = self._new_secret(secret)
+        self._remember(value.reveal())
+        self._ami_secret = value
+
+    @staticmethod
+    def _new_secret(secret: str | Secret) -> Secret:
+        if isinstance(secret, Secret):
+            return secret
+        if isinstance(secret, str) and secret:
+            return Secret(secret)
+        raise CommandError("secret must be a non-empty string", status=400)
 
     def redact(self, text: str) -> str:
         """`text` with every secret the store has ever known replaced by `***`."""
@@ -455,7 +541,8 @@ class SecretStore:
         return (
             f"SecretStore(source={self._source!r}, node_id={self._node_id!r}, "
             f"node_secret={'set' if self._node_secret else 'unset'}, peers={len(self._peers)}, "
-            f"portal={'set' if self._portal else 'unset'})"
+            f"portal={'set' if self._portal else 'unset'}, "
+            f"ami={'set' if self._ami_secret else 'unset'})"
         )
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:

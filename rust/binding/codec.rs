@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyList, PyMemoryView};
 
 use super::errors::CodecError as PyCodecError;
 use crate::codec::{Codec, CodecError};
-use crate::resample::{Downsampler, ResampleError, Upsampler};
+use crate::resample::{Downsampler, Resample, ResampleError, Upsampler};
 
 impl From<CodecError> for PyErr {
     fn from(e: CodecError) -> PyErr {
@@ -31,7 +31,10 @@ impl From<ResampleError> for PyErr {
 /// its items' memory in order: for 16-bit buffers that is native-endian samples. (The abi3
 /// build for Python 3.10 has no direct buffer access; only these slower paths pay the copy.)
 #[inline(always)]
-fn with_bytes<T>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<T>) -> PyResult<T> {
+pub(super) fn with_bytes<T>(
+    obj: &Bound<'_, PyAny>,
+    f: impl FnOnce(&[u8]) -> PyResult<T>,
+) -> PyResult<T> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return f(b.as_bytes());
     }
@@ -44,6 +47,24 @@ fn with_bytes<T>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<T>) -
     })?;
     let copy = view.call_method0("tobytes")?.cast_into::<PyBytes>()?;
     f(copy.as_bytes())
+}
+
+/// `process(pcm)` of every resampler class: bytes-like in, a new `bytes` with the output.
+pub(super) fn resample<'py>(
+    py: Python<'py>,
+    rs: &mut impl Resample,
+    pcm: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_bytes(pcm, |pcm| {
+        if pcm.len() % 2 != 0 {
+            return Err(ResampleError::OddLength { len: pcm.len() }.into());
+        }
+        let n = rs.output_len(pcm.len() / 2).saturating_mul(2);
+        PyBytes::new_with(py, n, |out| {
+            rs.process_ne_bytes_into(pcm, out)?;
+            Ok(())
+        })
+    })
 }
 
 fn encode<'py>(py: Python<'py>, codec: Codec, pcm: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
@@ -172,15 +193,7 @@ impl PyUpsampler {
         py: Python<'py>,
         pcm: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        with_bytes(pcm, |pcm| {
-            if pcm.len() % 2 != 0 {
-                return Err(ResampleError::OddLength { len: pcm.len() }.into());
-            }
-            PyBytes::new_with(py, pcm.len().saturating_mul(2), |out| {
-                self.inner.process_ne_bytes_into(pcm, out)?;
-                Ok(())
-            })
-        })
+        resample(py, &mut self.inner, pcm)
     }
 
     /// Forget the filter history.
@@ -220,16 +233,7 @@ impl PyDownsampler {
         py: Python<'py>,
         pcm: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        with_bytes(pcm, |pcm| {
-            if pcm.len() % 2 != 0 {
-                return Err(ResampleError::OddLength { len: pcm.len() }.into());
-            }
-            let n = self.inner.output_len(pcm.len() / 2).saturating_mul(2);
-            PyBytes::new_with(py, n, |out| {
-                self.inner.process_ne_bytes_into(pcm, out)?;
-                Ok(())
-            })
-        })
+        resample(py, &mut self.inner, pcm)
     }
 
     /// Forget the filter history and any pending sample.

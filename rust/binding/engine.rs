@@ -5,12 +5,15 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::device::PyDevicePort;
 use super::errors::EngineError as PyEngineError;
 use super::frame::full_frame_to_py;
 use crate::codec::Codec;
+use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
+use crate::vox::VoxConfig;
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
 const CONTROL_HANGUP: i64 = 1;
@@ -173,7 +176,7 @@ impl PyEngine {
     /// Engine events since the last call, oldest first, as tuples naming their kind:
     /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
-    /// ("rx_key", callno, keyed), ("command_failed", message).
+    /// ("rx_key", callno, keyed), ("local_tx", on), ("vox", open), ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -213,6 +216,8 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::RxKey { callno, keyed }) => {
                     out.append(("rx_key", callno, keyed))?
                 }
+                EngineEvent::Media(MediaEvent::LocalTx { on }) => out.append(("local_tx", on))?,
+                EngineEvent::Vox(open) => out.append(("vox", open))?,
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
             }
         }
@@ -312,22 +317,41 @@ impl PyEngine {
         Ok(self.inner.command(Command::SetLocalKeyed(on))?)
     }
 
-    /// One 20 ms block with the local radio: microphone in, speaker out (native-endian int16
-    /// at the station rate; the speaker block is silence when the conference is quiet).
-    fn local_exchange<'py>(
+    /// With a carrier detector on the local receiver (True), its audio is heard only while the
+    /// local source is keyed, never by its own level.
+    fn set_local_gated(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLocalGated(on))?)
+    }
+
+    /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local
+    /// radio member; the port converts, applies the gains (dB) and meters. `rx_delay_ms` holds
+    /// the received audio back (to cut a squelch tail); `vox` = (threshold dBFS, attack ms,
+    /// release ms) runs VOX on the received audio, reported as ("vox", open) events.
+    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None))]
+    fn open_device(
         &self,
-        py: Python<'py>,
-        mic: &[u8],
-    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let n = self.inner.frame_len();
-        let pcm: Vec<i16> = mic
-            .chunks_exact(2)
-            .map(|c| i16::from_ne_bytes(c.try_into().unwrap_or([0, 0])))
-            .collect();
-        let mut speaker = vec![0i16; n];
-        self.inner.local_exchange(&pcm, &mut speaker);
-        let bytes: Vec<u8> = speaker.iter().flat_map(|s| s.to_ne_bytes()).collect();
-        Ok(pyo3::types::PyBytes::new(py, &bytes))
+        device_rate: u32,
+        rx_gain_db: f64,
+        tx_gain_db: f64,
+        rx_delay_ms: u32,
+        vox: Option<(f64, u32, u32)>,
+    ) -> PyResult<PyDevicePort> {
+        let mut edge = DeviceEdge::new(device_rate, self.inner.rate())?;
+        edge.set_rx_gain_db(rx_gain_db)?;
+        edge.set_tx_gain_db(tx_gain_db)?;
+        edge.set_rx_delay_ms(rx_delay_ms)?;
+        edge.set_vox(
+            vox.map(|(threshold_dbfs, attack_ms, release_ms)| VoxConfig {
+                threshold_dbfs,
+                attack_ms,
+                release_ms,
+            }),
+        )?;
+        match self.inner.attach_device(edge) {
+            Ok(link) => Ok(PyDevicePort::new(link)),
+            Err(EngineError::Device(e)) => Err(e.into()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Samples per 20 ms frame at the station rate.

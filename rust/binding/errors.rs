@@ -24,6 +24,12 @@ create_exception!(
 );
 create_exception!(
     _core,
+    DeviceError,
+    PyValueError,
+    "A sound card rate the node cannot convert, a gain out of range, or an odd-sized block."
+);
+create_exception!(
+    _core,
     EngineError,
     PyOSError,
     "The engine thread or its socket failed (bind, send, or use after close)."
@@ -35,5 +41,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EngineError", py.get_type::<EngineError>())?;
     m.add("CodecError", py.get_type::<CodecError>())?;
     m.add("MixerError", py.get_type::<MixerError>())?;
+    m.add("DeviceError", py.get_type::<DeviceError>())?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod codec;
+mod device;
 mod engine;
 mod errors;
 mod frame;
@@ -18,5 +19,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     engine::register(m)?;
     mixer::register(m)?;
+    device::register(m)?;
     Ok(())
 }

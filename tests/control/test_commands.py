@@ -104,6 +104,9 @@ def test_disabling_inbound_refuses_callers_and_is_reported(node: NodeProcess) ->
         ("/deregister", {}, 409, "not registered"),
         ("/bridge", {"mode": "party"}, 400, "handset, bridge, conference"),
         ("/bridge", {"mix_minus": "yes"}, 400, "mix_minus"),
+        ("/levels", {"rx_gain_db": 25}, 400, "rx_gain_db must be a number from -40 to 20"),
+        ("/levels", {"tx_gain_db": "loud"}, 400, "'tx_gain_db' must be a number"),
+        ("/levels", {"tx_gain_db": True}, 400, "'tx_gain_db' must be a number"),
         ("/secrets", {"username": "1999"}, 400, "secret"),
     ],
 )
@@ -123,6 +126,18 @@ def test_bridge_changes_live_and_keeps_omitted_fields(node: NodeProcess) -> None
     assert snap["bridge"] == {"mode": "conference", "mix_minus": False, "include_local_radio": True}
     snap = node.post("/devices", json={}).json()
     assert snap["audio"]["running"] is True
+
+
+def test_levels_change_live_and_the_status_meters_both_directions(node: NodeProcess) -> None:
+    audio = node.get("/status").json()["audio"]
+    assert audio["rx"]["gain_db"] == 0.0 and audio["tx"]["gain_db"] == 0.0
+    for direction in ("rx", "tx"):
+        for key in ("peak_dbfs", "rms_dbfs", "peak_hold_dbfs", "clipped", "late", "dropped"):
+            assert key in audio[direction], (direction, key)
+    snap = node.post("/levels", json={"rx_gain_db": -6.5}).json()
+    assert snap["audio"]["rx"]["gain_db"] == -6.5 and snap["audio"]["tx"]["gain_db"] == 0.0
+    snap = node.post("/levels", json={"tx_gain_db": 3}).json()
+    assert snap["audio"]["rx"]["gain_db"] == -6.5 and snap["audio"]["tx"]["gain_db"] == 3.0
 
 
 def test_secrets_are_accepted_only_under_the_control_source(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "Capture",
     "EventWatcher",
     "free_udp_port",
+    "register_section",
     "running_node",
     "wait_until",
 ]
@@ -78,6 +79,13 @@ def running_node(
             with suppress(subprocess.TimeoutExpired):
                 node.proc.wait(timeout=10)
         node.kill()
+
+
+def register_section(registrar: Any, node_id: str) -> str:
+    """A `[register]` section registering `node_id` with the test registrar (an object with
+    `addr`, such as tests/interop/registrar.py's `Registrar`)."""
+    host, port = registrar.addr
+    return f'[register]\npeer = "{host}:{port}"\nnode_id = "{node_id}"\n\n'
 
 
 def node_log(node: NodeProcess) -> str:

@@ -230,6 +230,20 @@ class Softphone:
         with self._cond:
             self._apply(self.endpoint.hangup(callno, time.monotonic()))
 
+    def send_dtmf(self, callno: int, digits: str) -> None:
+        """Type `digits` on the call: one DTMF_BEGIN + DTMF frame pair per digit, as Asterisk
+        and the web-transceiver apps send them."""
+        with self._cond:
+            for digit in digits:
+                self._apply(self.endpoint.send_dtmf(callno, time.monotonic(), digit))
+
+    def stop_talking(self, callno: int) -> None:
+        """End the tone on the call (and unkey it when the phone keys)."""
+        with self._cond:
+            self._talkers.pop(callno, None)
+            if self.key and callno in self.endpoint.calls:
+                self._apply(self.endpoint.unkey(callno, time.monotonic()))
+
     def wait_for(self, predicate: Callable[[Softphone], bool], timeout: float = 15.0) -> bool:
         """Wait until `predicate(self)` holds (checked after every datagram); False on timeout."""
         deadline = time.monotonic() + timeout

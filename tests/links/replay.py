@@ -31,7 +31,7 @@ import numpy as np
 
 from node._core import FullFrame, MiniFrame, parse, ulaw_encode
 from node.errors import LocalProtocolError
-from node.iax2.call import DialParams
+from node.iax2.call import CallState, DialParams
 from node.iax2.constants import IE, ControlSubclass, FrameType, IaxSubclass
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
 from tests.pcap import udp_datagrams
@@ -298,12 +298,13 @@ class ScriptedNode:
     # --- steps (test thread) ------------------------------------------------------------------
 
     def wait_call(self, timeout: float = 5.0) -> int:
-        """Our call with the node under test, once it carries media (answered or accepted)."""
+        """Our call with the node under test, once answered (a node sends its link texts and
+        voice only then; before ANSWER the other side does not treat the call as a link)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
                 for callno, call in self.endpoint.calls.items():
-                    if call.format is not None and call.is_live:
+                    if call.state is CallState.UP:
                         self.callno = callno
                         return callno
             time.sleep(0.002)

@@ -58,12 +58,12 @@ class Node:
         default_factory=lambda: {
             "full_voice_in": 0,
             "full_voice_out": 0,
+            "rx_key_edges": 0,
             "acks_in": 0,
             "other_full_in": 0,
             "spurts_ended": 0,
             "mini_before_full": 0,
             "control_events": 0,
-            "rx_key_events": 0,
             "wakeups": 0,
         }
     )
@@ -121,10 +121,10 @@ class Node:
             self.counts["spurts_ended"] += 1
         elif kind == "mini_before_full":
             self.counts["mini_before_full"] += 1
+        elif kind == "rx_key":
+            self.counts["rx_key_edges"] += 1
         elif kind == "control":
             self.counts["control_events"] += 1
-        elif kind == "rx_key":
-            self.counts["rx_key_events"] += 1
         elif kind == "command_failed":
             self.failures.append(str(event[1]))
         else:

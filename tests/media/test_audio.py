@@ -1,20 +1,25 @@
-"""Audio backends: the paced null device and device selection by name."""
+"""Audio backends: the paced null device, device selection by name and rate, and the sounddevice
+backend on ALSA's null PCM (a 48 kHz-only card among them)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from node.errors import CommandError
-from node.media.audio import NullAudio, block_samples, find_device, open_audio
+from node.media.audio import NULL_BLOCK_MS, NullAudio, block_samples, find_device, open_audio
 from tests.conftest import require_tool
+from tests.media.alsa_child import TONE_PEAK, asoundrc, write_tone
+
+REPO = Path(__file__).resolve().parents[2]
 
 DEVICES = [
     {
@@ -37,16 +42,23 @@ def test_null_device_keeps_real_time_over_ten_seconds() -> None:
             blocks.append(len(mic))
         return b""
 
-    dev = NullAudio(16000, exchange)
+    dev = NullAudio(16000)
     start = time.monotonic()
-    dev.start()
+    dev.start(exchange)
     time.sleep(10.0)
     dev.stop()
     elapsed = time.monotonic() - start
     expected = elapsed / 0.020
     assert abs(len(blocks) - expected) <= 0.01 * expected, (len(blocks), expected)
-    assert set(blocks) == {2 * block_samples(16000)}  # 20 ms of silent int16 at 16 kHz
+    assert set(blocks) == {2 * block_samples(16000, NULL_BLOCK_MS)}  # 20 ms of silent int16
     assert dev.stats.blocks == len(blocks)
+
+
+def test_null_device_runs_at_the_device_rate_it_is_given() -> None:
+    dev = NullAudio(8000, device_rate=48000)
+    assert (dev.rate, dev.device_rate) == (8000, 48000)
+    assert dev.describe()["device_rate"] == 48000
+    assert NullAudio(16000).device_rate == 16000
 
 
 def test_null_device_skips_missed_blocks_instead_of_bursting() -> None:
@@ -64,9 +76,11 @@ def test_null_device_skips_missed_blocks_instead_of_bursting() -> None:
             dev._stop.set()
         return b""
 
-    dev = NullAudio(8000, exchange, clock=clock)
-    dev._run()
-    assert dev.stats.late_blocks >= 20
+    dev = NullAudio(8000, clock=clock)
+    dev._run(exchange)
+    # A stalled device loses what it should have captured and leaves a gap in what it plays.
+    assert dev.stats.input_overflows >= 20
+    assert dev.stats.output_underflows == dev.stats.input_overflows
     assert len(calls) == 6  # no burst of 25 catch-up blocks
 
 
@@ -101,14 +115,11 @@ def test_ambiguous_match_names_the_candidates() -> None:
 
 def test_unknown_backend_is_refused() -> None:
     with pytest.raises(CommandError, match="cpal, none"):
-        open_audio("alsa", 8000, lambda b: b"")
+        open_audio("alsa", 8000)
 
 
-def test_real_portaudio_stream_on_alsa_null_device(tmp_path: Path) -> None:
-    """sounddevice opens an ALSA null PCM by name and calls back with 20 ms int16 blocks.
-
-    The null PCM has no clock, so this checks wiring (matching, open, callback, close), not timing.
-    """
+def run_on_alsa(tmp_path: Path, scenario: str) -> dict[str, Any]:
+    """Run a scenario of tests/media/alsa_child.py with the test PCMs in its HOME."""
     require_tool(
         "libportaudio2",
         check=lambda: (
@@ -116,28 +127,58 @@ def test_real_portaudio_stream_on_alsa_null_device(tmp_path: Path) -> None:
             or Path("/usr/lib/aarch64-linux-gnu/libportaudio.so.2").exists()
         ),
     )
-    (tmp_path / ".asoundrc").write_text(
-        "pcm.nulldev { type null }\nctl.nulldev { type hw card 0 }\n"
-    )
-    script = textwrap.dedent(
-        """
-        import time
-        from node.media.audio import SoundDeviceAudio
-        sizes = []
-        def exchange(mic):
-            sizes.append(len(mic))
-            return b"\\x01\\x00" * (len(mic) // 2)
-        dev = SoundDeviceAudio(8000, exchange, input="nulldev", output="nulldev")
-        dev.start()
-        time.sleep(0.3)
-        dev.stop()
-        assert sizes and set(sizes) == {320}, set(sizes)
-        print("blocks", len(sizes))
-        """
-    )
+    tone = tmp_path / "tone48k.raw"
+    write_tone(tone)
+    (tmp_path / ".asoundrc").write_text(asoundrc(tone))
     env = {**os.environ, "HOME": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "tests.media.alsa_child", scenario],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("blocks")
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_a_card_that_takes_the_station_rate_is_opened_at_it(tmp_path: Path) -> None:
+    """sounddevice opens an ALSA null PCM by name and calls back with 5 ms int16 blocks."""
+    seen = run_on_alsa(tmp_path, "station_rate_device")
+    assert seen["device_rate"] == 8000
+    assert seen["sizes"] == [2 * block_samples(8000)] == [80]
+    assert seen["blocks"] > 0
+
+
+def test_a_48k_only_card_refuses_the_station_rate_with_the_accepted_rates(
+    tmp_path: Path,
+) -> None:
+    seen = run_on_alsa(tmp_path, "radio48_refuses_8k")
+    assert seen["status"] == 500
+    msg = seen["error"]
+    assert "8000 Hz:" in msg and "radio48" in msg
+    assert "accepted device rates: 8000 (the station rate), 48000 (44100 is not supported)" in msg
+
+
+def test_a_48k_only_card_is_opened_at_48k_and_audio_flows_at_the_station_rate(
+    tmp_path: Path,
+) -> None:
+    seen = run_on_alsa(tmp_path, "radio48_flow")
+    audio = seen["audio"]
+    assert (audio["backend"], audio["rate"], audio["device_rate"]) == ("cpal", 8000, 48000)
+    assert audio["block_ms"] == 5 and audio["filter_delay_ms"] == 2.49
+    assert audio["running"] is True and audio["blocks"] > 0
+    # The card's 1 kHz tone (-12.25 dBFS at 48 kHz) is metered at 8 kHz after the conversion...
+    assert audio["rx"]["frames"] > 0
+    assert abs(audio["rx"]["peak_dbfs"] - (-12.25)) <= 0.2, audio["rx"]
+    # ... and reaches the call as 20 ms µ-law frames at 8 kHz, at its level within 0.5 dB.
+    assert seen["frames"] == 40
+    levels = sorted(seen["levels"])
+    median = levels[len(levels) // 2]
+    assert abs(median / TONE_PEAK - 1) < 0.06, levels
+    # The conference plays to the card too (silence here: nobody else talks).
+    assert audio["tx"]["frames"] > 0
+    for key in ("late", "dropped", "gain_db", "peak_dbfs", "rms_dbfs", "peak_hold_dbfs"):
+        assert key in audio["rx"] and key in audio["tx"]
+    assert "overflows" in audio["rx"] and "underflows" in audio["tx"]

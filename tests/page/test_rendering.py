@@ -227,6 +227,22 @@ def test_registration_failure_and_calls_from_the_contract(
     expect(loc("#reg-failure")).to_have_text("timed out")
     expect(loc("#listening")).to_have_text("Refusing")
     expect(loc("#bridge")).to_have_text("Conference, full mix, local radio included")
+    expect(loc("#audio")).to_have_text("null backend, 16 kHz")
+    scripted.snapshot_now(
+        audio={
+            "backend": "cpal",
+            "rate": 8000,
+            "device_rate": 48000,
+            "input": "USB Audio",
+            "output": "USB Audio",
+            "running": True,
+            "rx": {"gain_db": -3.5, "peak_dbfs": -13.2},
+            "tx": {"gain_db": 2.0, "peak_dbfs": -100.0},
+        }
+    )
+    expect(loc("#audio")).to_have_text(
+        "cpal, 8 kHz, card 48 kHz, in: USB Audio, out: USB Audio, gain rx -3.5 dB, tx +2 dB"
+    )
     call = loc('#conn-rows tr[data-kind="call"][data-call="3"]')
     expect(call.locator("th")).to_have_text("2600")
     expect(call.locator("td")).to_have_text(
@@ -269,6 +285,12 @@ def test_event_list_is_newest_first_bounded_and_plain_text(
     expect(loc("#events li").first).to_have_text(
         re.compile(r"DTMF 3 on call 4 \(command \*32000\)$")
     )
+    scripted.send({"event": "dtmf", "call": 4, "digit": "", "command": "*3200 connect 200"})
+    expect(loc("#events li").first).to_have_text(
+        re.compile(r"DTMF time-out on call 4 \(command \*3200 connect 200\)$")
+    )
+    scripted.send({"event": "dtmf", "call": None, "digit": "7"})
+    expect(loc("#events li").first).to_have_text(re.compile(r"DTMF 7 over AMI$"))
     assert loc("#events img, #conn-rows b").count() == 0
     assert view.page.evaluate("window.__pwned") is None
     expect(loc("#no-events")).to_be_hidden()

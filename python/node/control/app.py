@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -75,6 +76,16 @@ def required(body: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
+def gain(body: dict[str, Any], key: str) -> float | None:
+    """`body[key]` as a number of dB if present (JSON integers count; booleans do not)."""
+    if key not in body or body[key] is None:
+        return None
+    value = body[key]
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise CommandError(f"field {key!r} must be a number (dB)", 400)
+    return float(value)
+
+
 def create_app(controller: Controller) -> Starlette:
     """The control application bound to one controller."""
 
@@ -95,6 +106,12 @@ def create_app(controller: Controller) -> Starlette:
         body = await read_json_body(request)
         return JSONResponse(
             controller.set_devices(optional(body, "input", str), optional(body, "output", str))
+        )
+
+    async def levels(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        return JSONResponse(
+            controller.set_levels(gain(body, "rx_gain_db"), gain(body, "tx_gain_db"))
         )
 
     async def dial(request: Request) -> JSONResponse:
@@ -152,7 +169,7 @@ def create_app(controller: Controller) -> Starlette:
         return JSONResponse({"ok": True})
 
     async def events(request: Request) -> Response:
-        return event_stream(controller)
+        return event_stream(controller, request)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error("not found", 404)
@@ -194,6 +211,7 @@ def create_app(controller: Controller) -> Starlette:
         Route("/deregister", deregister, methods=["POST"]),
         Route("/secrets", secrets, methods=["POST"]),
         Route("/devices", devices, methods=["POST"]),
+        Route("/levels", levels, methods=["POST"]),
     ]
     return Starlette(
         routes=routes,

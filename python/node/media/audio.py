@@ -1,8 +1,13 @@
 """Local radio audio: the sounddevice (PortAudio) backend and the paced null backend.
 
-Both backends move one 20 ms block at a time between the device and a `BlockExchange`, the
-engine's local-radio member: microphone samples in, speaker samples out, native-endian int16 at
-the station rate. That is one call per 20 ms, never one per packet.
+Both backends hand every block the device delivers to one exchange call, the engine's
+`DevicePort.exchange` (Rust): the captured block in (native-endian int16 at the device rate), the
+block to play out, same length. The port converts between the device rate and the station rate,
+applies the gains, meters both directions and trades 20 ms frames with the local radio member, so
+Python only passes the buffer through.
+
+The device runs at the station rate when it takes it, and otherwise at 48 kHz: USB radio
+interfaces (CM108/CM119) offer only 44.1 and 48 kHz. 44.1 kHz is refused (no filter for it).
 
 `backend = "cpal"` in the config means real hardware (the name is the spec's; the implementation
 is sounddevice/PortAudio). `backend = "none"` is a hardware-free device that keeps real time, for
@@ -21,6 +26,7 @@ from typing import Any, Protocol
 from node.errors import CommandError
 
 __all__ = [
+    "CONVERTED_RATE",
     "AudioDevice",
     "AudioStats",
     "BlockExchange",
@@ -33,35 +39,46 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: One block is one IAX2 frame time.
-BLOCK_MS = 20
+#: The sound card's block: with the 48 kHz filter delay (2.5 ms at most) the device edge adds
+#: under 10 ms each way.
+BLOCK_MS = 5
 
-#: microphone block in (station-rate int16 bytes), speaker block out (same size, or shorter:
-#: the backend pads with silence).
+#: The null device's block: it has no latency to keep small, so it wakes once per frame.
+NULL_BLOCK_MS = 20
+
+#: The rate a device runs at when it does not take the station rate.
+CONVERTED_RATE = 48000
+
+#: captured block in (int16 bytes at the device rate), block to play out (the same length).
 BlockExchange = Callable[[bytes], bytes]
 
 
-def block_samples(rate: int) -> int:
-    return rate * BLOCK_MS // 1000
+def block_samples(rate: int, ms: int = BLOCK_MS) -> int:
+    return rate * ms // 1000
 
 
 @dataclass(slots=True)
 class AudioStats:
-    """What the device did; shown in the status so a stalling sound card is visible."""
+    """What the device itself reported; shown per direction in the status."""
 
     blocks: int = 0
+    #: Captured audio the device lost (PortAudio input overflow; the null device: missed blocks).
     input_overflows: int = 0
+    #: Gaps where the device had nothing to play (PortAudio output underflow; the null device:
+    #: missed blocks).
     output_underflows: int = 0
-    late_blocks: int = 0
 
 
 class AudioDevice(Protocol):
-    """A started audio device that calls its exchange once per 20 ms block."""
+    """An audio device, opened but not started; `start` calls the exchange once per block."""
 
+    #: The station rate.
     rate: int
+    #: The rate the device runs at (the station rate or 48000).
+    device_rate: int
     stats: AudioStats
 
-    def start(self) -> None: ...
+    def start(self, exchange: BlockExchange) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -71,41 +88,47 @@ class AudioDevice(Protocol):
 class NullAudio:
     """A device without hardware that keeps real time.
 
-    A thread wakes at absolute 20 ms deadlines (so sleeping late never accumulates drift), hands
-    the exchange a silent microphone block and discards what the speaker would have played. When
-    the thread falls more than a block behind (a stalled host), the missed blocks are counted as
-    late and skipped rather than replayed in a burst.
+    A thread wakes at absolute deadlines, one block apart (so sleeping late never accumulates
+    drift), hands the exchange a silent captured block and discards what it would have played.
+    When the thread falls more than a block behind (a stalled host), the missed blocks are counted
+    as lost both ways and skipped rather than replayed in a burst.
     """
 
     def __init__(
-        self, rate: int, exchange: BlockExchange, clock: Callable[[], float] = time.monotonic
+        self,
+        rate: int,
+        device_rate: int = 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.rate = rate
+        self.device_rate = device_rate or rate
         self.stats = AudioStats()
-        self._exchange = exchange
         self._clock = clock
-        self._silence = bytes(2 * block_samples(rate))
+        self._silence = bytes(2 * block_samples(self.device_rate, NULL_BLOCK_MS))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self, exchange: BlockExchange) -> None:
         if self._thread is not None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="null-audio", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(exchange,), name="null-audio", daemon=True
+        )
         self._thread.start()
 
-    def _run(self) -> None:
-        period = BLOCK_MS / 1000
+    def _run(self, exchange: BlockExchange) -> None:
+        period = NULL_BLOCK_MS / 1000
         next_at = self._clock()
         while not self._stop.is_set():
-            self._exchange(self._silence)
+            exchange(self._silence)
             self.stats.blocks += 1
             next_at += period
             delay = next_at - self._clock()
             if delay < -period:
                 missed = int(-delay / period)
-                self.stats.late_blocks += missed
+                self.stats.input_overflows += missed
+                self.stats.output_underflows += missed
                 next_at += missed * period
                 delay += missed * period
             if delay > 0:
@@ -118,7 +141,14 @@ class NullAudio:
             self._thread = None
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "none", "rate": self.rate, "input": None, "output": None}
+        return {
+            "backend": "none",
+            "rate": self.rate,
+            "device_rate": self.device_rate,
+            "block_ms": NULL_BLOCK_MS,
+            "input": None,
+            "output": None,
+        }
 
 
 def _sounddevice() -> Any:
@@ -163,40 +193,65 @@ def find_device(query: str, kind: str, devices: list[dict[str, Any]] | None = No
 
 
 class SoundDeviceAudio:
-    """Real hardware through PortAudio: one full-duplex int16 mono stream at the station rate."""
+    """Real hardware through PortAudio: one full-duplex int16 mono stream, 5 ms blocks.
 
-    def __init__(
-        self, rate: int, exchange: BlockExchange, input: str = "", output: str = ""
-    ) -> None:
+    The device rate is the station rate when both the input and the output device take it, else
+    48 kHz (`device_rate` forces one of the two).
+    """
+
+    def __init__(self, rate: int, input: str = "", output: str = "", device_rate: int = 0) -> None:
         self.rate = rate
         self.stats = AudioStats()
-        self._exchange = exchange
         self._sd = _sounddevice()
         self._input, self._output = input, output
         self._in_idx = find_device(input, "input")
         self._out_idx = find_device(output, "output")
-        self._block = block_samples(rate)
+        self.device_rate = self._choose_rate(device_rate)
+        self._block = block_samples(self.device_rate)
         self._stream: Any = None
+
+    def _choose_rate(self, forced: int) -> int:
+        candidates = [forced] if forced else [self.rate, CONVERTED_RATE]
+        refusals = []
+        for candidate in candidates:
+            try:
+                self._sd.check_input_settings(
+                    device=self._in_idx, samplerate=candidate, channels=1, dtype="int16"
+                )
+                self._sd.check_output_settings(
+                    device=self._out_idx, samplerate=candidate, channels=1, dtype="int16"
+                )
+            except Exception as exc:  # PortAudioError and ValueError carry the device's reason
+                refusals.append(f"{candidate} Hz: {exc}")
+            else:
+                return candidate
+        names = f"input {self._input or 'default'!r}, output {self._output or 'default'!r}"
+        raise CommandError(
+            f"audio devices ({names}) take none of the rates the node can use "
+            f"({'; '.join(refusals)}); accepted device rates: {self.rate} (the station rate), "
+            f"{CONVERTED_RATE} (44100 is not supported)",
+            500,
+        )
 
     def _callback(
         self, indata: Any, outdata: Any, frames: int, time_info: Any, status: Any
     ) -> None:
         # PortAudio's thread: no logging, no allocation beyond the exchange itself.
-        if status.input_overflow:
-            self.stats.input_overflows += 1
-        if status.output_underflow:
-            self.stats.output_underflows += 1
-        out = self._exchange(bytes(indata))
-        n = min(len(out), len(outdata))
-        outdata[:n] = out[:n]
-        if n < len(outdata):
-            outdata[n:] = b"\x00" * (len(outdata) - n)
+        if status:
+            if status.input_overflow:
+                self.stats.input_overflows += 1
+            if status.output_underflow:
+                self.stats.output_underflows += 1
+        # bytes, not the cffi buffer: the port then reads it in place and runs no Python code
+        # while it holds itself, so a status read on another thread never finds it borrowed.
+        outdata[:] = self._exchange(bytes(indata))
         self.stats.blocks += 1
 
-    def start(self) -> None:
+    def start(self, exchange: BlockExchange) -> None:
+        self._exchange = exchange
         try:
             self._stream = self._sd.RawStream(
-                samplerate=self.rate,
+                samplerate=self.device_rate,
                 blocksize=self._block,
                 channels=1,
                 dtype="int16",
@@ -206,7 +261,9 @@ class SoundDeviceAudio:
             self._stream.start()
         except Exception as exc:  # PortAudioError and ValueError carry the device's reason
             self._stream = None
-            raise CommandError(f"cannot open audio device at {self.rate} Hz: {exc}", 500) from None
+            raise CommandError(
+                f"cannot open audio device at {self.device_rate} Hz: {exc}", 500
+            ) from None
 
     def stop(self) -> None:
         if self._stream is not None:
@@ -215,20 +272,28 @@ class SoundDeviceAudio:
             self._stream = None
 
     def describe(self) -> dict[str, Any]:
+        latency = self._stream.latency if self._stream is not None else (None, None)
         return {
             "backend": "cpal",
             "rate": self.rate,
+            "device_rate": self.device_rate,
+            "block_ms": BLOCK_MS,
             "input": self._input or None,
             "output": self._output or None,
+            # PortAudio's own buffering, on top of the block and the filter delay.
+            "latency_ms": {
+                "input": None if latency[0] is None else round(latency[0] * 1000, 1),
+                "output": None if latency[1] is None else round(latency[1] * 1000, 1),
+            },
         }
 
 
 def open_audio(
-    backend: str, rate: int, exchange: BlockExchange, input: str = "", output: str = ""
+    backend: str, rate: int, input: str = "", output: str = "", device_rate: int = 0
 ) -> AudioDevice:
-    """The configured device, not yet started."""
+    """The configured device, opened (its rate chosen) but not started."""
     if backend == "none":
-        return NullAudio(rate, exchange)
+        return NullAudio(rate, device_rate)
     if backend == "cpal":
-        return SoundDeviceAudio(rate, exchange, input, output)
+        return SoundDeviceAudio(rate, input, output, device_rate)
     raise CommandError(f"unknown audio backend {backend!r} (accepted: cpal, none)", 400)

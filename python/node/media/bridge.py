@@ -19,7 +19,8 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from node._core import Engine
+from node._core import DeviceError, DevicePort, Engine
+from node.config import GAIN_DB_MAX, GAIN_DB_MIN
 from node.errors import CommandError
 from node.media.audio import AudioDevice, open_audio
 
@@ -67,12 +68,26 @@ class MediaBridge:
         backend: str = "none",
         input: str = "",
         output: str = "",
+        device_rate: int = 0,
+        rx_gain_db: float = 0.0,
+        tx_gain_db: float = 0.0,
+        *,
+        rx_delay_ms: int = 0,
+        vox: tuple[float, int, int] | None = None,
+        gated: bool = False,
     ) -> None:
+        """`rx_delay_ms`, `vox` and `gated` come from `[radio]` (see `node.radio.Radio`): the
+        received audio's delay, VOX on it, and whether it is heard only while keyed."""
         self._engine = engine
         self._topology = topology
+        self._rx_delay_ms, self._vox = rx_delay_ms, vox
+        engine.set_local_gated(gated)
         self._backend = backend
         self._input, self._output = input, output
+        self._device_rate = device_rate
+        self._gains = {"rx_gain_db": rx_gain_db, "tx_gain_db": tx_gain_db}
         self._device: AudioDevice | None = None
+        self._port: DevicePort | None = None
         self._apply(topology)
 
     # --- topology ----------------------------------------------------------------------------
@@ -150,43 +165,90 @@ class MediaBridge:
 
     # --- local audio device ------------------------------------------------------------------
 
-    def _exchange(self, mic: bytes) -> bytes:
-        return self._engine.local_exchange(mic)
+    def _run(self, device: AudioDevice) -> dict[str, Any]:
+        """Attach `device` to the engine and start it; then retire the one it replaces."""
+        try:
+            port = self._engine.open_device(
+                device.device_rate, **self._gains, rx_delay_ms=self._rx_delay_ms, vox=self._vox
+            )
+        except DeviceError as exc:
+            raise CommandError(str(exc), 400) from None
+        try:
+            device.start(port.exchange)
+        except BaseException:
+            port.close()
+            raise
+        old_device, old_port = self._device, self._port
+        self._device, self._port = device, port
+        if old_device is not None:
+            old_device.stop()
+        if old_port is not None:
+            old_port.close()
+        return device.describe()
 
     def start_audio(self) -> None:
         """Open and start the configured device (errors name the device and the choices)."""
-        device = open_audio(
-            self._backend, self._engine.rate, self._exchange, self._input, self._output
+        self._run(
+            open_audio(
+                self._backend, self._engine.rate, self._input, self._output, self._device_rate
+            )
         )
-        device.start()
-        self._device = device
 
     def set_devices(self, input: str | None = None, output: str | None = None) -> dict[str, Any]:
         """Switch devices live: the new device is opened first, so a bad name changes nothing."""
         new_in = self._input if input is None else input
         new_out = self._output if output is None else output
-        device = open_audio(self._backend, self._engine.rate, self._exchange, new_in, new_out)
-        device.start()
-        old, self._device = self._device, device
+        device = open_audio(self._backend, self._engine.rate, new_in, new_out, self._device_rate)
+        described = self._run(device)
         self._input, self._output = new_in, new_out
-        if old is not None:
-            old.stop()
-        return device.describe()
+        return described
+
+    def set_gains(
+        self, rx_gain_db: float | None = None, tx_gain_db: float | None = None
+    ) -> dict[str, float]:
+        """Change the rx (captured) and tx (played) gains live, in dB; omitted ones stay."""
+        changes = {"rx_gain_db": rx_gain_db, "tx_gain_db": tx_gain_db}
+        for key, value in changes.items():
+            if value is not None and not GAIN_DB_MIN <= value <= GAIN_DB_MAX:
+                raise CommandError(
+                    f"{key} must be a number from {GAIN_DB_MIN:g} to {GAIN_DB_MAX:g} (dB)", 400
+                )
+        if self._port is not None:
+            self._port.set_gains(rx_gain_db, tx_gain_db)
+        self._gains.update({k: v for k, v in changes.items() if v is not None})
+        return dict(self._gains)
 
     def audio(self) -> dict[str, Any]:
-        if self._device is None:
-            return {"backend": self._backend, "running": False}
-        stats = self._device.stats
+        """The device, its blocks and both directions: gain, levels (dBFS) and what went wrong.
+
+        `rx` is the audio captured from the radio's receiver, `tx` the audio played to its
+        transmitter. Per direction: `overflows`/`underflows` are the device's own reports,
+        `late` counts 20 ms frames that were not there when needed (played as silence),
+        `dropped` frames discarded because the other side fell a full queue behind.
+        """
+        if self._device is None or self._port is None:
+            return {
+                "backend": self._backend,
+                "running": False,
+                "rx": {"gain_db": self._gains["rx_gain_db"]},
+                "tx": {"gain_db": self._gains["tx_gain_db"]},
+            }
+        device_stats = self._device.stats
+        stats = self._port.stats()
+        stats["rx"]["overflows"] = device_stats.input_overflows
+        stats["tx"]["underflows"] = device_stats.output_underflows
         return {
             **self._device.describe(),
             "running": True,
-            "blocks": stats.blocks,
-            "input_overflows": stats.input_overflows,
-            "output_underflows": stats.output_underflows,
-            "late_blocks": stats.late_blocks,
+            "blocks": device_stats.blocks,
+            "filter_delay_ms": round(self._port.filter_delay_ms, 2),
+            **stats,
         }
 
     def close(self) -> None:
         if self._device is not None:
             self._device.stop()
             self._device = None
+        if self._port is not None:
+            self._port.close()
+            self._port = None

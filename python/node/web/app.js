@@ -147,8 +147,12 @@
         return "Registered";
       case "register_failed":
         return `Registration failed${reason(ev.reason)}`;
-      case "dtmf":
-        return `DTMF ${ev.digit} on call ${ev.call}${ev.command ? ` (command ${ev.command})` : ""}`;
+      case "dtmf": {
+        // No call: digits sent over AMI (rpt fun); no digit: the inter-digit time-out.
+        const where = ev.call == null ? "over AMI" : `on call ${ev.call}`;
+        const what = ev.digit ? `DTMF ${ev.digit}` : "DTMF time-out";
+        return `${what} ${where}${ev.command ? ` (command ${ev.command})` : ""}`;
+      }
       case "shutdown":
         return "Node shutting down";
       case "link":
@@ -231,8 +235,18 @@
     if (!a) return "—";
     const parts = [a.backend === "none" ? "null backend" : String(a.backend)];
     if (num(a.rate)) parts.push(`${a.rate / 1000} kHz`);
+    // A card that does not take the station rate runs at 48 kHz, converted by the node.
+    if (num(a.device_rate) && a.device_rate !== a.rate) {
+      parts.push(`card ${a.device_rate / 1000} kHz`);
+    }
     if (a.input) parts.push(`in: ${a.input}`);
     if (a.output) parts.push(`out: ${a.output}`);
+    const gain = (d) => (d && typeof d === "object" ? num(d.gain_db) : null);
+    const rx = gain(a.rx), tx = gain(a.tx);
+    const db = (v) => `${v > 0 ? "+" : ""}${v} dB`;
+    // Levels change every block: the page shows the gains (a snapshot follows each change),
+    // GET /status the meters.
+    if (rx || tx) parts.push(`gain rx ${db(rx || 0)}, tx ${db(tx || 0)}`);
     if (a.running === false) parts.push("stopped");
     return parts.join(", ");
   }

@@ -1,0 +1,232 @@
+"""Where DTMF digits become link commands, and where link commands from DTMF and AMI run.
+
+The controller hands every received digit here (`digit`): from a call or a link's IAX2 DTMF
+frames, and `D` texts addressed to us. Each source gets its own `CommandMapper` (created at `*`,
+dropped when its sequence ends), and one loop timer for its inter-digit time-out. Every digit is
+published as a `dtmf` event; the event that completes a sequence carries the command. Commands
+run only with `[dtmf] enabled = true`; otherwise digits are still published, without commands.
+
+`execute` runs a `Command` through the controller's own link methods (what POST /link uses), so
+AMI `rpt cmd ... ilink`, AMI `rpt fun` and DTMF all behave the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from node.errors import CommandError
+from node.events import Dtmf
+from node.links.commands import Command, CommandMapper, LastNode
+from node.links.resolve import parse_extnodes
+
+if TYPE_CHECKING:
+    from node.controller import Controller
+
+__all__ = ["CommandRunner", "Outcome"]
+
+log = logging.getLogger(__name__)
+
+#: What running one command gave: the text to show, or the refusal.
+Outcome = tuple[Command, str | CommandError]
+
+
+class CommandRunner:
+    """The DTMF sources of one controller, and the executor of link commands."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+        self._timeout = controller.config.dtmf.inter_digit_timeout_ms / 1000
+        #: The last node any command named (app_rpt `lastlinknode`), for `<node>` = 0.
+        self.last = LastNode()
+        self._mappers: dict[str, CommandMapper] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._file_nodes: tuple[tuple[Path, int, int], frozenset[str]] | None = None
+        #: Commands executed since start, today (local date) and the last one, for AMI stats.
+        self.executed_total = 0
+        self._executed_day: tuple[datetime.date, int] = (datetime.date.today(), 0)
+        self.last_executed: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """`[dtmf] enabled`: whether digits from calls and links run commands."""
+        return self._controller.config.dtmf.enabled
+
+    def executed_today(self, today: datetime.date | None = None) -> int:
+        day, count = self._executed_day
+        return count if day == (today or datetime.date.today()) else 0
+
+    # --- digits from calls and links ----------------------------------------------------------
+
+    def digit(self, source: str, call: int | None, digit: str) -> None:
+        """One digit from `source` (e.g. "call 5"); `call` is the call id the event shows."""
+        bus = self._controller.bus
+        if not self.enabled:
+            bus.publish(Dtmf(call=call, digit=digit))
+            return
+        mapper = self._mappers.get(source)
+        if mapper is None:
+            mapper = self._mappers[source] = self._mapper()
+        command = mapper.feed(digit, self._controller.now())
+        self._settle(source, call, mapper)
+        bus.publish(Dtmf(call=call, digit=digit, command=None if command is None else str(command)))
+        if command is not None:
+            self._launch(source, command)
+
+    def _mapper(self) -> CommandMapper:
+        return CommandMapper(self._timeout, nodes=self._known, last=self.last)
+
+    def _settle(self, source: str, call: int | None, mapper: CommandMapper) -> None:
+        """Re-arm the source's time-out, or forget the source once its sequence is over."""
+        handle = self._timers.pop(source, None)
+        if handle is not None:
+            handle.cancel()
+        deadline = mapper.next_deadline()
+        if deadline is None:
+            if not mapper.collecting:
+                self._mappers.pop(source, None)
+            return
+        loop = asyncio.get_running_loop()
+        # loop.time() and the controller's clock are both CLOCK_MONOTONIC.
+        self._timers[source] = loop.call_at(deadline, self._timed_out, source, call)
+
+    def _timed_out(self, source: str, call: int | None) -> None:
+        self._timers.pop(source, None)
+        mapper = self._mappers.get(source)
+        if mapper is None:
+            return
+        command = mapper.timer(self._controller.now())
+        self._settle(source, call, mapper)
+        if command is not None:
+            # No digit completed it: the event carries the command with an empty digit.
+            self._controller.bus.publish(Dtmf(call=call, digit="", command=str(command)))
+            self._launch(source, command)
+
+    def _launch(self, source: str, command: Command) -> None:
+        task = asyncio.get_running_loop().create_task(self._run_logged(source, command))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run_logged(self, source: str, command: Command) -> None:
+        try:
+            result = await self.execute(command)
+        except CommandError as exc:
+            log.warning("DTMF %s from %s refused: %s", command, source, exc)
+        else:
+            log.info("DTMF %s from %s: %s", command, source, result)
+
+    # --- whole strings (AMI rpt fun, Controller.dtmf_command) ---------------------------------
+
+    async def run_digits(self, source: str, digits: str, *, execute: bool) -> list[Outcome]:
+        """Map a whole digit string (its end acts as `#`); run the commands when `execute`.
+
+        Every digit is published as a `dtmf` event with `call` null (with the command it
+        completes only when commands run). Returns each completed command with its result (or
+        refusal); commands not executed have the result "not executed".
+        """
+        mapper = self._mapper()
+        now = self._controller.now()
+        commands: list[Command] = []
+        bus = self._controller.bus
+        for digit in digits:
+            command = mapper.feed(digit, now)
+            shown = None if command is None or not execute else str(command)
+            bus.publish(Dtmf(call=None, digit=digit, command=shown))
+            if command is not None:
+                commands.append(command)
+        if (command := mapper.end()) is not None:
+            bus.publish(Dtmf(call=None, digit="", command=str(command) if execute else None))
+            commands.append(command)
+        outcomes: list[Outcome] = []
+        for command in commands:
+            if not execute:
+                outcomes.append((command, "not executed"))
+                continue
+            try:
+                outcomes.append((command, await self.execute(command)))
+            except CommandError as exc:
+                log.warning("%s from %s refused: %s", command, source, exc)
+                outcomes.append((command, exc))
+        return outcomes
+
+    # --- execution ----------------------------------------------------------------------------
+
+    async def execute(self, command: Command) -> str:
+        """Run one command; returns what happened, raises CommandError when refused."""
+        ctl = self._controller
+        kind, node = command.kind, command.node
+        if kind == "unknown":
+            raise CommandError(command.reason or "no such command", 400)
+        if kind in ("connect", "monitor", "disconnect"):
+            assert node is not None
+            # The node operated on, whatever comes of it (app_rpt lastlinknode).
+            self.last.node = node
+            if kind == "disconnect":
+                link = ctl.links.links.get(node)
+                if link is not None and link.permanent and not command.permanent:
+                    # app_rpt: a permanent link is dropped only by the permanent variant.
+                    raise CommandError(
+                        f"node {node} is a permanent link: drop it with ilink 11 or POST /link",
+                        409,
+                    )
+            await ctl.link(kind, node, permanent=command.permanent)
+            done = {"connect": "linking", "monitor": "monitoring", "disconnect": "disconnected"}
+            result = f"{done[kind]} node {node}"
+        elif kind == "disconnect_all":
+            # app_rpt's ilink 6: permanent links go too.
+            dropped = list(ctl.links.links)
+            await ctl.link("disconnect_all", "")
+            result = f"disconnected {', '.join(dropped)}" if dropped else "no links"
+        elif kind == "status":
+            entries = [str(e) for e in ctl.links.network_entries()]
+            result = f"links: {', '.join(entries)}" if entries else "no links"
+        else:
+            raise CommandError(f"unknown command kind {kind!r}", 400)
+        self._count(command)
+        return result
+
+    def _count(self, command: Command) -> None:
+        self.executed_total += 1
+        today = datetime.date.today()
+        day, count = self._executed_day
+        self._executed_day = (today, count + 1 if day == today else 1)
+        self.last_executed = command.digits or str(command)
+
+    # --- node lookup for unambiguous node numbers ---------------------------------------------
+
+    def _known(self, kind: str) -> Collection[str]:
+        ctl = self._controller
+        if kind == "disconnect":
+            return frozenset(ctl.links.links)
+        known = {node for node, cfg in ctl.config.links.items() if cfg.addr is not None}
+        return known | self._nodes_in_file()
+
+    def _nodes_in_file(self) -> frozenset[str]:
+        path = self._controller.config.nodes_file
+        if path is None:
+            return frozenset()
+        try:
+            st = path.stat()
+        except OSError:
+            return frozenset()
+        key = (path, st.st_mtime_ns, st.st_size)
+        if self._file_nodes is None or self._file_nodes[0] != key:
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                return frozenset()
+            self._file_nodes = (key, frozenset(parse_extnodes(text)))
+        return self._file_nodes[1]
+
+    def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self._mappers.clear()
+        for task in self._tasks:
+            task.cancel()

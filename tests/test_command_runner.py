@@ -1,0 +1,178 @@
+"""The controller's DTMF command sources, in process with a real controller (no engine): what
+each digit publishes, what runs, and what is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from node.config import (
+    Address,
+    DnsConfig,
+    DtmfConfig,
+    LinkConfig,
+    NodeConfig,
+    RegisterConfig,
+    SecretsConfig,
+)
+from node.controller import Controller
+from node.events import EventBus, Subscription
+from node.links.commands import Command
+from node.secrets import SecretStore
+
+
+def controller(
+    *, enabled: bool = True, timeout_ms: int = 3000, permanent: bool = False
+) -> Controller:
+    config = NodeConfig(
+        register=RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"),
+        # Nothing but loopback: no node-number lookups in DNS.
+        dns=DnsConfig(enabled=False),
+        secrets=SecretsConfig(source="control"),
+        dtmf=DtmfConfig(enabled=enabled, inter_digit_timeout_ms=timeout_ms),
+        links={
+            "2001": LinkConfig(addr=Address("127.0.0.1", 14569), permanent=permanent),
+            "2002": LinkConfig(addr=Address("127.0.0.1", 14570)),
+        },
+    )
+    return Controller(config, EventBus(), SecretStore(config, {}))
+
+
+def run(scenario: Callable[[Controller, Subscription], Awaitable[None]], **options: Any) -> None:
+    async def main() -> None:
+        ctl = controller(**options)
+        sub = ctl.bus.subscribe()
+        try:
+            await asyncio.wait_for(scenario(ctl, sub), 10)
+        finally:
+            ctl.close()
+
+    asyncio.run(main())
+
+
+def dtmf_events(sub: Subscription) -> list[dict[str, Any]]:
+    out = []
+    while not sub.queue.empty():
+        event = sub.queue.get_nowait()
+        if event is not None and event.name == "dtmf":
+            out.append(event.to_json())
+    return out
+
+
+async def settle(predicate: Callable[[], bool]) -> None:
+    while not predicate():
+        await asyncio.sleep(0.01)
+
+
+def test_disabled_digits_are_events_without_commands() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        for d in "*32001":
+            ctl.commands.digit("call 7", 7, d)
+        await asyncio.sleep(0.05)
+        assert dtmf_events(sub) == [{"event": "dtmf", "call": 7, "digit": d} for d in "*32001"]
+        assert dict(ctl.links.links) == {}
+
+    run(scenario, enabled=False)
+
+
+def test_a_completed_sequence_runs_through_the_link_command() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        for d in "*32001":
+            ctl.commands.digit("call 7", 7, d)
+        events = dtmf_events(sub)
+        assert events[-1] == {
+            "event": "dtmf",
+            "call": 7,
+            "digit": "1",
+            "command": "*32001 connect 2001",
+        }
+        assert all("command" not in e for e in events[:-1])
+        await settle(lambda: "2001" in ctl.links.links)
+        assert ctl.links.links["2001"].direction == "outbound"
+        assert ctl.commands.executed_total == 1 and ctl.commands.last_executed == "*32001"
+
+    run(scenario)
+
+
+def test_two_sources_never_mix() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        for a, b in zip("*3200", "*7000", strict=True):
+            ctl.commands.digit("call 1", 1, a)
+            ctl.commands.digit("call 2", 2, b)
+        ctl.commands.digit("call 1", 1, "2")
+        commands = [e["command"] for e in dtmf_events(sub) if "command" in e]
+        assert commands == ["*70 status", "*32002 connect 2002"]
+
+    run(scenario)
+
+
+def test_the_time_out_completes_a_number_and_a_refusal_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    events: list[dict[str, Any]] = []
+
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        for d in "*3199":
+            ctl.commands.digit("call 3", 3, d)
+        while not any("command" in e for e in events):
+            await asyncio.sleep(0.01)
+            events.extend(dtmf_events(sub))
+        await settle(lambda: "refused" in caplog.text)
+
+    with caplog.at_level(logging.WARNING, logger="node.command_runner"):
+        run(scenario, timeout_ms=100)
+    # No digit completed it: the time-out's event has an empty digit.
+    assert events[-1] == {"event": "dtmf", "call": 3, "digit": "", "command": "*3199 connect 199"}
+    assert "DTMF *3199 connect 199 from call 3 refused: node 199 not found" in caplog.text
+
+
+def test_a_permanent_link_needs_the_permanent_disconnect() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        ctl.start()
+        assert ctl.links.links["2001"].permanent
+        with pytest.raises(Exception, match="permanent link"):
+            await ctl.commands.execute(Command("disconnect", node="2001"))
+        assert "2001" in ctl.links.links
+        assert await ctl.commands.execute(Command("disconnect", node="2001", permanent=True)) == (
+            "disconnected node 2001"
+        )
+        assert "2001" not in ctl.links.links
+
+    run(scenario, permanent=True)
+
+
+def test_disconnect_all_drops_permanent_links_too_and_status_lists_them() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        ctl.start()
+        await ctl.link("monitor", "2002")
+        assert await ctl.commands.execute(Command("status")) == "links: C2001, C2002"
+        outcomes = await ctl.dtmf_command("ami", "*76")
+        assert outcomes == [(Command("disconnect_all", "*76"), "disconnected 2001, 2002")]
+        assert dict(ctl.links.links) == {}
+        assert await ctl.commands.execute(Command("disconnect_all")) == "no links"
+
+    run(scenario, permanent=True)
+
+
+def test_whole_strings_run_only_when_enabled_or_authorized() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        assert await ctl.dtmf_command("test", "*32001") == [
+            (Command("connect", "*32001", node="2001"), "not executed")
+        ]
+        assert dict(ctl.links.links) == {}
+        ((command, result),) = await ctl.dtmf_command("ami", "*32001", authorized=True)
+        assert result == "linking node 2001"
+        # The end of the string ends a sequence as # does; 0 is the last node named.
+        ((command, result),) = await ctl.dtmf_command("ami", "*10", authorized=True)
+        assert command == Command("disconnect", "*10", node="2001")
+        assert [e.get("command") for e in dtmf_events(sub)][-3:] == [
+            None,
+            None,
+            "*10 disconnect 2001",
+        ]
+
+    run(scenario, enabled=False)
