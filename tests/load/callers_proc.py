@@ -252,11 +252,16 @@ class Callers:
         if call is None:
             return
         call.minis_in += 1
-        if call.last_ts16 is not None:
-            step = (ts16 - call.last_ts16) & 0xFFFF
-            if 20 < step < 0x8000:
+        if call.last_ts16 is None:
+            call.last_ts16 = ts16
+            return
+        step = (ts16 - call.last_ts16) & 0xFFFF
+        # A frame older than the newest (a full voice frame sent by the node's Python may
+        # arrive after the engine's next mini frame) is late, not a gap, and moves nothing.
+        if step < 0x8000:
+            if step > 20:
                 call.gaps += step // 20 - 1
-        call.last_ts16 = ts16
+            call.last_ts16 = ts16
 
     def run_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds

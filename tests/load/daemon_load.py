@@ -50,10 +50,11 @@ class Daemon:
         return self.workdir / "node.log"
 
     def stats(self) -> dict[str, Any]:
-        return httpx.get(self.base_url + "/stats", timeout=5).json()
+        # Generous: an overloaded daemon (an older build at 1,000 calls) still gets measured.
+        return httpx.get(self.base_url + "/stats", timeout=30).json()
 
     def status(self) -> dict[str, Any]:
-        return httpx.get(self.base_url + "/status", timeout=5).json()
+        return httpx.get(self.base_url + "/status", timeout=30).json()
 
     def cpu(self) -> float:
         return cpu_seconds(self.proc.pid)
