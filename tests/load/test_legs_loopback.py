@@ -7,9 +7,9 @@ ticking, the counts on both sides add up, and peer B heard peer A's impulses thr
 CPU per leg, lost frames, tick jitter and added latency are measured and reported, never
 asserted: they go to a JSON file under the test's tmp dir and a table (`pytest -s` shows it).
 
-Regenerate the README figures with, from the repository root:
-
-    python -m tests.load.test_legs_loopback --legs 8 32 128 --seconds 60
+Run the same measurement by hand with `python -m tests.load.test_legs_loopback --legs 8 32 128
+--seconds 60`; the README's hub-scale figures come from `benches/load_legs.py`, which runs this
+harness with a few talkers and many listeners.
 """
 
 from __future__ import annotations
