@@ -51,11 +51,9 @@ def row(r: dict[str, Any]) -> str:
     counters = last.get("counters", last)
     drops = counters.get("kernel_drops", "-")
     med = f"{lat['median_ms']:.1f}" if lat["median_ms"] is not None else "-"
-    share = c.get("node_system_share")
-    sys_pct = f"{100 * share:.0f}%" if share is not None else "-"
     load = r["loadavg"]
     return (
-        f"{r['legs']:>5} {r['talkers']:>3} {c['node_pct_of_core']:>8.2f}% {sys_pct:>4} "
+        f"{r['legs']:>5} {r['talkers']:>3} {c['node_pct_of_core']:>8.2f}% "
         f"{c['node_pct_per_leg']:>8.4f}% {c['node_us_per_leg_frame']:>7.2f} "
         f"{f['lost']:>6} {drops!s:>6} {t['p50_ms']:>6.2f} {t['p99_ms']:>6.2f} "
         f"{t['max_ms']:>7.2f} {med:>7} {c['peers_pct_of_core']:>7.1f}% "
@@ -64,14 +62,13 @@ def row(r: dict[str, Any]) -> str:
 
 
 HEAD = (
-    f"{'legs':>5} {'tlk':>3} {'node CPU':>9} {'sys':>4} {'per leg':>9} {'µs/l·f':>7} {'lost':>6} "
+    f"{'legs':>5} {'tlk':>3} {'node CPU':>9} {'per leg':>9} {'µs/l·f':>7} {'lost':>6} "
     f"{'kdrop':>6} {'tick50':>6} {'p99':>6} {'max':>7} {'lat ms':>7} {'peers':>8} "
     f"{'load 1/5m':>11}"
 )
 
 LEGEND = (
-    "sys = the kernel's share of node CPU; per leg = node CPU / legs; µs/l·f = node CPU µs "
-    "per leg per 20 ms frame; lost = frames "
+    "per leg = node CPU / legs; µs/l·f = node CPU µs per leg per 20 ms frame; lost = frames "
     "lost either way + jitter-buffer lost/late/dropped + gaps in the node's streams; kdrop = "
     "datagrams the kernel dropped on the node's socket (SO_RXQ_OVFL); tick = tick lateness "
     "(ms, whole run); lat = added one-way latency, talker A's impulse heard by B (median); "

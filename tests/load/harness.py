@@ -293,6 +293,8 @@ def figures(
         "cpu": {
             "node_pct_of_core": round(cpu_pct, 3),
             "node_pct_per_leg": round(cpu_pct / legs, 4),
+            # From the kernel's tick-sampled accounting: erratic under some hypervisors (4 % to
+            # 98 % between like runs on the development VM); a profile is the better source.
             "node_system_share": None if sys_cpu is None or cpu <= 0 else round(sys_cpu / cpu, 3),
             "engine_thread_pct_of_core": (
                 None if engine_cpu is None else round(100.0 * engine_cpu / window, 3)
