@@ -216,6 +216,10 @@ pub enum Command {
     SetLocalRadio(bool),
     /// The operator's push-to-talk: the local source talks into every leg until unkeyed.
     SetLocalKeyed(bool),
+    /// In-band DTMF detection on a leg's received audio.
+    SetLegDtmf(u16, bool),
+    /// In-band DTMF detection on the local radio's receive audio.
+    SetLocalDtmf(bool),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
@@ -513,6 +517,8 @@ impl Worker {
                     self.station.set_local_keyed(on);
                     Ok(())
                 }
+                Command::SetLegDtmf(c, on) => self.station.set_leg_dtmf(c, on),
+                Command::SetLocalDtmf(on) => self.station.set_local_dtmf(on),
             };
             if let Err(e) = result {
                 failures.push(EngineEvent::CommandFailed(e.to_string()));

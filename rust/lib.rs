@@ -11,6 +11,7 @@ pub mod engine;
 pub mod fir;
 pub mod frame;
 pub mod ie;
+pub mod inband;
 pub mod jitter;
 pub mod level;
 pub mod media;

@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::frame::MiniFrame;
+use crate::inband::InbandDtmf;
 use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
 use crate::resample::{Downsampler, Resample, Upsampler};
@@ -86,6 +87,8 @@ pub struct LegSpec {
     /// The call's own timestamp clock (ms since its first transmission) at `now_ms`, so mini
     /// frames continue the timeline Python's full frames use.
     pub call_ts_ms: u32,
+    /// Decode in-band DTMF in the leg's received audio (and mute the tones from the conference).
+    pub dtmf: bool,
 }
 
 /// Something Python must act on, produced by a tick or a received frame.
@@ -115,6 +118,10 @@ pub enum MediaEvent {
     MiniBeforeFull { callno: u16 },
     /// The leg's receiver keyed (`true`) or unkeyed, as its [`RxKeying`] defines it.
     RxKey { callno: u16, keyed: bool },
+    /// An in-band DTMF digit was pressed in a member's received audio: a leg's (`callno`), or
+    /// the local radio's receiver (`None`). Reported once per press, about 40 ms after the
+    /// tone began.
+    Dtmf { callno: Option<u16>, digit: char },
 }
 
 /// A frame ready to be sent as a mini frame.
@@ -193,6 +200,8 @@ struct Leg {
     last_audio_ms: u64,
     /// The VOX gate is open until this time.
     vox_until_ms: u64,
+    /// In-band DTMF detection, when on for this leg.
+    inband: Option<InbandDtmf>,
 }
 
 impl Leg {
@@ -235,7 +244,11 @@ pub struct Station {
     local_in: Option<Vec<i16>>,
     local_out: Vec<i16>,
     local_hears: bool,
+    /// In-band DTMF detection on the local radio's receive audio, when on.
+    local_dtmf: Option<InbandDtmf>,
     jitter_cfg: JitterConfig,
+    /// A frame of zeros: what a muted member puts in the conference.
+    silence: Vec<i16>,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
@@ -250,6 +263,8 @@ pub enum MediaError {
     BadPayload(u16),
     /// The jitter buffer refused its configuration (a bug: the defaults are valid).
     Jitter,
+    /// In-band DTMF detection does not run at this station rate.
+    DtmfRate(u32),
 }
 
 impl std::fmt::Display for MediaError {
@@ -261,6 +276,7 @@ impl std::fmt::Display for MediaError {
                 write!(f, "voice payload for call {c} does not fit its codec")
             }
             MediaError::Jitter => write!(f, "jitter buffer configuration rejected"),
+            MediaError::DtmfRate(r) => write!(f, "in-band DTMF does not run at {r} Hz"),
         }
     }
 }
@@ -288,7 +304,9 @@ impl Station {
             local_in: None,
             local_out: vec![0; frame_len],
             local_hears: false,
+            local_dtmf: None,
             jitter_cfg: JitterConfig::default(),
+            silence: vec![0; frame_len],
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
         }
@@ -368,6 +386,38 @@ impl Station {
         self.local_hears
     }
 
+    fn inband(&self) -> Result<InbandDtmf, MediaError> {
+        InbandDtmf::new(self.rate).map_err(|_| MediaError::DtmfRate(self.rate))
+    }
+
+    /// Turn in-band DTMF detection on the local radio's receive audio on or off.
+    pub fn set_local_dtmf(&mut self, on: bool) -> Result<(), MediaError> {
+        self.local_dtmf = match (on, self.local_dtmf.take()) {
+            (true, Some(kept)) => Some(kept),
+            (true, None) => Some(self.inband()?),
+            (false, _) => None,
+        };
+        Ok(())
+    }
+
+    /// Turn in-band DTMF detection on a leg's received audio on or off.
+    pub fn set_leg_dtmf(&mut self, callno: u16, on: bool) -> Result<(), MediaError> {
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let fresh = if on { Some(self.inband()?) } else { None };
+        if let Some(leg) = self.legs.get_mut(idx) {
+            leg.spec.dtmf = on;
+            if !on {
+                leg.inband = None;
+            } else if leg.inband.is_none() {
+                leg.inband = fresh;
+            }
+        }
+        Ok(())
+    }
+
     pub fn add_leg(&mut self, spec: LegSpec, now_ms: u64) -> Result<(), MediaError> {
         if self.by_callno.contains_key(&spec.callno) {
             return Err(MediaError::LegExists(spec.callno));
@@ -392,6 +442,11 @@ impl Station {
             rx_keyed: false,
             last_audio_ms: 0,
             vox_until_ms: 0,
+            inband: if spec.dtmf {
+                Some(self.inband()?)
+            } else {
+                None
+            },
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);
@@ -569,8 +624,16 @@ impl Station {
             + self
                 .legs
                 .iter()
-                .map(|l| l.last_pcm.capacity() + l.pcm.capacity())
+                .map(|l| {
+                    l.last_pcm.capacity()
+                        + l.pcm.capacity()
+                        + l.inband.as_ref().map_or(0, InbandDtmf::capacity_samples)
+                })
                 .sum::<usize>()
+            + self
+                .local_dtmf
+                .as_ref()
+                .map_or(0, InbandDtmf::capacity_samples)
     }
 
     pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {
@@ -583,9 +646,20 @@ impl Station {
         self.conference.begin_tick();
         self.pull_legs(now_ms, out);
         if let Some(slot) = self.local_slot {
-            match self.local_in.take() {
+            let local_in = self.local_in.take();
+            let muted = match self.local_dtmf.as_mut() {
+                Some(ib) => ib.frame(local_in.as_deref(), &self.silence, |digit| {
+                    out.events.push(MediaEvent::Dtmf {
+                        callno: None,
+                        digit,
+                    })
+                }),
+                None => false,
+            };
+            match local_in {
                 Some(pcm) => {
-                    let _ = self.conference.put(slot, &pcm);
+                    let frame = if muted { &self.silence } else { &pcm };
+                    let _ = self.conference.put(slot, frame);
                 }
                 None if self.local_keyed => {
                     // Keyed with no microphone frame this tick: send silence rather than
@@ -686,8 +760,24 @@ impl Station {
                 }
                 RxKeying::Control => ready && leg.rx_keyed,
             };
-            if mixed && leg.spec.mode.receives() {
-                let _ = self.conference.put(leg.slot, &leg.pcm);
+            let heard = mixed && leg.spec.mode.receives();
+            let muted = match leg.inband.as_mut() {
+                Some(ib) => {
+                    let callno = leg.spec.callno;
+                    ib.frame(heard.then_some(&leg.pcm[..]), &self.silence, |digit| {
+                        out.events.push(MediaEvent::Dtmf {
+                            callno: Some(callno),
+                            digit,
+                        })
+                    })
+                }
+                None => false,
+            };
+            if heard {
+                // A muted tone still holds the talk spurt: silence, not a gap that would unkey
+                // the links in the middle of a command.
+                let frame = if muted { &self.silence } else { &leg.pcm };
+                let _ = self.conference.put(leg.slot, frame);
             }
         }
     }
@@ -775,6 +865,7 @@ mod tests {
             mode: LegMode::Transceive,
             keying: RxKeying::Always,
             call_ts_ms: 1000,
+            dtmf: false,
         }
     }
 
@@ -1157,10 +1248,12 @@ mod tests {
         let mut st = Station::new(16000, true);
         let codecs = [Codec::Ulaw, Codec::Alaw, Codec::Slin, Codec::Slin16];
         for c in 0..8u16 {
-            st.add_leg(spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]), 0)
-                .expect("leg");
+            let mut leg = spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]);
+            leg.dtmf = c % 2 == 0;
+            st.add_leg(leg, 0).expect("leg");
         }
         st.set_local_radio(true);
+        st.set_local_dtmf(true).expect("local dtmf");
         let wires: Vec<Vec<u8>> = codecs
             .iter()
             .map(|c| {
@@ -1433,5 +1526,154 @@ mod tests {
             st.set_leg_keying(999, RxKeying::Voice, &mut events),
             Err(MediaError::NoSuchLeg(999))
         );
+    }
+
+    fn dtmf_events(out: &TickOutput) -> Vec<(Option<u16>, char)> {
+        out.events
+            .iter()
+            .filter_map(|e| match e {
+                MediaEvent::Dtmf { callno, digit } => Some((*callno, *digit)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `digits` from the project's generator, `on_ms` tones and `off_ms` gaps, starting `lead`
+    /// samples into the first frame, then silence, cut into 20 ms frames.
+    fn dtmf_frames(rate: u32, digits: &str, on_ms: u32, off_ms: u32, lead: usize) -> Vec<Vec<i16>> {
+        let mut g = crate::dtmf::DtmfGenerator::new(rate).expect("generator");
+        let per = |ms: u32| (rate * ms / 1000) as usize;
+        let mut sig = vec![0i16; per(40) + lead];
+        for d in digits.chars() {
+            g.start(d, on_ms, -10.0).expect("digit");
+            let mut t = vec![0i16; per(on_ms + GENERATOR_TAIL_MS)];
+            let _ = g.fill(&mut t);
+            sig.extend_from_slice(&t);
+            sig.extend(std::iter::repeat_n(0, per(off_ms)));
+        }
+        sig.extend(std::iter::repeat_n(0, per(200)));
+        let n = (rate / 50) as usize;
+        sig.chunks(n)
+            .map(|c| {
+                let mut f = c.to_vec();
+                f.resize(n, 0);
+                f
+            })
+            .collect()
+    }
+
+    /// The generator's envelope adds this much after the key-down time.
+    const GENERATOR_TAIL_MS: u32 = 5;
+
+    /// Runs of non-zero samples in `x`, in samples.
+    fn bursts(x: &[i16]) -> Vec<usize> {
+        let mut runs = Vec::new();
+        let (mut run, mut gap) = (0usize, 0usize);
+        for &v in x {
+            if v != 0 {
+                // Two tones cross zero together now and then: a short zero run is not a gap.
+                run += gap + 1;
+                gap = 0;
+            } else if run > 0 {
+                gap += 1;
+                if gap > 8 {
+                    runs.push(run);
+                    run = 0;
+                    gap = 0;
+                }
+            }
+        }
+        if run > 0 {
+            runs.push(run);
+        }
+        runs
+    }
+
+    #[test]
+    fn inband_tones_are_muted_and_what_leaks_is_measured() {
+        for (rate, codec) in [(8000u32, Codec::Slin), (16000, Codec::Slin16)] {
+            let n = (rate / 50) as usize;
+            let mut worst = 0usize;
+            let mut total = 0usize;
+            let mut tones = 0usize;
+            for lead in (0..n).step_by(n / 20) {
+                let mut st = Station::new(rate, true);
+                let mut talker = spec(300, 9700, codec);
+                talker.dtmf = true;
+                st.add_leg(talker, 0).expect("talker");
+                st.add_leg(spec(301, 9701, codec), 0).expect("listener");
+                let mut out = TickOutput::default();
+                let mut got = String::new();
+                let mut heard_pcm = Vec::new();
+                let digits = "*32000#ABCD1456789";
+                for (k, frame) in dtmf_frames(rate, digits, 50, 50, lead).iter().enumerate() {
+                    let now = k as u64 * 20;
+                    feed(&mut st, 300, codec, frame, 100 + k as u32 * 20, now);
+                    out.clear();
+                    st.tick(now, &mut out);
+                    for (c, d) in dtmf_events(&out) {
+                        assert_eq!(c, Some(300));
+                        got.push(d);
+                    }
+                    heard_pcm.extend(heard(&out, 301, addr(9701), codec).unwrap_or(vec![0; n]));
+                }
+                assert_eq!(got, digits, "rate {rate} lead {lead}");
+                // The far end hears only short onsets: no detector sees a digit in them.
+                let mut far = crate::dtmf::DtmfDetector::new(rate).expect("detector");
+                let _ = far.process(&heard_pcm);
+                assert_eq!(far.stats().presses, 0, "rate {rate} lead {lead}");
+                for b in bursts(&heard_pcm) {
+                    worst = worst.max(b);
+                    total += b;
+                }
+                tones += digits.len();
+            }
+            let ms = |s: usize| s as f64 * 1000.0 / f64::from(rate);
+            println!(
+                "in-band DTMF at {rate} Hz: leaked onset at most {:.1} ms, {:.1} ms on average",
+                ms(worst),
+                ms(total) / tones as f64
+            );
+            assert!(ms(worst) <= 20.0, "{} ms leaked", ms(worst));
+        }
+    }
+
+    #[test]
+    fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
+        let rate = 8000;
+        let mut st = Station::new(rate, true);
+        st.set_local_radio(true);
+        st.set_local_dtmf(true).expect("local");
+        st.add_leg(spec(310, 9710, Codec::Slin), 0).expect("leg");
+        let mut out = TickOutput::default();
+        let mut got = Vec::new();
+        let mut heard_pcm = Vec::new();
+        for (k, frame) in dtmf_frames(rate, "*70", 60, 60, 37).iter().enumerate() {
+            st.put_local(frame);
+            out.clear();
+            st.tick(k as u64 * 20, &mut out);
+            got.extend(dtmf_events(&out));
+            heard_pcm.extend(heard(&out, 310, addr(9710), Codec::Slin).unwrap_or_default());
+        }
+        assert_eq!(got, vec![(None, '*'), (None, '7'), (None, '0')]);
+        let mut far = crate::dtmf::DtmfDetector::new(rate).expect("detector");
+        let _ = far.process(&heard_pcm);
+        assert_eq!(far.stats().presses, 0);
+
+        // Off for the local radio, on for the leg afterwards.
+        st.set_local_dtmf(false).expect("off");
+        st.set_leg_dtmf(310, true).expect("leg on");
+        assert_eq!(st.set_leg_dtmf(999, true), Err(MediaError::NoSuchLeg(999)));
+        let mut got = Vec::new();
+        let base = 100;
+        for (k, frame) in dtmf_frames(rate, "5", 60, 60, 0).iter().enumerate() {
+            let now = (base + k) as u64 * 20;
+            st.put_local(frame);
+            feed(&mut st, 310, Codec::Slin, frame, 100 + k as u32 * 20, now);
+            out.clear();
+            st.tick(now, &mut out);
+            got.extend(dtmf_events(&out));
+        }
+        assert_eq!(got, vec![(Some(310), '5')]);
     }
 }

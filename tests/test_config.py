@@ -198,6 +198,7 @@ destination = "to_air"
 [dtmf]
 enabled = true
 inter_digit_timeout_ms = 2500
+inband_sources = ["local", "calls"]
 
 [links]
 nodes_file = "extnodes.txt"
@@ -261,7 +262,10 @@ def test_full_file(tmp_path: Path) -> None:
         enabled=True, destination="to_air"
     )
     assert config.announce.events["answered"] == AnnounceEventConfig()
-    assert config.dtmf == DtmfConfig(enabled=True, inter_digit_timeout_ms=2500)
+    assert config.dtmf == DtmfConfig(
+        enabled=True, inter_digit_timeout_ms=2500, inband_sources=("calls", "local")
+    )
+    assert config.dtmf.inband_on("local") and not config.dtmf.inband_on("links")
     assert dict(config.links) == {"2001": LinkConfig(shape="wt-guest"), "2002": LinkConfig()}
     assert config.nodes_file == tmp_path / "extnodes.txt"
     assert config.portal == PortalConfig(
@@ -602,6 +606,9 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "100 to 60000",
     ),
     (MINIMAL + "[announce]\ncw_wpm = 100\n", "announce.cw_wpm", "5 to 60"),
+    (MINIMAL + "[dtmf]\ninband_sources = ['radio']\n", "dtmf.inband_sources[0]", "local"),
+    (MINIMAL + "[dtmf]\ninband_sources = 'calls'\n", "dtmf.inband_sources", "links"),
+    (MINIMAL + "[dtmf]\ninband = 'yes'\n", "dtmf.inband", "true, false"),
     (MINIMAL + "[announce]\ncw_tone_hz = 5000.0\n", "announce.cw_tone_hz", "200.0 to 3400.0"),
     (MINIMAL + "[parrot]\nvox_threshold_db = 3.0\n", "parrot.vox_threshold_db", "-96.0 to 0.0"),
     # bad enum values
@@ -914,7 +921,12 @@ valid_docs = st.fixed_dictionaries(
             tx_gain_db=st.floats(-40.0, 20.0),
         ),
         "dtmf": optional_keys(
-            enabled=st.booleans(), inter_digit_timeout_ms=st.integers(100, 60000)
+            enabled=st.booleans(),
+            inter_digit_timeout_ms=st.integers(100, 60000),
+            inband=st.booleans(),
+            inband_sources=st.sets(st.sampled_from(["calls", "links", "local"])).map(
+                lambda chosen: [s for s in ("calls", "links", "local") if s in chosen]
+            ),
         ),
         "ami": optional_keys(
             enabled=st.booleans(),

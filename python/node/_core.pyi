@@ -15,6 +15,7 @@ __all__ = [
     "DeviceError",
     "DevicePort",
     "Downsampler",
+    "DtmfDetector",
     "Engine",
     "EngineError",
     "FrameError",
@@ -22,6 +23,7 @@ __all__ = [
     "Interpolator",
     "MiniFrame",
     "MixerError",
+    "ToneError",
     "TrunkFrame",
     "Upsampler",
     "VideoFrame",
@@ -30,13 +32,16 @@ __all__ = [
     "alaw_decode_many",
     "alaw_encode",
     "compress_subclass",
+    "cw_pcm",
     "decode_codec_prefs",
+    "dtmf_pcm",
     "encode_codec_prefs",
     "parse",
     "slin16_from_wire",
     "slin16_to_wire",
     "slin_from_wire",
     "slin_to_wire",
+    "tone_pcm",
     "ulaw_decode",
     "ulaw_decode_many",
     "ulaw_encode",
@@ -280,7 +285,7 @@ _Addr: TypeAlias = tuple[str, int]
 #: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
 #: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("command_failed", message)
+#: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -314,8 +319,11 @@ class Engine:
         mode: str = "transceive",
         call_ts_ms: int = 0,
         keying: str = "always",
+        dtmf: bool = False,
     ) -> None: ...
     def set_leg_keying(self, callno: int, keying: str) -> None: ...
+    def set_leg_dtmf(self, callno: int, on: bool) -> None: ...
+    def set_local_dtmf(self, on: bool) -> None: ...
     def remove_leg(self, callno: int) -> None: ...
     def set_leg_mode(self, callno: int, mode: str) -> None: ...
     def set_leg_codec(self, callno: int, format: int) -> None: ...
@@ -445,3 +453,45 @@ class Conference:
         """Members that talked in the last tick."""
 
 # --- end mixer ---
+
+# --- tones ---
+# Tones, CW and DTMF rendered to PCM (native-endian int16 at `rate`), and the DTMF detector.
+
+class ToneError(ValueError):
+    """A tone, CW or DTMF parameter out of range, or a rate a tone kernel does not run at."""
+
+def cw_pcm(rate: int, text: str, wpm: int, tone_hz: float, level_dbfs: float) -> bytes:
+    """Morse of `text` at `wpm` (PARIS timing: a dot is 1200/wpm ms) as a `tone_hz` sine
+    peaking at `level_dbfs`, 5 ms raised-cosine keying. Characters CW cannot send are skipped."""
+
+def tone_pcm(rate: int, freq_hz: float, duration_ms: int, level_dbfs: float) -> bytes:
+    """A tone of `duration_ms` (at half amplitude) peaking at `level_dbfs`, 5 ms ramps."""
+
+def dtmf_pcm(
+    rate: int,
+    digits: str,
+    level_dbfs: float,
+    on_ms: int = 100,
+    off_ms: int = 100,
+    twist_db: float = 0.0,
+) -> bytes:
+    """DTMF `digits`, `on_ms` tones and `off_ms` gaps, each digit peaking at `level_dbfs`
+    with its low tone `twist_db` above the high one."""
+
+@final
+class DtmfDetector:
+    """The media path's streaming DTMF detector (docs/dtmf.md) at 8000 or 16000 Hz."""
+
+    def __new__(cls, rate: int) -> DtmfDetector: ...
+    def process(self, pcm: _Buffer) -> list[tuple[str, str]]:
+        """Feed PCM of any length; the events completed, ("pressed" | "released", digit)."""
+    @property
+    def current(self) -> str | None:
+        """The digit held down now."""
+    @property
+    def rate(self) -> int: ...
+    def stats(self) -> dict[str, int]:
+        """Windows, hits, presses, and windows rejected by each test."""
+    def reset(self) -> None: ...
+
+# --- end tones ---

@@ -186,6 +186,12 @@ source = "env"
 #enabled = false
 # Time allowed between the digits of a * sequence, in milliseconds (100-60000).
 #inter_digit_timeout_ms = 3000
+# EXTENSION. Also decode DTMF tones in the received audio (digits typed on a radio or an analog
+# phone), muting them from the conference so they do not go out over the links. Digits are
+# reported as events even when enabled = false; only commands need enabled.
+#inband = true
+# EXTENSION. Whose audio is listened to: "calls", "links", "local" (the local radio's receiver).
+#inband_sources = ["calls", "links", "local"]
 
 # Node-to-node links. A node number is looked up in this order: the address given with the
 # command, then nodes_file, then DNS.

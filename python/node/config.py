@@ -104,6 +104,8 @@ AUDIO_BACKENDS: tuple[str, ...] = ("cpal", "none")
 GAIN_DB_MIN, GAIN_DB_MAX = -40.0, 20.0
 CODEC_POLICIES: tuple[str, ...] = ("ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16")
 ID_MODES: tuple[str, ...] = ("cw", "tts", "off")
+#: Where in-band DTMF can be decoded: plain calls, links, the local radio's receiver.
+INBAND_SOURCES: tuple[str, ...] = ("calls", "links", "local")
 DESTINATIONS: tuple[str, ...] = ("to_air", "to_monitor")
 LINK_SHAPES: tuple[str, ...] = ("standard", "wt-guest")
 REGISTER_METHODS: tuple[str, ...] = ("iax2", "http")
@@ -379,6 +381,16 @@ class DtmfConfig:
 
     enabled: bool = False
     inter_digit_timeout_ms: int = 3000
+    #: *Extension.* Decode DTMF tones in received audio (and mute them from the conference), as
+    #: well as IAX2 DTMF frames. Digits are reported whether or not `enabled` runs commands.
+    inband: bool = True
+    #: *Extension.* Which members' audio in-band detection runs on (a subset of
+    #: `INBAND_SOURCES`).
+    inband_sources: tuple[str, ...] = INBAND_SOURCES
+
+    def inband_on(self, source: str) -> bool:
+        """Whether in-band DTMF is decoded on `source` ("calls", "links" or "local")."""
+        return self.inband and source in self.inband_sources
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -627,6 +639,24 @@ class _Reader:
             # The value itself is not repeated: it may be a secret pasted into the wrong key.
             self.fail(dotted, "is not one of the accepted values", choices)
         return value
+
+    def choices(
+        self,
+        table: Mapping[str, Any],
+        name: str,
+        key: str,
+        default: tuple[str, ...],
+        choices: tuple[str, ...],
+    ) -> tuple[str, ...]:
+        """An array of distinct values out of `choices`, kept in the order of `choices`."""
+        dotted = f"{name}.{key}"
+        value = table.get(key, list(default))
+        if type(value) is not list:
+            self.fail(dotted, f"must be an array, got {_toml_type(value)}", choices)
+        for i, item in enumerate(value):
+            if type(item) is not str or item not in choices:
+                self.fail(f"{dotted}[{i}]", "is not one of the accepted values", choices)
+        return tuple(c for c in choices if c in value)
 
     def node_id(self, value: object, dotted: str) -> str:
         if type(value) is int and value >= 0:
@@ -977,12 +1007,14 @@ def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
 
 def _parse_dtmf(r: _Reader, raw: object) -> DtmfConfig:
     d = DtmfConfig()
-    t = r.table(raw, "dtmf", ("enabled", "inter_digit_timeout_ms"))
+    t = r.table(raw, "dtmf", ("enabled", "inter_digit_timeout_ms", "inband", "inband_sources"))
     return DtmfConfig(
         enabled=r.boolean(t, "dtmf", "enabled", d.enabled),
         inter_digit_timeout_ms=r.integer(
             t, "dtmf", "inter_digit_timeout_ms", d.inter_digit_timeout_ms, 100, 60000
         ),
+        inband=r.boolean(t, "dtmf", "inband", d.inband),
+        inband_sources=r.choices(t, "dtmf", "inband_sources", d.inband_sources, INBAND_SOURCES),
     )
 
 

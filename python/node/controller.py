@@ -190,6 +190,7 @@ class Controller:
         and `stat_report`)."""
         self._transport = transport
         self._bridge = bridge
+        bridge.set_local_dtmf(self.config.dtmf.inband_on("local"))
         self._stop_requested = request_stop
         self.http_registration = http_registration
         self.statpost = statpost
@@ -418,6 +419,11 @@ class Controller:
             elif kind == "control":
                 _, callno, (ckind, value), _ts, _payload = event
                 log.debug("call %d: %s %s played out", callno, ckind, value)
+            elif kind == "dtmf":
+                # Tones decoded in a call's, a link's or the local radio's received audio.
+                _, callno, digit = event
+                source = "local" if callno is None else f"call {callno}"
+                self.commands.digit(source, callno, digit, inband=True)
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
 
@@ -476,6 +482,7 @@ class Controller:
                     call.format,
                     call.timestamp(now),
                     keying="vox",
+                    dtmf=self.config.dtmf.inband_on("calls"),
                 )
                 info.media = True
             return True
@@ -543,6 +550,7 @@ class Controller:
                     call.timestamp(now),
                     mode=mode,
                     keying="voice",
+                    dtmf=self.config.dtmf.inband_on("links"),
                 )
                 self._link_legs.add(event.callno)
                 codec = CODEC_NAMES.get(call.format)

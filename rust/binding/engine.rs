@@ -172,7 +172,8 @@ impl PyEngine {
     /// Engine events since the last call, oldest first, as tuples naming their kind:
     /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
-    /// ("rx_key", callno, keyed), ("command_failed", message).
+    /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
+    /// ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -212,6 +213,9 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::RxKey { callno, keyed }) => {
                     out.append(("rx_key", callno, keyed))?
                 }
+                EngineEvent::Media(MediaEvent::Dtmf { callno, digit }) => {
+                    out.append(("dtmf", callno, digit.to_string()))?
+                }
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
             }
         }
@@ -221,7 +225,8 @@ impl PyEngine {
     /// Start the media leg of a call: mini frames from (peer, peer_callno) go to its jitter
     /// buffer, and the conference is sent to it encoded with `format`. `keying` is how its
     /// received audio keys it: "always", "vox" (plain calls), "voice" or "control" (links).
-    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always"))]
+    /// `dtmf` decodes in-band DTMF in its received audio ("dtmf" events) and mutes the tones.
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false))]
     #[allow(clippy::too_many_arguments)]
     fn add_leg(
         &self,
@@ -232,6 +237,7 @@ impl PyEngine {
         mode: &str,
         call_ts_ms: u32,
         keying: &str,
+        dtmf: bool,
     ) -> PyResult<()> {
         let spec = LegSpec {
             callno,
@@ -241,6 +247,7 @@ impl PyEngine {
             mode: mode_from_str(mode)?,
             keying: keying_from_str(keying)?,
             call_ts_ms,
+            dtmf,
         };
         Ok(self.inner.command(Command::AddLeg(spec))?)
     }
@@ -295,6 +302,16 @@ impl PyEngine {
             ts,
             payload,
         })?)
+    }
+
+    /// Decode in-band DTMF in a leg's received audio (and mute the tones), or stop.
+    fn set_leg_dtmf(&self, callno: u16, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLegDtmf(callno, on))?)
+    }
+
+    /// Decode in-band DTMF in the local radio's receive audio (and mute the tones), or stop.
+    fn set_local_dtmf(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLocalDtmf(on))?)
     }
 
     fn set_mix_minus(&self, on: bool) -> PyResult<()> {

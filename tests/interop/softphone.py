@@ -117,13 +117,15 @@ def band_levels_db(
 
 @dataclass
 class _Talker:
-    """The tone a call sends, on its own 20 ms schedule."""
+    """What a call sends, on its own 20 ms schedule: the phone's tone, or a PCM recording (at the
+    call's rate) that ends the talk spurt when it runs out."""
 
     fmt: int
     next_at: float
     ts: int
     sample: int = 0
     last_full_hi: int | None = None
+    pcm: np.ndarray | None = None
 
 
 @dataclass
@@ -237,6 +239,26 @@ class Softphone:
             for digit in digits:
                 self._apply(self.endpoint.send_dtmf(callno, time.monotonic(), digit))
 
+    def send_pcm(self, callno: int, pcm: np.ndarray) -> None:
+        """Talk `pcm` (int16 at the call's codec rate) on an answered call, 20 ms per frame in
+        real time (the last frame padded with silence), then fall silent. Replaces whatever the
+        call was sending."""
+        with self._cond:
+            call = self.endpoint.call(callno)
+            if call is None or call.format is None:
+                raise ValueError(f"call {callno} is not answered")
+            now = time.monotonic()
+            ts = call.timestamp(now)
+            self._talkers[callno] = _Talker(
+                call.format, now, max(ts, 1), pcm=np.asarray(pcm, dtype=np.int16)
+            )
+
+    def sending(self, callno: int) -> bool:
+        """Whether the call is still sending a PCM recording given to `send_pcm`."""
+        with self._cond:
+            talker = self._talkers.get(callno)
+            return talker is not None and talker.pcm is not None
+
     def stop_talking(self, callno: int) -> None:
         """End the tone on the call (and unkey it when the phone keys)."""
         with self._cond:
@@ -341,9 +363,16 @@ class Softphone:
             while talker.next_at <= now:
                 rate = rate_of(talker.fmt)
                 n = rate * FRAME_MS // 1000
-                t = (talker.sample + np.arange(n)) / rate
-                assert self.tone_hz is not None
-                pcm = (self.amplitude * np.sin(2 * np.pi * self.tone_hz * t)).astype(np.int16)
+                if talker.pcm is not None:
+                    pcm = talker.pcm[talker.sample : talker.sample + n]
+                    if len(pcm) == 0:
+                        del self._talkers[callno]
+                        break
+                    pcm = np.pad(pcm, (0, n - len(pcm)))
+                else:
+                    t = (talker.sample + np.arange(n)) / rate
+                    assert self.tone_hz is not None
+                    pcm = (self.amplitude * np.sin(2 * np.pi * self.tone_hz * t)).astype(np.int16)
                 payload = _encode(talker.fmt, pcm.tobytes())
                 hi = talker.ts >> 16
                 if talker.last_full_hi != hi:

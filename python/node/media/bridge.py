@@ -124,8 +124,11 @@ class MediaBridge:
         call_ts_ms: int,
         mode: LegMode = "transceive",
         keying: Keying = "always",
+        dtmf: bool = False,
     ) -> None:
-        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying)
+        """Start a call's media; `dtmf` decodes in-band DTMF in what it sends us (engine
+        "dtmf" events) and mutes the tones from the conference."""
+        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf)
 
     def remove_leg(self, callno: int) -> None:
         self._engine.remove_leg(callno)
@@ -135,6 +138,10 @@ class MediaBridge:
 
     def set_leg_keying(self, callno: int, keying: Keying) -> None:
         self._engine.set_leg_keying(callno, keying)
+
+    def set_local_dtmf(self, on: bool) -> None:
+        """Decode in-band DTMF in the local radio's receive audio (and mute the tones)."""
+        self._engine.set_local_dtmf(on)
 
     def set_local_keyed(self, keyed: bool) -> None:
         """The operator's push-to-talk: the local source talks into every call and transceive
