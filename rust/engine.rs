@@ -23,6 +23,7 @@ use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
+use crate::player::Destination;
 
 /// Largest datagram we read. IAX2 frames fit in one MTU, but a larger datagram must be read
 /// whole so it is counted as what it is instead of being silently truncated.
@@ -220,6 +221,16 @@ pub enum Command {
     SetLegDtmf(u16, bool),
     /// In-band DTMF detection on the local radio's receive audio.
     SetLocalDtmf(bool),
+    /// Play an announcement clip (station rate) from the next tick; `keys_local` only for the
+    /// station ID under `cw_keys_when_idle`.
+    Play {
+        id: u32,
+        pcm: Vec<i16>,
+        destination: Destination,
+        keys_local: bool,
+    },
+    /// Stop an announcement clip.
+    StopPlay(u32),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
@@ -519,6 +530,18 @@ impl Worker {
                 }
                 Command::SetLegDtmf(c, on) => self.station.set_leg_dtmf(c, on),
                 Command::SetLocalDtmf(on) => self.station.set_local_dtmf(on),
+                Command::Play {
+                    id,
+                    pcm,
+                    destination,
+                    keys_local,
+                } => self
+                    .station
+                    .play(id, pcm, destination, keys_local, &mut self.media_events),
+                Command::StopPlay(id) => {
+                    self.station.stop_playing(id, &mut self.media_events);
+                    Ok(())
+                }
             };
             if let Err(e) = result {
                 failures.push(EngineEvent::CommandFailed(e.to_string()));
@@ -592,7 +615,8 @@ impl Worker {
                 Err(_) => bump(&self.shared.counters.send_errors, 1),
             }
         }
-        lock(&self.shared.local).put_speaker(local_on, self.station.local_output());
+        lock(&self.shared.local)
+            .put_speaker(self.station.local_speaker(), self.station.local_output());
         if !self.tick_out.events.is_empty() {
             self.shared
                 .emit(self.tick_out.events.drain(..).map(EngineEvent::Media));

@@ -16,7 +16,9 @@ pub mod jitter;
 pub mod level;
 pub mod media;
 pub mod mixer;
+pub mod player;
 pub mod polyphase;
+pub mod ratio;
 pub mod resample;
 pub mod tone;
 

@@ -18,6 +18,7 @@ use crate::frame::MiniFrame;
 use crate::inband::InbandDtmf;
 use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
+use crate::player::{Destination, Player, PlayerError, PlayerEvent};
 use crate::resample::{Downsampler, Resample, Upsampler};
 
 /// Frame duration of the whole media path.
@@ -89,6 +90,9 @@ pub struct LegSpec {
     pub call_ts_ms: u32,
     /// Decode in-band DTMF in the leg's received audio (and mute the tones from the conference).
     pub dtmf: bool,
+    /// A node-to-node link (not a call): announcements reach it only as
+    /// [`Destination::AirAndLinks`].
+    pub link: bool,
 }
 
 /// Something Python must act on, produced by a tick or a received frame.
@@ -122,6 +126,8 @@ pub enum MediaEvent {
     /// the local radio's receiver (`None`). Reported once per press, about 40 ms after the
     /// tone began.
     Dtmf { callno: Option<u16>, digit: char },
+    /// An announcement clip started or finished playing.
+    Play(PlayerEvent),
 }
 
 /// A frame ready to be sent as a mini frame.
@@ -249,6 +255,13 @@ pub struct Station {
     jitter_cfg: JitterConfig,
     /// A frame of zeros: what a muted member puts in the conference.
     silence: Vec<i16>,
+    /// Announcements mixed into the outputs.
+    player: Player,
+    player_events: Vec<PlayerEvent>,
+    /// The local output carries audio this tick (the radio is a member, or a clip plays).
+    local_speaker: bool,
+    /// Scratch: a leg's conference mix with the announcements added.
+    with_clips: Vec<i16>,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
@@ -265,6 +278,8 @@ pub enum MediaError {
     Jitter,
     /// In-band DTMF detection does not run at this station rate.
     DtmfRate(u32),
+    /// The announcement player refused a clip.
+    Player(PlayerError),
 }
 
 impl std::fmt::Display for MediaError {
@@ -277,6 +292,7 @@ impl std::fmt::Display for MediaError {
             }
             MediaError::Jitter => write!(f, "jitter buffer configuration rejected"),
             MediaError::DtmfRate(r) => write!(f, "in-band DTMF does not run at {r} Hz"),
+            MediaError::Player(e) => e.fmt(f),
         }
     }
 }
@@ -307,6 +323,10 @@ impl Station {
             local_dtmf: None,
             jitter_cfg: JitterConfig::default(),
             silence: vec![0; frame_len],
+            player: Player::new(rate, frame_len),
+            player_events: Vec::new(),
+            local_speaker: false,
+            with_clips: Vec::with_capacity(frame_len),
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
         }
@@ -382,8 +402,45 @@ impl Station {
         &self.local_out
     }
 
+    /// Whether the local transmitter has something to send this tick: the conference gives
+    /// the local radio audio, or a clip allowed to key it plays (the station ID under
+    /// `cw_keys_when_idle`). Other announcements are mixed into the output without keying.
     pub fn local_hears_audio(&self) -> bool {
         self.local_hears
+    }
+
+    /// Whether the local output carries audio this tick: the local radio is a member, or an
+    /// announcement plays to it (to the monitor speaker even when the radio is not a member).
+    pub fn local_speaker(&self) -> bool {
+        self.local_speaker
+    }
+
+    /// Queue an announcement clip (station rate) to start at the next tick. A refused clip
+    /// still ends with a `Finished` event (not completed) in `events`, so nobody waits for it.
+    pub fn play(
+        &mut self,
+        id: u32,
+        pcm: Vec<i16>,
+        destination: Destination,
+        keys_local: bool,
+        events: &mut Vec<MediaEvent>,
+    ) -> Result<(), MediaError> {
+        self.player
+            .play(id, pcm, destination, keys_local)
+            .map_err(|e| {
+                events.push(MediaEvent::Play(PlayerEvent::Finished {
+                    id,
+                    completed: false,
+                }));
+                MediaError::Player(e)
+            })
+    }
+
+    /// Stop an announcement clip (its `Finished` event goes to `events`); unknown ids are
+    /// ignored (the clip may have just finished).
+    pub fn stop_playing(&mut self, id: u32, events: &mut Vec<MediaEvent>) {
+        self.player.stop(id, &mut self.player_events);
+        events.extend(self.player_events.drain(..).map(MediaEvent::Play));
     }
 
     fn inband(&self) -> Result<InbandDtmf, MediaError> {
@@ -621,6 +678,8 @@ impl Station {
             + self.decoded.capacity()
             + self.resampled.capacity()
             + self.local_out.capacity()
+            + self.with_clips.capacity()
+            + self.player.capacity_samples()
             + self
                 .legs
                 .iter()
@@ -672,14 +731,23 @@ impl Station {
             }
         }
         self.conference.mix();
+        self.player.tick(&mut self.player_events);
+        out.events
+            .extend(self.player_events.drain(..).map(MediaEvent::Play));
         self.push_legs(now_ms, out);
         self.local_hears = false;
+        self.local_out.fill(0);
         if let (Some(slot), true) = (self.local_slot, self.local_member) {
             self.local_hears = self.conference.hears_audio(slot);
             if let Ok(o) = self.conference.output(slot) {
                 self.local_out.copy_from_slice(o);
             }
         }
+        if let Some(clips) = self.player.local() {
+            add_saturating(&mut self.local_out, clips);
+        }
+        self.local_hears |= self.player.keys_local();
+        self.local_speaker = self.local_member || self.player.local().is_some();
     }
 
     fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
@@ -784,7 +852,14 @@ impl Station {
 
     fn push_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
         for leg in &mut self.legs {
-            let hears = leg.spec.mode.transmits() && self.conference.hears_audio(leg.slot);
+            let transmits = leg.spec.mode.transmits();
+            // Announcements reach calls (to_air) and, only when asked, the links.
+            let clips = match (transmits, leg.spec.link) {
+                (false, _) => None,
+                (true, false) => self.player.air(),
+                (true, true) => self.player.links(),
+            };
+            let hears = transmits && (self.conference.hears_audio(leg.slot) || clips.is_some());
             let elapsed = now_ms.saturating_sub(leg.ts_origin_ms);
             // Timestamps advance in whole frames so the peer's jitter buffer sees a steady clock.
             let ts = leg
@@ -802,6 +877,15 @@ impl Station {
             }
             let Ok(mix) = self.conference.output(leg.slot) else {
                 continue;
+            };
+            let mix = match clips {
+                Some(clips) => {
+                    self.with_clips.clear();
+                    self.with_clips.extend_from_slice(mix);
+                    add_saturating(&mut self.with_clips, clips);
+                    &self.with_clips[..]
+                }
+                None => mix,
             };
             leg.tx_edge.run(mix, &mut self.resampled);
             let codec = leg.spec.codec;
@@ -840,6 +924,13 @@ impl Station {
     }
 }
 
+/// `acc[i] += add[i]`, saturated.
+fn add_saturating(acc: &mut [i16], add: &[i16]) {
+    for (a, b) in acc.iter_mut().zip(add) {
+        *a = a.saturating_add(*b);
+    }
+}
+
 /// Make a resampled frame exactly `len` samples (a resampler's first call may be short by its
 /// start-up delay; never longer in steady state).
 fn fit(buf: &mut Vec<i16>, len: usize) {
@@ -866,6 +957,7 @@ mod tests {
             keying: RxKeying::Always,
             call_ts_ms: 1000,
             dtmf: false,
+            link: false,
         }
     }
 
@@ -1675,5 +1767,162 @@ mod tests {
             got.extend(dtmf_events(&out));
         }
         assert_eq!(got, vec![(Some(310), '5')]);
+    }
+
+    fn play_events(out: &TickOutput) -> Vec<PlayerEvent> {
+        out.events
+            .iter()
+            .filter_map(|e| match e {
+                MediaEvent::Play(p) => Some(*p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn announcements_reach_their_destinations_only() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(400, 9800, Codec::Slin), 0).expect("call");
+        let mut link = spec(401, 9801, Codec::Slin);
+        link.link = true;
+        link.keying = RxKeying::Voice;
+        st.add_leg(link, 0).expect("link");
+        let mut monitor = spec(402, 9802, Codec::Slin);
+        monitor.mode = LegMode::ReceiveOnly;
+        st.add_leg(monitor, 0).expect("monitored link");
+        let clip = |n: usize| tone(1000.0, 8000, 0).repeat(n);
+        let mut out = TickOutput::default();
+        let mut events = Vec::new();
+        let mut now = 0u64;
+        let mut run = |st: &mut Station, ticks: usize, f: &mut dyn FnMut(&TickOutput, &Station)| {
+            for _ in 0..ticks {
+                out.clear();
+                st.tick(now, &mut out);
+                now += 20;
+                f(&out, st);
+            }
+        };
+
+        // to_monitor: the local output only, with the local radio out of the conference.
+        st.play(1, clip(3), Destination::Monitor, false, &mut events)
+            .expect("monitor");
+        let mut ticks_heard = 0;
+        run(&mut st, 4, &mut |out, st| {
+            assert!(out.datagrams.is_empty());
+            assert!(!out
+                .events
+                .iter()
+                .any(|e| matches!(e, MediaEvent::FullVoice { .. })));
+            if st.local_speaker() {
+                ticks_heard += 1;
+                assert!(tone_db(st.local_output(), 1000.0, 8000) > -1.0);
+                assert!(!st.local_hears_audio(), "a monitor clip keys nothing");
+            }
+        });
+        assert_eq!(ticks_heard, 3);
+
+        // to_air: the calls and the local output, not the links; the transmitter stays unkeyed.
+        st.play(2, clip(3), Destination::Air, false, &mut events)
+            .expect("air");
+        let mut started = Vec::new();
+        run(&mut st, 4, &mut |out, st| {
+            if let Some(pcm) = heard(out, 400, addr(9800), Codec::Slin) {
+                assert!(tone_db(&pcm, 1000.0, 8000) > -1.0);
+                started.push(play_events(out));
+            }
+            assert!(heard(out, 401, addr(9801), Codec::Slin).is_none());
+            assert!(heard(out, 402, addr(9802), Codec::Slin).is_none());
+            assert!(!st.local_hears_audio());
+        });
+        assert_eq!(started.len(), 3);
+        assert_eq!(started[0], vec![PlayerEvent::Started { id: 2 }]);
+        assert_eq!(
+            started[2],
+            vec![PlayerEvent::Finished {
+                id: 2,
+                completed: true
+            }]
+        );
+
+        // to_air_and_links: the transceive link too, as a talk spurt; keys_local keys the
+        // local transmitter while it plays.
+        st.play(3, clip(2), Destination::AirAndLinks, true, &mut events)
+            .expect("links");
+        let mut link_frames = 0;
+        let mut keyed = 0;
+        run(&mut st, 3, &mut |out, st| {
+            if heard(out, 401, addr(9801), Codec::Slin).is_some() {
+                link_frames += 1;
+            }
+            assert!(heard(out, 402, addr(9802), Codec::Slin).is_none());
+            if st.local_hears_audio() {
+                keyed += 1;
+            }
+        });
+        assert_eq!((link_frames, keyed), (2, 2));
+        assert!(events.is_empty());
+    }
+
+    #[test]
+    fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
+        let mut st = Station::new(16000, true);
+        st.add_leg(spec(410, 9810, Codec::Slin16), 0)
+            .expect("talker");
+        st.add_leg(spec(411, 9811, Codec::Ulaw), 0)
+            .expect("listener");
+        let mut events = Vec::new();
+        st.play(
+            7,
+            tone(1500.0, 16000, 0).repeat(10),
+            Destination::Air,
+            false,
+            &mut events,
+        )
+        .expect("play");
+        let mut out = TickOutput::default();
+        let mut both = 0;
+        for n in 0..8usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                410,
+                Codec::Slin16,
+                &tone(500.0, 16000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            out.clear();
+            st.tick(now, &mut out);
+            if let Some(pcm) = heard(&out, 411, addr(9811), Codec::Ulaw) {
+                if tone_db(&pcm, 500.0, 8000) > -2.0 && tone_db(&pcm, 1500.0, 8000) > -2.0 {
+                    both += 1;
+                }
+            }
+        }
+        assert!(
+            both >= 6,
+            "{both} frames carried the talker and the announcement"
+        );
+        let too_long = vec![0i16; 16 * 200_000];
+        assert!(matches!(
+            st.play(8, too_long, Destination::Air, false, &mut events),
+            Err(MediaError::Player(PlayerError::TooLong { .. }))
+        ));
+        assert_eq!(
+            events,
+            vec![MediaEvent::Play(PlayerEvent::Finished {
+                id: 8,
+                completed: false
+            })]
+        );
+        events.clear();
+        st.stop_playing(7, &mut events);
+        assert_eq!(
+            events,
+            vec![MediaEvent::Play(PlayerEvent::Finished {
+                id: 7,
+                completed: false
+            })]
+        );
     }
 }

@@ -37,6 +37,7 @@ __all__ = [
     "dtmf_pcm",
     "encode_codec_prefs",
     "parse",
+    "resample_pcm",
     "slin16_from_wire",
     "slin16_to_wire",
     "slin_from_wire",
@@ -285,7 +286,8 @@ _Addr: TypeAlias = tuple[str, int]
 #: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
 #: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit) | ("command_failed", message)
+#: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
+#: | ("play_started", id) | ("play_finished", id, completed) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -320,10 +322,15 @@ class Engine:
         call_ts_ms: int = 0,
         keying: str = "always",
         dtmf: bool = False,
+        link: bool = False,
     ) -> None: ...
     def set_leg_keying(self, callno: int, keying: str) -> None: ...
     def set_leg_dtmf(self, callno: int, on: bool) -> None: ...
     def set_local_dtmf(self, on: bool) -> None: ...
+    def play(self, id: int, pcm: _Buffer, destination: str, keys_local: bool = False) -> None:
+        """Mix `pcm` (int16 at the station rate) into "to_monitor", "to_air" or
+        "to_air_and_links" from the next tick, as clip `id`."""
+    def stop_playing(self, id: int) -> None: ...
     def remove_leg(self, callno: int) -> None: ...
     def set_leg_mode(self, callno: int, mode: str) -> None: ...
     def set_leg_codec(self, callno: int, format: int) -> None: ...
@@ -477,6 +484,10 @@ def dtmf_pcm(
 ) -> bytes:
     """DTMF `digits`, `on_ms` tones and `off_ms` gaps, each digit peaking at `level_dbfs`
     with its low tone `twist_db` above the high one."""
+
+def resample_pcm(pcm: _Buffer, from_rate: int, to_rate: int, gain_db: float = 0.0) -> bytes:
+    """A whole clip at `from_rate` converted to `to_rate` (rational polyphase, 160/441 for
+    22050 -> 8000 Hz), scaled by `gain_db`. CodecError for rates it cannot convert."""
 
 @final
 class DtmfDetector:

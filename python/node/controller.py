@@ -25,6 +25,8 @@ from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
+    AnnouncementFinished,
+    AnnouncementStarted,
     EventBus,
     Hangup,
     IncomingCall,
@@ -424,8 +426,24 @@ class Controller:
                 _, callno, digit = event
                 source = "local" if callno is None else f"call {callno}"
                 self.commands.digit(source, callno, digit, inband=True)
+            elif kind in ("play_started", "play_finished"):
+                self._playback_event(event)
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
+
+    def _playback_event(self, event: tuple[Any, ...]) -> None:
+        """An announcement started or ended in the engine: `announcement_*` events."""
+        if self._bridge is None:
+            return
+        started = event[0] == "play_started"
+        completed = bool(event[2]) if not started else True
+        kind = self._bridge.playback_event(started, event[1], completed)
+        if kind is None:
+            return
+        if started:
+            self.bus.publish(AnnouncementStarted(kind=kind))
+        else:
+            self.bus.publish(AnnouncementFinished(kind=kind, completed=completed))
 
     def _on_call_event(self, event: Any) -> bool:
         """Update state and media for one event; True when the snapshot changed."""
@@ -551,6 +569,7 @@ class Controller:
                     mode=mode,
                     keying="voice",
                     dtmf=self.config.dtmf.inband_on("links"),
+                    link=True,
                 )
                 self._link_legs.add(event.callno)
                 codec = CODEC_NAMES.get(call.format)

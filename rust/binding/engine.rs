@@ -13,6 +13,7 @@ use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
+use crate::player::{Destination, PlayerEvent};
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
 const CONTROL_HANGUP: i64 = 1;
@@ -173,7 +174,7 @@ impl PyEngine {
     /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
     /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
-    /// ("command_failed", message).
+    /// ("play_started", id), ("play_finished", id, completed), ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -216,6 +217,12 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::Dtmf { callno, digit }) => {
                     out.append(("dtmf", callno, digit.to_string()))?
                 }
+                EngineEvent::Media(MediaEvent::Play(PlayerEvent::Started { id })) => {
+                    out.append(("play_started", id))?
+                }
+                EngineEvent::Media(MediaEvent::Play(PlayerEvent::Finished { id, completed })) => {
+                    out.append(("play_finished", id, completed))?
+                }
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
             }
         }
@@ -226,7 +233,8 @@ impl PyEngine {
     /// buffer, and the conference is sent to it encoded with `format`. `keying` is how its
     /// received audio keys it: "always", "vox" (plain calls), "voice" or "control" (links).
     /// `dtmf` decodes in-band DTMF in its received audio ("dtmf" events) and mutes the tones.
-    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false))]
+    /// `link` marks a node-to-node link, which announcements reach only as "to_air_and_links".
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false))]
     #[allow(clippy::too_many_arguments)]
     fn add_leg(
         &self,
@@ -238,6 +246,7 @@ impl PyEngine {
         call_ts_ms: u32,
         keying: &str,
         dtmf: bool,
+        link: bool,
     ) -> PyResult<()> {
         let spec = LegSpec {
             callno,
@@ -248,6 +257,7 @@ impl PyEngine {
             keying: keying_from_str(keying)?,
             call_ts_ms,
             dtmf,
+            link,
         };
         Ok(self.inner.command(Command::AddLeg(spec))?)
     }
@@ -312,6 +322,43 @@ impl PyEngine {
     /// Decode in-band DTMF in the local radio's receive audio (and mute the tones), or stop.
     fn set_local_dtmf(&self, on: bool) -> PyResult<()> {
         Ok(self.inner.command(Command::SetLocalDtmf(on))?)
+    }
+
+    /// Play `pcm` (native-endian int16 at the station rate) from the next tick, as clip `id`
+    /// (the caller's number; "play_started"/"play_finished" events carry it). `destination`:
+    /// "to_monitor" (the local radio's output only), "to_air" (the local radio's output and the
+    /// calls), "to_air_and_links" (and the transceive links: this keys them). `keys_local` lets
+    /// the clip key the local transmitter: only for the station ID under cw_keys_when_idle.
+    #[pyo3(signature = (id, pcm, destination, keys_local = false))]
+    fn play(
+        &self,
+        id: u32,
+        pcm: &Bound<'_, PyAny>,
+        destination: &str,
+        keys_local: bool,
+    ) -> PyResult<()> {
+        let destination = match destination {
+            "to_monitor" => Destination::Monitor,
+            "to_air" => Destination::Air,
+            "to_air_and_links" => Destination::AirAndLinks,
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "destination {destination:?} (accepted: to_monitor, to_air, to_air_and_links)"
+                )))
+            }
+        };
+        let pcm = super::codec::with_bytes(pcm, super::tones::samples_of)?;
+        Ok(self.inner.command(Command::Play {
+            id,
+            pcm,
+            destination,
+            keys_local,
+        })?)
+    }
+
+    /// Stop clip `id` now (a "play_finished" event with completed False follows).
+    fn stop_playing(&self, id: u32) -> PyResult<()> {
+        Ok(self.inner.command(Command::StopPlay(id))?)
     }
 
     fn set_mix_minus(&self, on: bool) -> PyResult<()> {

@@ -7,8 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::codec::with_bytes;
-use super::errors::ToneError as PyToneError;
+use super::errors::{CodecError as PyCodecError, ToneError as PyToneError};
 use crate::dtmf::{DtmfDetector, DtmfError, DtmfEvent, DtmfGenerator};
+use crate::ratio::{resample_clip, RatioError};
 use crate::tone::{CwKeyer, ToneError, ToneGenerator};
 
 impl From<ToneError> for PyErr {
@@ -20,6 +21,12 @@ impl From<ToneError> for PyErr {
 impl From<DtmfError> for PyErr {
     fn from(e: DtmfError) -> PyErr {
         PyToneError::new_err(e.to_string())
+    }
+}
+
+impl From<RatioError> for PyErr {
+    fn from(e: RatioError) -> PyErr {
+        PyCodecError::new_err(e.to_string())
     }
 }
 
@@ -122,6 +129,36 @@ fn dtmf_pcm<'py>(
     Ok(pcm_bytes(py, &pcm))
 }
 
+/// Native-endian 16-bit PCM bytes as samples (CodecError for an odd byte count).
+pub(super) fn samples_of(raw: &[u8]) -> PyResult<Vec<i16>> {
+    if raw.len() % 2 != 0 {
+        return Err(PyCodecError::new_err(format!(
+            "16-bit PCM has an even byte count, not {}",
+            raw.len()
+        )));
+    }
+    Ok(raw
+        .chunks_exact(2)
+        .map(|b| i16::from_ne_bytes([b[0], b[1]]))
+        .collect())
+}
+
+/// A whole clip of PCM at `from_rate` converted to `to_rate` (rational polyphase, e.g. 160/441
+/// for a TTS binary's 22050 Hz to 8000 Hz; docs/announce.md), scaled by `gain_db`.
+#[pyfunction]
+#[pyo3(signature = (pcm, from_rate, to_rate, gain_db = 0.0))]
+fn resample_pcm<'py>(
+    py: Python<'py>,
+    pcm: &Bound<'py, PyAny>,
+    from_rate: u32,
+    to_rate: u32,
+    gain_db: f64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let input = with_bytes(pcm, samples_of)?;
+    let out = py.detach(|| resample_clip(&input, from_rate, to_rate, gain_db))?;
+    Ok(pcm_bytes(py, &out))
+}
+
 /// The streaming DTMF detector of the media path (docs/dtmf.md), on PCM at 8000 or 16000 Hz.
 #[pyclass(name = "DtmfDetector", module = "node._core")]
 pub struct PyDtmfDetector {
@@ -146,16 +183,7 @@ impl PyDtmfDetector {
     ) -> PyResult<Bound<'py, PyList>> {
         let events = PyList::empty(py);
         with_bytes(pcm, |raw| {
-            if raw.len() % 2 != 0 {
-                return Err(PyToneError::new_err(format!(
-                    "16-bit PCM has an even byte count, not {}",
-                    raw.len()
-                )));
-            }
-            let samples: Vec<i16> = raw
-                .chunks_exact(2)
-                .map(|b| i16::from_ne_bytes([b[0], b[1]]))
-                .collect();
+            let samples = samples_of(raw)?;
             let mut event = self.inner.process(&samples);
             while let Some(e) = event {
                 match e {
@@ -210,5 +238,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cw_pcm, m)?)?;
     m.add_function(wrap_pyfunction!(tone_pcm, m)?)?;
     m.add_function(wrap_pyfunction!(dtmf_pcm, m)?)?;
+    m.add_function(wrap_pyfunction!(resample_pcm, m)?)?;
     Ok(())
 }
