@@ -71,6 +71,10 @@ pub const VOX_OPEN_DBFS: f64 = -50.0;
 /// pauses between words, so a sentence is one talk spurt on the links.
 pub const VOX_HANG_MS: u64 = 800;
 
+/// The conference counts as active this long after its last talker (so pauses between words
+/// and VOX or linger gaps are not reported as the end of a conversation).
+pub const ACTIVITY_HANG_MS: u64 = 500;
+
 /// What Python tells the engine when a call's media starts.
 #[derive(Debug, Clone)]
 pub struct LegSpec {
@@ -128,6 +132,9 @@ pub enum MediaEvent {
     Dtmf { callno: Option<u16>, digit: char },
     /// An announcement clip started or finished playing.
     Play(PlayerEvent),
+    /// Somebody started talking in the conference (a call, a link, the local radio, the
+    /// operator's key), or nobody has for [`ACTIVITY_HANG_MS`]. Announcements never count.
+    Activity { active: bool },
 }
 
 /// A frame ready to be sent as a mini frame.
@@ -262,6 +269,9 @@ pub struct Station {
     local_speaker: bool,
     /// Scratch: a leg's conference mix with the announcements added.
     with_clips: Vec<i16>,
+    /// Whether the conference is active (reported on change), and until when it stays so.
+    active: bool,
+    active_until_ms: u64,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
@@ -327,6 +337,8 @@ impl Station {
             player_events: Vec::new(),
             local_speaker: false,
             with_clips: Vec::with_capacity(frame_len),
+            active: false,
+            active_until_ms: 0,
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
         }
@@ -731,6 +743,7 @@ impl Station {
             }
         }
         self.conference.mix();
+        self.track_activity(now_ms, &mut out.events);
         self.player.tick(&mut self.player_events);
         out.events
             .extend(self.player_events.drain(..).map(MediaEvent::Play));
@@ -748,6 +761,19 @@ impl Station {
         }
         self.local_hears |= self.player.keys_local();
         self.local_speaker = self.local_member || self.player.local().is_some();
+    }
+
+    fn track_activity(&mut self, now_ms: u64, events: &mut Vec<MediaEvent>) {
+        if self.conference.talkers() > 0 {
+            self.active_until_ms = now_ms + ACTIVITY_HANG_MS;
+            if !self.active {
+                self.active = true;
+                events.push(MediaEvent::Activity { active: true });
+            }
+        } else if self.active && now_ms >= self.active_until_ms {
+            self.active = false;
+            events.push(MediaEvent::Activity { active: false });
+        }
     }
 
     fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
@@ -1924,5 +1950,48 @@ mod tests {
                 completed: false
             })]
         );
+    }
+
+    #[test]
+    fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(420, 9820, Codec::Slin), 0).expect("talker");
+        let mut events = Vec::new();
+        st.play(
+            1,
+            tone(700.0, 8000, 0).repeat(5),
+            Destination::Air,
+            false,
+            &mut events,
+        )
+        .expect("play");
+        let mut out = TickOutput::default();
+        let mut edges = Vec::new();
+        for n in 0..80usize {
+            let now = n as u64 * 20;
+            // Talks for frames 10..30 with a 100 ms pause (a breath) in the middle.
+            if (10..30).contains(&n) && !(18..23).contains(&n) {
+                feed(
+                    &mut st,
+                    420,
+                    Codec::Slin,
+                    &tone(500.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                if let MediaEvent::Activity { active } = e {
+                    edges.push((*active, n));
+                }
+            }
+        }
+        let kinds: Vec<bool> = edges.iter().map(|e| e.0).collect();
+        assert_eq!(kinds, vec![true, false], "{edges:?}");
+        let quiet_at = edges[1].1;
+        // The last talk frame plays out around frame 30; the hang adds 25 ticks.
+        assert!((30 + 24..=30 + 30).contains(&quiet_at), "{edges:?}");
     }
 }

@@ -86,7 +86,10 @@ def test_defaults_are_the_documented_safe_values() -> None:
         "registered",
         "register_failed",
         "answered",
+        "link_connected",
+        "link_disconnected",
     }
+    assert c.announce.to_links is False
     assert all(
         e == AnnounceEventConfig(enabled=False, destination="to_monitor")
         for e in c.announce.events.values()
@@ -948,6 +951,7 @@ valid_docs = st.fixed_dictionaries(
             cw_wpm=st.integers(5, 60),
             cw_tone_hz=st.floats(200.0, 3400.0),
             cw_keys_when_idle=st.booleans(),
+            to_links=st.booleans(),
             events=optional_keys(
                 **{
                     e: optional_keys(
@@ -960,6 +964,8 @@ valid_docs = st.fixed_dictionaries(
                         "registered",
                         "register_failed",
                         "answered",
+                        "link_connected",
+                        "link_disconnected",
                     )
                 }
             ),

@@ -287,7 +287,8 @@ _Addr: TypeAlias = tuple[str, int]
 #: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
 #: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
-#: | ("play_started", id) | ("play_finished", id, completed) | ("command_failed", message)
+#: | ("play_started", id) | ("play_finished", id, completed) | ("activity", active)
+#: | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final

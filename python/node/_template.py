@@ -150,6 +150,9 @@ source = "env"
 # EXTENSION. The text of the station ID (1-32 of A-Z, 0-9, / and space), e.g. "W1AW".
 # Required when a periodic ID is enabled.
 #callsign = ""
+# EXTENSION. Also send "to_air" announcements of events and commands over the transceive links,
+# which KEYS THEM. The station ID and link connect/disconnect announcements never go to links.
+#to_links = false
 
 # Text-to-speech through an external binary.
 #[announce.tts]
@@ -177,6 +180,14 @@ source = "env"
 #enabled = false
 #destination = "to_monitor"
 #[announce.events.answered]
+#enabled = false
+#destination = "to_monitor"
+# EXTENSION. Link connects and disconnects, ours and those other nodes report ("node 2000
+# connected"), as AllStarLink nodes announce them.
+#[announce.events.link_connected]
+#enabled = false
+#destination = "to_monitor"
+#[announce.events.link_disconnected]
 #enabled = false
 #destination = "to_monitor"
 

@@ -216,6 +216,7 @@ class CommandRunner:
         elif kind == "status":
             entries = [str(e) for e in ctl.links.network_entries()]
             result = f"links: {', '.join(entries)}" if entries else "no links"
+            ctl.announce_status(entries)
         else:
             raise CommandError(f"unknown command kind {kind!r}", 400)
         self._count(command)

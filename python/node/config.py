@@ -116,13 +116,17 @@ ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
 ASL_DNS_DOMAIN = "nodes.allstarlink.org"
 LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
 LINK_NETWORKS: tuple[str, ...] = ("allstar", "dstar")
-EVENT_NAMES: tuple[str, ...] = (
+#: The spec's announced events.
+SPEC_EVENT_NAMES: tuple[str, ...] = (
     "incoming_call",
     "hangup",
     "registered",
     "register_failed",
     "answered",
 )
+#: `[announce.events.<name>]` names: the spec's, and (extension) link connects and disconnects,
+#: ours and those other nodes report in `T` telemetry, as AllStarLink nodes announce them.
+EVENT_NAMES: tuple[str, ...] = (*SPEC_EVENT_NAMES, "link_connected", "link_disconnected")
 
 _NODE_ID = re.compile(r"[0-9]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -370,6 +374,9 @@ class AnnounceConfig:
     cw_keys_when_idle: bool = False
     #: *Extension.* The text of the station ID (sent in CW or spoken by TTS).
     callsign: str = ""
+    #: *Extension.* Also send `to_air` announcements of events and commands over the transceive
+    #: links (which keys them). The station ID and link telemetry never go to links.
+    to_links: bool = False
     tts: TtsConfig = field(default_factory=TtsConfig)
     #: Every event name is present; events not in the file hold the defaults (disabled).
     events: Mapping[str, AnnounceEventConfig] = field(default_factory=_default_events)
@@ -968,6 +975,7 @@ def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
         "cw_tone_hz",
         "cw_keys_when_idle",
         "callsign",
+        "to_links",
         "tts",
         "events",
     )
@@ -985,6 +993,7 @@ def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
         cw_tone_hz=r.number(t, "announce", "cw_tone_hz", d.cw_tone_hz, 200.0, 3400.0),
         cw_keys_when_idle=r.boolean(t, "announce", "cw_keys_when_idle", d.cw_keys_when_idle),
         callsign=callsign,
+        to_links=r.boolean(t, "announce", "to_links", d.to_links),
         tts=_parse_tts(r, t["tts"]) if "tts" in t else d.tts,
         events=_parse_events(r, t["events"]) if "events" in t else d.events,
     )

@@ -21,6 +21,7 @@ from typing import Any
 
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
+from node.announce.announcer import Announcer
 from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
@@ -172,6 +173,8 @@ class Controller:
         self._stop_requested: Callable[[], None] | None = None
         #: DTMF digit sources and the link commands they complete.
         self.commands = CommandRunner(self)
+        #: Station ID and announcements (`[announce] enabled`), created by `attach`.
+        self.announcer: Announcer | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self.stopping = asyncio.Event()
@@ -193,6 +196,8 @@ class Controller:
         self._transport = transport
         self._bridge = bridge
         bridge.set_local_dtmf(self.config.dtmf.inband_on("local"))
+        if self.config.announce.enabled:
+            self.announcer = Announcer(self.config.announce, bridge, self.node_id, self._clock)
         self._stop_requested = request_stop
         self.http_registration = http_registration
         self.statpost = statpost
@@ -274,6 +279,7 @@ class Controller:
             "legs": {str(callno): stats for callno, stats in engine.jitter_stats()},
             "link_texts": dict(self.links.text_counts),
             "events": {"subscribers": self.bus.subscriber_count, "dropped": self.bus.dropped},
+            "announce": None if self.announcer is None else self.announcer.stats(),
         }
 
     def _changed(self) -> None:
@@ -333,9 +339,11 @@ class Controller:
                 seen = format_addr(event.apparent_addr) or "an address it did not say"
                 log.info("registered; the registrar sees us at %s", seen)
                 self.bus.publish(Registered())
+                self._announce("registered")
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
                 self.bus.publish(RegisterFailed(reason=event.reason))
+                self._announce("register_failed")
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
         if events:
@@ -428,8 +436,21 @@ class Controller:
                 self.commands.digit(source, callno, digit, inband=True)
             elif kind in ("play_started", "play_finished"):
                 self._playback_event(event)
+            elif kind == "activity":
+                if self.announcer is not None:
+                    self.announcer.activity(bool(event[1]))
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
+
+    def _announce(self, name: str, *, peer: str = "", node: str = "") -> None:
+        """`[announce.events.<name>]`: the announcer plays it when enabled."""
+        if self.announcer is not None:
+            self.announcer.event(name, peer=peer, node=node)
+
+    def announce_status(self, entries: list[str]) -> None:
+        """`*70`: announce the link list (with `[announce] enabled`)."""
+        if self.announcer is not None:
+            self.announcer.status(entries)
 
     def _playback_event(self, event: tuple[Any, ...]) -> None:
         """An announcement started or ended in the engine: `announcement_*` events."""
@@ -478,6 +499,7 @@ class Controller:
             info.state = "ringing" if self.endpoint.inbound.answer == "manual" else "setup"
             log.info("incoming call %d from %s (%s)", event.callno, peer, info.codec)
             self.bus.publish(IncomingCall(from_=peer))
+            self._announce("incoming_call", peer=peer)
             return True
         if info is None:
             return False
@@ -503,6 +525,7 @@ class Controller:
                     dtmf=self.config.dtmf.inband_on("calls"),
                 )
                 info.media = True
+                self._announce("answered", peer=info.peer)
             return True
         if isinstance(event, c.DtmfReceived):
             self.commands.digit(f"call {event.callno}", event.callno, event.digit)
@@ -539,6 +562,8 @@ class Controller:
         self.calls.pop(info.callno, None)
         log.info("call %d with %s ended: %s", info.callno, info.peer, reason)
         self.bus.publish(Hangup(reason=reason))
+        if not self.stopping.is_set():
+            self._announce("hangup")
 
     # --- links --------------------------------------------------------------------------------
 
@@ -642,6 +667,7 @@ class Controller:
             self.statpost.links_changed()
         if isinstance(event, ln.LinkConnected):
             log.info("link to node %s up (%s, %s)", event.node, event.mode.value, event.direction)
+            self._announce("link_connected", node=event.node)
             self.bus.publish(
                 Link(
                     kind="connected",
@@ -653,6 +679,8 @@ class Controller:
             )
         elif isinstance(event, ln.LinkDisconnected):
             log.info("link to node %s down: %s", event.node, event.reason)
+            if not self.stopping.is_set():
+                self._announce("link_disconnected", node=event.node)
             self.bus.publish(
                 Link(kind="disconnected", node=event.node, call=event.callno, reason=event.reason)
             )
@@ -665,6 +693,8 @@ class Controller:
         elif isinstance(event, ln.TelemetryReceived):
             tel = event.telemetry
             log.info("telemetry from node %s: %s %s", tel.source, tel.token, ",".join(tel.args))
+            if self.announcer is not None:
+                self.announcer.telemetry(tel.token, tel.args)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -994,6 +1024,8 @@ class Controller:
         if self.config.register is not None and self.secrets.node_secret() is not None:
             self.register()
         self._apply_links(self.links.start(self.now()))
+        if self.announcer is not None:
+            self.announcer.start()
 
     def stat_report(self) -> StatReport:
         """What a status post reports (`[statpost]`): the adjacent links and the operator's
@@ -1041,6 +1073,8 @@ class Controller:
         should come back when this node does."""
         self.stopping.set()
         self.commands.close()
+        if self.announcer is not None:
+            self.announcer.close()
         self.unkey("node shutting down")
         for task in self._tasks:
             task.cancel()

@@ -174,7 +174,8 @@ impl PyEngine {
     /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
     /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
-    /// ("play_started", id), ("play_finished", id, completed), ("command_failed", message).
+    /// ("play_started", id), ("play_finished", id, completed), ("activity", active),
+    /// ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -222,6 +223,9 @@ impl PyEngine {
                 }
                 EngineEvent::Media(MediaEvent::Play(PlayerEvent::Finished { id, completed })) => {
                     out.append(("play_finished", id, completed))?
+                }
+                EngineEvent::Media(MediaEvent::Activity { active }) => {
+                    out.append(("activity", active))?
                 }
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
             }

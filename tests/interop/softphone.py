@@ -134,9 +134,30 @@ class Recording:
 
     fmt: int | None = None
     frames: dict[int, bytes] = field(default_factory=dict)
+    #: When each frame arrived (`time.monotonic()`), by timestamp.
+    arrived: dict[int, float] = field(default_factory=dict)
     full_voice: int = 0
     mini: int = 0
     last_ts: int = 0
+
+    def spurts(self, gap_ms: int = 100) -> list[tuple[float, np.ndarray]]:
+        """The talk spurts heard: (arrival time of the first frame, audio), split where the
+        timestamps jump by more than `gap_ms`."""
+        out: list[tuple[float, np.ndarray]] = []
+        start: int | None = None
+        chunks: list[bytes] = []
+        last = 0
+        for ts in sorted(self.frames):
+            if start is not None and ts - last > gap_ms:
+                out.append((self.arrived[start], np.frombuffer(b"".join(chunks), np.int16)))
+                start, chunks = None, []
+            if start is None:
+                start = ts
+            chunks.append(self.frames[ts])
+            last = ts
+        if start is not None:
+            out.append((self.arrived[start], np.frombuffer(b"".join(chunks), np.int16)))
+        return out
 
     def pcm(self, skip_ms: int = 0) -> np.ndarray:
         """The received audio in timestamp order (native int16), without the first `skip_ms`."""
@@ -180,6 +201,8 @@ class Softphone:
         self.recordings: dict[int, Recording] = {}
         self.sent_full_voice = 0
         self.sent_mini = 0
+        #: When the last frame of a `send_pcm` recording went out (`time.monotonic()`), per call.
+        self.finished_sending: dict[int, float] = {}
         self.errors: list[str] = []
         self._talkers: dict[int, _Talker] = {}
         self._cond = threading.Condition(threading.RLock())
@@ -339,6 +362,7 @@ class Softphone:
         rec.last_ts = ts
         try:
             rec.frames[ts] = _decode(fmt, payload)
+            rec.arrived.setdefault(ts, time.monotonic())
         except ValueError as exc:
             self.errors.append(f"undecodable voice at ts {ts}: {exc}")
 
@@ -367,6 +391,7 @@ class Softphone:
                     pcm = talker.pcm[talker.sample : talker.sample + n]
                     if len(pcm) == 0:
                         del self._talkers[callno]
+                        self.finished_sending[callno] = now
                         break
                     pcm = np.pad(pcm, (0, n - len(pcm)))
                 else:
