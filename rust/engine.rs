@@ -23,6 +23,7 @@ use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
+use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 
 /// Largest datagram we read. IAX2 frames fit in one MTU, but a larger datagram must be read
@@ -231,6 +232,8 @@ pub enum Command {
     },
     /// Stop an announcement clip.
     StopPlay(u32),
+    /// Parrot mode with these settings, or the conference (`None`).
+    SetParrot(Option<ParrotSettings>),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
@@ -540,6 +543,10 @@ impl Worker {
                     .play(id, pcm, destination, keys_local, &mut self.media_events),
                 Command::StopPlay(id) => {
                     self.station.stop_playing(id, &mut self.media_events);
+                    Ok(())
+                }
+                Command::SetParrot(settings) => {
+                    self.station.set_parrot(settings);
                     Ok(())
                 }
             };

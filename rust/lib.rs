@@ -16,6 +16,7 @@ pub mod jitter;
 pub mod level;
 pub mod media;
 pub mod mixer;
+pub mod parrot;
 pub mod player;
 pub mod polyphase;
 pub mod ratio;

@@ -18,6 +18,7 @@ use crate::frame::MiniFrame;
 use crate::inband::InbandDtmf;
 use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
+use crate::parrot::{Parrot, ParrotSettings};
 use crate::player::{Destination, Player, PlayerError, PlayerEvent};
 use crate::resample::{Downsampler, Resample, Upsampler};
 
@@ -215,6 +216,8 @@ struct Leg {
     vox_until_ms: u64,
     /// In-band DTMF detection, when on for this leg.
     inband: Option<InbandDtmf>,
+    /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
+    parrot: Option<Parrot>,
 }
 
 impl Leg {
@@ -272,6 +275,9 @@ pub struct Station {
     /// Whether the conference is active (reported on change), and until when it stays so.
     active: bool,
     active_until_ms: u64,
+    /// Parrot mode: every member talks to its own parrot instead of the conference.
+    parrot: Option<ParrotSettings>,
+    local_parrot: Option<Parrot>,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
@@ -339,6 +345,8 @@ impl Station {
             with_clips: Vec::with_capacity(frame_len),
             active: false,
             active_until_ms: 0,
+            parrot: None,
+            local_parrot: None,
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
         }
@@ -459,6 +467,23 @@ impl Station {
         InbandDtmf::new(self.rate).map_err(|_| MediaError::DtmfRate(self.rate))
     }
 
+    /// Parrot mode (`Some`) or the conference (`None`). In parrot mode every member's audio goes
+    /// to its own parrot, which plays it back to that member alone (`rust/parrot.rs`);
+    /// announcements still play. Switching drops every recording.
+    pub fn set_parrot(&mut self, settings: Option<ParrotSettings>) {
+        self.parrot = settings;
+        let (rate, frame_len) = (self.rate, self.frame_len);
+        let make = || settings.map(|p| Parrot::new(rate, frame_len, p));
+        for leg in &mut self.legs {
+            leg.parrot = make();
+        }
+        self.local_parrot = make();
+    }
+
+    pub fn parrot(&self) -> Option<ParrotSettings> {
+        self.parrot
+    }
+
     /// Turn in-band DTMF detection on the local radio's receive audio on or off.
     pub fn set_local_dtmf(&mut self, on: bool) -> Result<(), MediaError> {
         self.local_dtmf = match (on, self.local_dtmf.take()) {
@@ -516,6 +541,9 @@ impl Station {
             } else {
                 None
             },
+            parrot: self
+                .parrot
+                .map(|p| Parrot::new(self.rate, self.frame_len, p)),
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);
@@ -699,6 +727,7 @@ impl Station {
                     l.last_pcm.capacity()
                         + l.pcm.capacity()
                         + l.inband.as_ref().map_or(0, InbandDtmf::capacity_samples)
+                        + l.parrot.as_ref().map_or(0, Parrot::capacity_samples)
                 })
                 .sum::<usize>()
             + self
@@ -727,19 +756,29 @@ impl Station {
                 }),
                 None => false,
             };
-            match local_in {
-                Some(pcm) => {
-                    let frame = if muted { &self.silence } else { &pcm };
-                    let _ = self.conference.put(slot, frame);
+            // Parrot mode takes what the local radio says when it is a member; the operator's
+            // key still talks to everyone.
+            let parrot = self.local_parrot.as_mut().filter(|_| self.local_member);
+            if let Some(parrot) = parrot {
+                let frame = local_in
+                    .as_deref()
+                    .map(|pcm| if muted { &self.silence[..] } else { pcm });
+                parrot.tick(now_ms, frame);
+            } else {
+                match local_in {
+                    Some(pcm) => {
+                        let frame = if muted { &self.silence } else { &pcm };
+                        let _ = self.conference.put(slot, frame);
+                    }
+                    None if self.local_keyed => {
+                        // Keyed with no microphone frame this tick: send silence rather than
+                        // break the talk spurt.
+                        self.decoded.clear();
+                        self.decoded.resize(self.frame_len, 0);
+                        let _ = self.conference.put(slot, &self.decoded);
+                    }
+                    None => {}
                 }
-                None if self.local_keyed => {
-                    // Keyed with no microphone frame this tick: send silence rather than
-                    // break the talk spurt.
-                    self.decoded.clear();
-                    self.decoded.resize(self.frame_len, 0);
-                    let _ = self.conference.put(slot, &self.decoded);
-                }
-                None => {}
             }
         }
         self.conference.mix();
@@ -759,7 +798,16 @@ impl Station {
         if let Some(clips) = self.player.local() {
             add_saturating(&mut self.local_out, clips);
         }
-        self.local_hears |= self.player.keys_local();
+        // The local radio's own parrot plays back to it like conference audio would.
+        let echo = self.local_member
+            && match self.local_parrot.as_ref().and_then(Parrot::output) {
+                Some(echo) => {
+                    add_saturating(&mut self.local_out, echo);
+                    true
+                }
+                None => false,
+            };
+        self.local_hears |= self.player.keys_local() || echo;
         self.local_speaker = self.local_member || self.player.local().is_some();
     }
 
@@ -867,10 +915,16 @@ impl Station {
                 }
                 None => false,
             };
-            if heard {
-                // A muted tone still holds the talk spurt: silence, not a gap that would unkey
-                // the links in the middle of a command.
-                let frame = if muted { &self.silence } else { &leg.pcm };
+            // A muted tone still holds the talk spurt: silence, not a gap that would unkey
+            // the links in the middle of a command.
+            let frame = if muted {
+                &self.silence[..]
+            } else {
+                &leg.pcm[..]
+            };
+            if let Some(parrot) = leg.parrot.as_mut() {
+                parrot.tick(now_ms, heard.then_some(frame));
+            } else if heard {
                 let _ = self.conference.put(leg.slot, frame);
             }
         }
@@ -885,7 +939,9 @@ impl Station {
                 (true, false) => self.player.air(),
                 (true, true) => self.player.links(),
             };
-            let hears = transmits && (self.conference.hears_audio(leg.slot) || clips.is_some());
+            let echo = leg.parrot.as_ref().and_then(Parrot::output);
+            let hears = transmits
+                && (self.conference.hears_audio(leg.slot) || clips.is_some() || echo.is_some());
             let elapsed = now_ms.saturating_sub(leg.ts_origin_ms);
             // Timestamps advance in whole frames so the peer's jitter buffer sees a steady clock.
             let ts = leg
@@ -904,14 +960,15 @@ impl Station {
             let Ok(mix) = self.conference.output(leg.slot) else {
                 continue;
             };
-            let mix = match clips {
-                Some(clips) => {
-                    self.with_clips.clear();
-                    self.with_clips.extend_from_slice(mix);
-                    add_saturating(&mut self.with_clips, clips);
-                    &self.with_clips[..]
+            let mix = if clips.is_some() || echo.is_some() {
+                self.with_clips.clear();
+                self.with_clips.extend_from_slice(mix);
+                for extra in [clips, echo].into_iter().flatten() {
+                    add_saturating(&mut self.with_clips, extra);
                 }
-                None => mix,
+                &self.with_clips[..]
+            } else {
+                mix
             };
             leg.tx_edge.run(mix, &mut self.resampled);
             let codec = leg.spec.codec;
@@ -1993,5 +2050,107 @@ mod tests {
         let quiet_at = edges[1].1;
         // The last talk frame plays out around frame 30; the hang adds 25 ticks.
         assert!((30 + 24..=30 + 30).contains(&quiet_at), "{edges:?}");
+    }
+
+    fn parrot_settings() -> ParrotSettings {
+        ParrotSettings {
+            playback_delay_ms: 100,
+            silence_gap_ms: 100,
+            vox_threshold_db: -40.0,
+        }
+    }
+
+    #[test]
+    fn in_parrot_mode_each_member_hears_only_itself_back() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(430, 9830, Codec::Slin), 0).expect("a");
+        st.set_parrot(Some(parrot_settings()));
+        st.add_leg(spec(431, 9831, Codec::Slin), 0)
+            .expect("b, added in parrot mode");
+        let mut out = TickOutput::default();
+        let (mut a_back, mut b_heard) = (Vec::new(), 0);
+        let mut a_sent = Vec::new();
+        for n in 0..40usize {
+            let now = n as u64 * 20;
+            if (2..12).contains(&n) {
+                let f = tone(900.0, 8000, n);
+                a_sent.extend_from_slice(&f);
+                feed(&mut st, 430, Codec::Slin, &f, 100 + n as u32 * 20, now);
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            if let Some(pcm) = heard(&out, 430, addr(9830), Codec::Slin) {
+                a_back.push((n, pcm));
+            }
+            if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
+                b_heard += 1;
+            }
+            assert!(!out
+                .events
+                .iter()
+                .any(|e| matches!(e, MediaEvent::Activity { .. })));
+        }
+        assert_eq!(b_heard, 0, "nobody else hears a parrot");
+        let back: Vec<i16> = a_back.iter().flat_map(|(_, f)| f.clone()).collect();
+        // The preroll (silence), the ten frames sample for sample, then the jitter buffer's
+        // fading concealment (what the conference would have mixed too) and the start of the
+        // quiet that ended the recording.
+        let frames = back.len() / 160;
+        let fade = crate::jitter::CONCEAL_FADE_FRAMES as usize;
+        let tail = crate::parrot::TAIL_FRAMES;
+        assert!(
+            (PREROLL + 10..=PREROLL + 10 + fade + tail).contains(&frames),
+            "{frames}"
+        );
+        assert_eq!(&back[PREROLL * 160..(PREROLL + 10) * 160], &a_sent[..]);
+        // Talk ends at frame 11, plays out of the jitter buffer a few ticks later and fades;
+        // then 100 ms of quiet (5 ticks) end the recording, and it plays 100 ms later.
+        let first = a_back[0].0;
+        assert!((11 + 10..=11 + 10 + 2 + fade).contains(&first), "{first}");
+
+        // Back to the conference: b hears a again, live.
+        st.set_parrot(None);
+        let mut b_live = 0;
+        for n in 40..50usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                430,
+                Codec::Slin,
+                &tone(900.0, 8000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            out.clear();
+            st.tick(now, &mut out);
+            if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
+                b_live += 1;
+            }
+        }
+        assert!(b_live >= 8);
+        assert!(st.parrot().is_none());
+    }
+
+    const PREROLL: usize = crate::parrot::PREROLL_FRAMES;
+
+    #[test]
+    fn the_local_radio_parrots_too_when_it_is_a_member() {
+        let mut st = Station::new(16000, true);
+        st.set_local_radio(true);
+        st.set_parrot(Some(parrot_settings()));
+        let mut out = TickOutput::default();
+        let mut back = 0;
+        for n in 0..40usize {
+            if (2..8).contains(&n) {
+                st.put_local(&tone(600.0, 16000, n));
+            }
+            out.clear();
+            st.tick(n as u64 * 20, &mut out);
+            if st.local_speaker() && tone_db(st.local_output(), 600.0, 16000) > -1.0 {
+                back += 1;
+                assert!(st.local_hears_audio());
+            }
+        }
+        assert_eq!(back, 6);
     }
 }

@@ -620,7 +620,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     ("[listener]\nauth = 'md5'\n[control]\n", "listener.auth", "required, optional, off"),
     ("[listener]\ncalltoken = 'yes'\n[control]\n", "listener.calltoken", "required, auto, off"),
     (MINIMAL + "[secrets]\nsource = 'vault'\n", "secrets.source", "env, control, config"),
-    (MINIMAL + "[bridge]\nmode = 'parrot'\n", "bridge.mode", "handset, bridge, conference"),
+    (MINIMAL + "[bridge]\nmode = 'echo'\n", "bridge.mode", "conference, parrot"),
     (MINIMAL + "[audio]\nbackend = 'alsa'\n", "audio.backend", "cpal, none"),
     (
         MINIMAL + "[audio]\ndevice_rate = 44100\n",
@@ -911,7 +911,7 @@ valid_docs = st.fixed_dictionaries(
         ),
         "secrets": optional_keys(source=st.sampled_from(["env", "control", "config"])),
         "bridge": optional_keys(
-            mode=st.sampled_from(["handset", "bridge", "conference"]),
+            mode=st.sampled_from(["handset", "bridge", "conference", "parrot"]),
             mix_minus=st.booleans(),
             include_local_radio=st.booleans(),
         ),

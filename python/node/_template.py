@@ -110,8 +110,9 @@ source = "env"
 
 # The conference bridge; the topology can be changed live with POST /bridge.
 #[bridge]
-# "handset" (1:1 with the local radio), "bridge" (pure conference, local radio off) or
-# "conference" (same mix-minus engine).
+# "handset" (1:1 with the local radio), "bridge" (pure conference, local radio off),
+# "conference" (same mix-minus engine), or (EXTENSION) "parrot" (each member hears what it said
+# played back, tuned by [parrot]).
 #mode = "bridge"
 # Each member hears everyone but itself; false gives a full mix.
 #mix_minus = true

@@ -84,7 +84,7 @@ Answer = Literal["auto", "manual"]
 Auth = Literal["required", "optional", "off"]
 CallToken = Literal["required", "auto", "off"]
 SecretSource = Literal["env", "control", "config"]
-BridgeMode = Literal["handset", "bridge", "conference"]
+BridgeMode = Literal["handset", "bridge", "conference", "parrot"]
 AudioBackend = Literal["cpal", "none"]
 CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
 IdMode = Literal["cw", "tts", "off"]
@@ -98,7 +98,7 @@ ANSWERS: tuple[str, ...] = ("auto", "manual")
 AUTHS: tuple[str, ...] = ("required", "optional", "off")
 CALLTOKENS: tuple[str, ...] = ("required", "auto", "off")
 SECRET_SOURCES: tuple[str, ...] = ("env", "control", "config")
-BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference")
+BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference", "parrot")
 AUDIO_BACKENDS: tuple[str, ...] = ("cpal", "none")
 #: `[audio] rx_gain_db` / `tx_gain_db` bounds (the Rust device edge enforces the same).
 GAIN_DB_MIN, GAIN_DB_MAX = -40.0, 20.0

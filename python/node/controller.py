@@ -211,6 +211,11 @@ class Controller:
     def now(self) -> float:
         return self._clock()
 
+    @property
+    def bridge_mode(self) -> str | None:
+        """The bridge topology's mode (None before the media bridge runs)."""
+        return None if self._bridge is None else self._bridge.topology.mode
+
     # --- state --------------------------------------------------------------------------------
 
     @property

@@ -257,6 +257,7 @@ class RunningNode:
             device_rate=audio.device_rate,
             rx_gain_db=audio.rx_gain_db,
             tx_gain_db=audio.tx_gain_db,
+            parrot=config.parrot,
         )
         try:
             bridge.start_audio()

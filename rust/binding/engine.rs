@@ -13,6 +13,7 @@ use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
+use crate::parrot::ParrotSettings;
 use crate::player::{Destination, PlayerEvent};
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
@@ -363,6 +364,24 @@ impl PyEngine {
     /// Stop clip `id` now (a "play_finished" event with completed False follows).
     fn stop_playing(&self, id: u32) -> PyResult<()> {
         Ok(self.inner.command(Command::StopPlay(id))?)
+    }
+
+    /// Parrot mode (`on`): every member's audio is recorded (VOX at `vox_threshold_db`, ended
+    /// by `silence_gap_ms` of quiet, at most 30 s) and played back to it alone after
+    /// `playback_delay_ms`; off: the conference.
+    fn set_parrot(
+        &self,
+        on: bool,
+        playback_delay_ms: u32,
+        silence_gap_ms: u32,
+        vox_threshold_db: f64,
+    ) -> PyResult<()> {
+        let settings = on.then_some(ParrotSettings {
+            playback_delay_ms,
+            silence_gap_ms,
+            vox_threshold_db,
+        });
+        Ok(self.inner.command(Command::SetParrot(settings))?)
     }
 
     fn set_mix_minus(&self, on: bool) -> PyResult<()> {

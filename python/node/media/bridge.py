@@ -11,6 +11,9 @@ Topologies (spec `[bridge]`):
 - `bridge`: a pure conference of the calls and links; the local radio is off.
 - `conference`: the same mix-minus engine; the local radio is a member when
   `include_local_radio` is true.
+- `parrot` (extension, tuned by `[parrot]`): no conference; whatever a member says is recorded
+  and played back to that member alone (`rust/parrot.rs`). The local radio takes part when
+  `include_local_radio` is true.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from node._core import DeviceError, DevicePort, Engine, cw_pcm, resample_pcm, tone_pcm
-from node.config import GAIN_DB_MAX, GAIN_DB_MIN
+from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig
 from node.errors import CommandError
 from node.media.audio import AudioDevice, open_audio
 
@@ -30,8 +33,8 @@ __all__ = ["Destination", "Keying", "LegMode", "MediaBridge", "PlaybackEnded", "
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["handset", "bridge", "conference"]
-MODES: tuple[str, ...] = ("handset", "bridge", "conference")
+Mode = Literal["handset", "bridge", "conference", "parrot"]
+MODES: tuple[str, ...] = ("handset", "bridge", "conference", "parrot")
 LegMode = Literal["transceive", "receive_only", "transmit_only"]
 #: How a leg's received audio keys it (see `rust/media.rs` RxKeying).
 Keying = Literal["always", "vox", "voice", "control"]
@@ -51,7 +54,9 @@ class Topology:
     @property
     def local_radio(self) -> bool:
         """Whether the local radio is a conference member under this topology."""
-        return self.mode == "handset" or (self.mode == "conference" and self.include_local_radio)
+        return self.mode == "handset" or (
+            self.mode in ("conference", "parrot") and self.include_local_radio
+        )
 
     @property
     def effective_mix_minus(self) -> bool:
@@ -78,9 +83,11 @@ class MediaBridge:
         device_rate: int = 0,
         rx_gain_db: float = 0.0,
         tx_gain_db: float = 0.0,
+        parrot: ParrotConfig | None = None,
     ) -> None:
         self._engine = engine
         self._topology = topology
+        self._parrot = parrot if parrot is not None else ParrotConfig()
         self._backend = backend
         self._input, self._output = input, output
         self._device_rate = device_rate
@@ -122,6 +129,13 @@ class MediaBridge:
     def _apply(self, topology: Topology) -> None:
         self._engine.set_mix_minus(topology.effective_mix_minus)
         self._engine.set_local_radio(topology.local_radio)
+        p = self._parrot
+        self._engine.set_parrot(
+            topology.mode == "parrot",
+            p.playback_delay_ms,
+            p.silence_gap_ms,
+            p.vox_threshold_db,
+        )
 
     # --- announcements ------------------------------------------------------------------------
 
