@@ -23,18 +23,17 @@ from node.announce.announcer import CW_DBFS, ID_CW_DBFS, SPEECH_PEAK_DBFS
 from tests.audio import espeak
 from tests.conftest import require_tool
 from tests.interop.harness import (
+    NODE_B,
+    NODE_SECRETS,
     EventWatcher,
     node_log,
-    register_section,
+    node_pair,
     running_node,
     wait_until,
 )
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
 
-NODE_A, NODE_B = "2001", "2002"
-REG = {NODE_A: "reg-pass-a", NODE_B: "reg-pass-b"}
-LINK_SECRET = "link-secret-announce"
 TONE_HZ = 1000.0
 RATE = 8000  # the softphones talk µ-law
 
@@ -131,7 +130,7 @@ def test_the_polite_cw_id_is_heard_at_its_speed_tone_and_level(tmp_path: Path) -
 
 @pytest.fixture
 def registrar() -> Iterator[Registrar]:
-    with Registrar(REG) as reg:
+    with Registrar(NODE_SECRETS) as reg:
         yield reg
 
 
@@ -145,46 +144,34 @@ def test_spoken_announcements_over_a_call_and_on_the_event_stream(
     tmp_path: Path, registrar: Registrar
 ) -> None:
     require_tool("espeak-ng")
-    with running_node(
-        tmp_path,
-        "b",
-        sections=register_section(registrar, NODE_B) + "[links]\ndns = false\n",
-        env={"NET_NODE": NODE_B, "NET_SECRET": REG[NODE_B], f"NET_PEER_{NODE_A}": LINK_SECRET},
-    ) as b:
-        host, port = b.udp_addr
-        sections = (
-            register_section(registrar, NODE_A)
-            + "[dtmf]\nenabled = true\n\n"
-            + "[announce]\nenabled = true\n\n"
-            + '[announce.tts]\nenabled = true\nbinary = "espeak-ng"\nvoice = "en-us"\n'
-            + "timeout_ms = 10000\n\n"
-            + '[announce.events.answered]\nenabled = true\ndestination = "to_air"\n\n'
-            + '[announce.events.link_connected]\nenabled = true\ndestination = "to_air"\n\n'
-            + f'[links]\ndns = false\n\n[links.{NODE_B}]\naddr = "{host}:{port}"\n'
-        )
-        env = {"NET_NODE": NODE_A, "NET_SECRET": REG[NODE_A], f"NET_PEER_{NODE_B}": LINK_SECRET}
-        with (
-            running_node(tmp_path, "a", listener='auth = "off"', sections=sections, env=env) as a,
-            Softphone(codec_policy="ulaw_only", name="P") as p,
-        ):
-            events = EventWatcher(a)
-            cp = p.dial(a.udp_addr, "1")
-            assert p.wait_for(lambda s: s.answered(cp))
+    sections = (
+        "[dtmf]\nenabled = true\n\n"
+        + "[announce]\nenabled = true\n\n"
+        + '[announce.tts]\nenabled = true\nbinary = "espeak-ng"\nvoice = "en-us"\n'
+        + "timeout_ms = 10000\n\n"
+        + '[announce.events.answered]\nenabled = true\ndestination = "to_air"\n\n'
+        + '[announce.events.link_connected]\nenabled = true\ndestination = "to_air"\n\n'
+    )
+    with (
+        node_pair(tmp_path, registrar, a_sections=sections, a_listener='auth = "off"') as (a, _),
+        Softphone(codec_policy="ulaw_only", name="P") as p,
+    ):
+        events = EventWatcher(a)
+        cp = p.dial(a.udp_addr, "1")
+        assert p.wait_for(lambda s: s.answered(cp))
 
-            def finished(n: int) -> bool:
-                return len(events.named("announcement_finished")) >= n
+        def finished(n: int) -> bool:
+            return len(events.named("announcement_finished")) >= n
 
-            wait_until("the answered announcement", lambda: finished(1))
-            p.send_dtmf(cp, f"*3{NODE_B}")
-            events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "connected")
-            wait_until("the link announcement", lambda: finished(2))
-            p.send_dtmf(cp, "*70")
-            events.wait_for(
-                lambda e: e["event"] == "announcement_finished" and e["kind"] == "command"
-            )
-            # The three play back to back (the test acts as soon as one ends): split them at
-            # any missing frame.
-            spurts = p.recording(cp).spurts(gap_ms=40)
+        wait_until("the answered announcement", lambda: finished(1))
+        p.send_dtmf(cp, f"*3{NODE_B}")
+        events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "connected")
+        wait_until("the link announcement", lambda: finished(2))
+        p.send_dtmf(cp, "*70")
+        events.wait_for(lambda e: e["event"] == "announcement_finished" and e["kind"] == "command")
+        # The three play back to back (the test acts as soon as one ends): split them at
+        # any missing frame.
+        spurts = p.recording(cp).spurts(gap_ms=40)
 
     started = [e["kind"] for e in events.named("announcement_started")]
     ended = [(e["kind"], e["completed"]) for e in events.named("announcement_finished")]

@@ -21,9 +21,14 @@ import pytest
 from node._core import DtmfDetector, dtmf_pcm
 from tests.audio import digit_tones, espeak, silence, with_noise
 from tests.interop.harness import (
+    LINK_SECRET,
+    NODE_A,
+    NODE_B,
+    NODE_SECRETS,
     EventWatcher,
+    link_state,
     node_log,
-    register_section,
+    node_pair,
     running_node,
     wait_until,
 )
@@ -31,20 +36,11 @@ from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone, rate_of
 from tests.node_process import NodeProcess
 
-NODE_A, NODE_B = "2001", "2002"
-REG = {NODE_A: "reg-pass-a", NODE_B: "reg-pass-b"}
-LINK_SECRET = "link-secret-inband"
-
 
 @pytest.fixture
 def registrar() -> Iterator[Registrar]:
-    with Registrar(REG) as reg:
+    with Registrar(NODE_SECRETS) as reg:
         yield reg
-
-
-def link_state(node: NodeProcess, peer: str) -> str | None:
-    links = node.get("/status").json()["links"]
-    return next((li["state"] for li in links if li["node"] == peer), None)
 
 
 def call_id(node: NodeProcess, addr: tuple[str, int]) -> int:
@@ -83,81 +79,63 @@ def talk(phone: Softphone, callno: int, pcm: np.ndarray) -> None:
 
 
 def test_tones_in_a_call_link_and_unlink_two_nodes(tmp_path: Path, registrar: Registrar) -> None:
-    with running_node(
-        tmp_path,
-        "b",
-        sections=register_section(registrar, NODE_B) + "[links]\ndns = false\n",
-        env={"NET_NODE": NODE_B, "NET_SECRET": REG[NODE_B], f"NET_PEER_{NODE_A}": LINK_SECRET},
-    ) as b:
-        host, port = b.udp_addr
-        extra = (
-            "[dtmf]\nenabled = true\n\n"
-            f'[links]\ndns = false\n\n[links.{NODE_B}]\naddr = "{host}:{port}"\n'
+    with (
+        node_pair(
+            tmp_path,
+            registrar,
+            a_sections="[dtmf]\nenabled = true\n\n",
+            a_listener='auth = "off"',
+        ) as (a, b),
+        Softphone(codec_policy="ulaw_only", name="P") as p,
+        Softphone(codec_policy="prefer_slin16", name="P2") as p2,
+        Softphone(codec_policy="ulaw_only", name="L") as listener,
+    ):
+        events = EventWatcher(a)
+        cl = listener.dial(a.udp_addr, "1")
+        cp = p.dial(a.udp_addr, "1")
+        assert listener.wait_for(lambda s: s.answered(cl)) and p.wait_for(lambda s: s.answered(cp))
+        call_p = call_id(a, p.addr)
+
+        # *32002 as sox tones over µ-law: A links to B.
+        since = len(events.events)
+        talk(p, cp, np.concatenate([digit_tones(8000, f"*3{NODE_B}"), silence(8000, 300)]))
+        connected = events.wait_for(
+            lambda e: e["event"] == "link" and e["kind"] == "connected", since=since
         )
-        with (
-            running_node(
-                tmp_path,
-                "a",
-                listener='auth = "off"',
-                sections=register_section(registrar, NODE_A) + extra,
-                env={
-                    "NET_NODE": NODE_A,
-                    "NET_SECRET": REG[NODE_A],
-                    f"NET_PEER_{NODE_B}": LINK_SECRET,
-                },
-            ) as a,
-            Softphone(codec_policy="ulaw_only", name="P") as p,
-            Softphone(codec_policy="prefer_slin16", name="P2") as p2,
-            Softphone(codec_policy="ulaw_only", name="L") as listener,
-        ):
-            events = EventWatcher(a)
-            cl = listener.dial(a.udp_addr, "1")
-            cp = p.dial(a.udp_addr, "1")
-            assert listener.wait_for(lambda s: s.answered(cl)) and p.wait_for(
-                lambda s: s.answered(cp)
-            )
-            call_p = call_id(a, p.addr)
+        assert connected["node"] == NODE_B and connected["mode"] == "transceive"
+        wait_until("the link up on B", lambda: link_state(b, NODE_A) == "up")
+        digits = [e for e in events.named("dtmf")[-6:] if e["call"] == call_p]
+        assert [e["digit"] for e in digits] == list(f"*3{NODE_B}")
+        assert digits[-1]["command"] == f"*3{NODE_B} connect {NODE_B}"
 
-            # *32002 as sox tones over µ-law: A links to B.
-            since = len(events.events)
-            talk(p, cp, np.concatenate([digit_tones(8000, f"*3{NODE_B}"), silence(8000, 300)]))
-            connected = events.wait_for(
-                lambda e: e["event"] == "link" and e["kind"] == "connected", since=since
-            )
-            assert connected["node"] == NODE_B and connected["mode"] == "transceive"
-            wait_until("the link up on B", lambda: link_state(b, NODE_A) == "up")
-            digits = [e for e in events.named("dtmf")[-6:] if e["call"] == call_p]
-            assert [e["digit"] for e in digits] == list(f"*3{NODE_B}")
-            assert digits[-1]["command"] == f"*3{NODE_B} connect {NODE_B}"
+        # The listener on the same conference heard the tones muted: no digit, only onsets.
+        heard = listener.recording(cl).pcm()
+        assert len(heard) > 0
+        assert presses(heard, 8000) == []
+        leaks = tone_bursts_ms(heard, 8000)
+        print(f"listener heard {len(leaks)} onsets, longest {max(leaks, default=0):.1f} ms")
+        assert max(leaks, default=0) < 25
 
-            # The listener on the same conference heard the tones muted: no digit, only onsets.
-            heard = listener.recording(cl).pcm()
-            assert len(heard) > 0
-            assert presses(heard, 8000) == []
-            leaks = tone_bursts_ms(heard, 8000)
-            print(f"listener heard {len(leaks)} onsets, longest {max(leaks, default=0):.1f} ms")
-            assert max(leaks, default=0) < 25
-
-            # *12002 from the project's generator over slin16: A unlinks.
-            cp2 = p2.dial(a.udp_addr, "1")
-            assert p2.wait_for(lambda s: s.answered(cp2))
-            assert p2.endpoint.call(cp2).format == 0x8000
-            call_p2 = call_id(a, p2.addr)
-            since = len(events.events)
-            tones = np.frombuffer(dtmf_pcm(16000, f"*1{NODE_B}", -12.0, 60, 60), dtype=np.int16)
-            talk(p2, cp2, np.concatenate([tones, silence(16000, 300)]))
-            gone = events.wait_for(
-                lambda e: e["event"] == "link" and e["kind"] == "disconnected", since=since
-            )
-            assert gone["node"] == NODE_B
-            wait_until("the link gone from B", lambda: link_state(b, NODE_A) is None)
-            last = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
-            assert last == {
-                "event": "dtmf",
-                "call": call_p2,
-                "digit": NODE_B[-1],
-                "command": f"*1{NODE_B} disconnect {NODE_B}",
-            }
+        # *12002 from the project's generator over slin16: A unlinks.
+        cp2 = p2.dial(a.udp_addr, "1")
+        assert p2.wait_for(lambda s: s.answered(cp2))
+        assert p2.endpoint.call(cp2).format == 0x8000
+        call_p2 = call_id(a, p2.addr)
+        since = len(events.events)
+        tones = np.frombuffer(dtmf_pcm(16000, f"*1{NODE_B}", -12.0, 60, 60), dtype=np.int16)
+        talk(p2, cp2, np.concatenate([tones, silence(16000, 300)]))
+        gone = events.wait_for(
+            lambda e: e["event"] == "link" and e["kind"] == "disconnected", since=since
+        )
+        assert gone["node"] == NODE_B
+        wait_until("the link gone from B", lambda: link_state(b, NODE_A) is None)
+        last = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
+        assert last == {
+            "event": "dtmf",
+            "call": call_p2,
+            "digit": NODE_B[-1],
+            "command": f"*1{NODE_B} disconnect {NODE_B}",
+        }
     log = node_log(a)
     assert f"DTMF *3{NODE_B} connect {NODE_B} from call {call_p}: linking node {NODE_B}" in log
     assert "Traceback" not in log and LINK_SECRET not in log

@@ -35,6 +35,18 @@ def pcm(b: bytes) -> np.ndarray:
     return np.frombuffer(b, np.int16)
 
 
+def mini_payloads(peer: socket.socket) -> list[bytes]:
+    """The µ-law payloads of the mini frames waiting on a call's socket (non-blocking)."""
+    payloads = []
+    while True:
+        try:
+            data = peer.recv(2048)
+        except BlockingIOError:
+            return payloads
+        if len(data) == 164 and not data[0] & 0x80:
+            payloads.append(data[4:])
+
+
 # --- the converters -----------------------------------------------------------------------------
 
 
@@ -170,13 +182,7 @@ def test_audio_flows_both_ways_between_a_48k_card_and_a_call(engine: Engine) -> 
                 frame = ulaw_encode(call_tone[k * 160 : (k + 1) * 160].tobytes())
                 bridge.push_voice(1, FORMAT_ULAW, 20 + 20 * k, frame)
             played.append(port.exchange(radio[i * 960 : (i + 1) * 960]))
-            while True:
-                try:
-                    data = peer.recv(2048)
-                except BlockingIOError:
-                    break
-                if len(data) == 164 and not data[0] & 0x80:
-                    received.append(data[4:])
+            received += mini_payloads(peer)
             wait = start + (i + 1) * 0.010 - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
@@ -261,13 +267,7 @@ def test_dtmf_on_the_radios_receiver_is_decoded_and_kept_off_the_call(engine: En
         for i in range(len(radio) // 480):
             port.exchange(radio[i * 480 : (i + 1) * 480])
             events += engine.drain_events()
-            while True:
-                try:
-                    data = peer.recv(2048)
-                except BlockingIOError:
-                    break
-                if len(data) == 164 and not data[0] & 0x80:
-                    heard.append(pcm(ulaw_decode(data[4:])))
+            heard += [pcm(ulaw_decode(p)) for p in mini_payloads(peer)]
             wait = start + (i + 1) * 0.005 - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
