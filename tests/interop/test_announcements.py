@@ -12,6 +12,7 @@ The measured figures are printed (run with -s) and quoted in docs/announce.md.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,15 +164,16 @@ def test_spoken_announcements_over_a_call_and_on_the_event_stream(
         def finished(n: int) -> bool:
             return len(events.named("announcement_finished")) >= n
 
+        # A pause after each announcement, so the phone hears three separate talk spurts.
         wait_until("the answered announcement", lambda: finished(1))
+        time.sleep(0.3)
         p.send_dtmf(cp, f"*3{NODE_B}")
         events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "connected")
         wait_until("the link announcement", lambda: finished(2))
+        time.sleep(0.3)
         p.send_dtmf(cp, "*70")
         events.wait_for(lambda e: e["event"] == "announcement_finished" and e["kind"] == "command")
-        # The three play back to back (the test acts as soon as one ends): split them at
-        # any missing frame.
-        spurts = p.recording(cp).spurts(gap_ms=40)
+        spurts = p.recording(cp).spurts(gap_ms=200)
 
     started = [e["kind"] for e in events.named("announcement_started")]
     ended = [(e["kind"], e["completed"]) for e in events.named("announcement_finished")]
