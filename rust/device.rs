@@ -21,9 +21,13 @@ use crate::level::{gain_db_valid, gain_from_db, LevelMeter, Reading, GAIN_DB_MAX
 use crate::polyphase::{Decimator, Interpolator, DEVICE_RATE};
 use crate::resample::Resample;
 use crate::resample::{ne_at, to_i16, ResampleError};
+use crate::vox::{VoxConfig, VoxError, VoxGate};
 
 /// Length of the station's frames, as everywhere in the media path.
 const FRAME_MS: u32 = 20;
+
+/// Longest receive-audio delay accepted, in ms.
+pub const RX_DELAY_MS_MAX: u32 = 1000;
 
 /// Errors of the device edge.
 #[non_exhaustive]
@@ -39,6 +43,10 @@ pub enum DeviceError {
     OddLength { len: usize },
     /// The rate converter refused its input.
     Convert(ResampleError),
+    /// A receive-audio delay above [`RX_DELAY_MS_MAX`].
+    RxDelay { ms: u32 },
+    /// VOX settings out of range.
+    Vox(VoxError),
 }
 
 impl fmt::Display for DeviceError {
@@ -61,11 +69,22 @@ impl fmt::Display for DeviceError {
                 "16-bit audio must have an even byte count, got {len} bytes"
             ),
             DeviceError::Convert(e) => e.fmt(f),
+            DeviceError::RxDelay { ms } => write!(
+                f,
+                "receive audio delay {ms} ms is out of range (accepted: 0 to {RX_DELAY_MS_MAX})"
+            ),
+            DeviceError::Vox(e) => e.fmt(f),
         }
     }
 }
 
 impl std::error::Error for DeviceError {}
+
+impl From<VoxError> for DeviceError {
+    fn from(e: VoxError) -> Self {
+        DeviceError::Vox(e)
+    }
+}
 
 impl From<ResampleError> for DeviceError {
     fn from(e: ResampleError) -> Self {
@@ -130,8 +149,13 @@ pub struct DeviceEdge {
     rx_meter: LevelMeter,
     /// Metered at the device rate: what the transmitter gets.
     tx_meter: LevelMeter,
-    /// Captured station-rate samples that do not fill a frame yet.
+    /// Captured station-rate samples not delivered yet: what does not fill a frame yet, and the
+    /// newest `rx_delay` samples, held back on purpose.
     mic: Vec<i16>,
+    /// The receive-audio delay in samples.
+    rx_delay: usize,
+    /// VOX on the captured audio (ahead of the delay), when the carrier comes from VOX.
+    vox: Option<VoxGate>,
     /// Station-rate samples taken from the station and not yet played.
     speaker: Vec<i16>,
     /// One frame from the station.
@@ -172,6 +196,8 @@ impl DeviceEdge {
             rx_meter: LevelMeter::new(station_rate),
             tx_meter: LevelMeter::new(device_rate),
             mic: Vec::new(),
+            rx_delay: 0,
+            vox: None,
             speaker: Vec::new(),
             frame: vec![0; frame_len],
             out: Vec::new(),
@@ -229,6 +255,40 @@ impl DeviceEdge {
         Ok(())
     }
 
+    /// Delay the captured audio by `ms` before it reaches the station, so that when the carrier
+    /// drops the node unkeys before the receiver's squelch tail would have been sent (simpleusb's
+    /// `rxaudiodelay`). Carrier detection (COS, VOX) sees the audio undelayed.
+    pub fn set_rx_delay_ms(&mut self, ms: u32) -> Result<(), DeviceError> {
+        if ms > RX_DELAY_MS_MAX {
+            return Err(DeviceError::RxDelay { ms });
+        }
+        let samples = (self.station_rate / 1000 * ms) as usize;
+        if samples < self.rx_delay {
+            // Audio held back for the longer delay is skipped rather than sent in a burst.
+            let skip = (self.rx_delay - samples).min(self.mic.len());
+            self.mic.drain(..skip);
+        }
+        self.rx_delay = samples;
+        Ok(())
+    }
+
+    pub fn rx_delay_ms(&self) -> u32 {
+        (self.rx_delay * 1000 / self.station_rate as usize) as u32
+    }
+
+    /// Run VOX on the captured audio (after the rx gain), or stop it (None).
+    pub fn set_vox(&mut self, cfg: Option<VoxConfig>) -> Result<(), DeviceError> {
+        self.vox = cfg
+            .map(|c| VoxGate::new(self.station_rate, c))
+            .transpose()?;
+        Ok(())
+    }
+
+    /// VOX's new state when it changed since the last call (None also without VOX).
+    pub fn take_vox_change(&mut self) -> Option<bool> {
+        self.vox.as_mut().and_then(VoxGate::take_change)
+    }
+
     /// Level of the captured audio after the rx gain, at the station rate.
     pub fn rx_level(&self) -> Reading {
         self.rx_meter.reading()
@@ -259,10 +319,16 @@ impl DeviceEdge {
             }
             Some(c) => c.down.process_ne_bytes(input, &mut self.mic)?,
         }
-        self.rx_meter
-            .feed(self.mic.get(start..).unwrap_or_default());
+        let fresh = self.mic.get(start..).unwrap_or_default();
+        self.rx_meter.feed(fresh);
+        if let Some(vox) = &mut self.vox {
+            vox.feed(fresh);
+        }
         let mut at = 0;
-        while let Some(frame) = self.mic.get(at..at + self.frame_len) {
+        while at + self.frame_len + self.rx_delay <= self.mic.len() {
+            let Some(frame) = self.mic.get(at..at + self.frame_len) else {
+                break;
+            };
             deliver(frame);
             at += self.frame_len;
         }
@@ -547,6 +613,54 @@ mod tests {
                 edge.buffered()
             );
         }
+    }
+
+    #[test]
+    fn the_rx_delay_holds_the_newest_audio_back_and_vox_hears_it_first() {
+        let mut edge = DeviceEdge::new(8000, 8000).unwrap();
+        edge.set_rx_delay_ms(100).unwrap();
+        assert_eq!(edge.rx_delay_ms(), 100);
+        edge.set_vox(Some(VoxConfig {
+            threshold_dbfs: -30.0,
+            attack_ms: 20,
+            release_ms: 20,
+        }))
+        .unwrap();
+        let x: Vec<i16> = (0..1600).map(|n| if n < 800 { 0 } else { 8000 }).collect();
+        let mut delivered: Vec<i16> = Vec::new();
+        let mut opened_at = None;
+        for (i, block) in x.chunks(40).enumerate() {
+            edge.capture(&bytes(block), |f| delivered.extend_from_slice(f))
+                .unwrap();
+            if edge.take_vox_change() == Some(true) {
+                opened_at = Some((i + 1) * 40);
+                // Whatever was delivered by then is older than the signal: all silence.
+                assert!(delivered.iter().all(|&s| s == 0), "{i}");
+            }
+            // Never more than the delay plus a partial frame held back.
+            assert!(edge.buffered().0 < 800 + 160);
+        }
+        assert_eq!(opened_at, Some(960), "VOX opens one window into the signal");
+        // The stream is the input, 800 samples (100 ms) late, in whole frames.
+        assert_eq!(delivered.len(), 800);
+        assert_eq!(delivered, x[..800]);
+        // A shorter delay skips what it no longer holds back, in no burst.
+        edge.set_rx_delay_ms(0).unwrap();
+        assert_eq!(edge.buffered().0, 0);
+        assert_eq!(
+            edge.set_rx_delay_ms(1001),
+            Err(DeviceError::RxDelay { ms: 1001 })
+        );
+        assert!(matches!(
+            edge.set_vox(Some(VoxConfig {
+                threshold_dbfs: 3.0,
+                attack_ms: 0,
+                release_ms: 0
+            })),
+            Err(DeviceError::Vox(_))
+        ));
+        edge.set_vox(None).unwrap();
+        assert_eq!(edge.take_vox_change(), None);
     }
 
     #[test]

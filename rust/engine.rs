@@ -234,12 +234,17 @@ pub enum Command {
     StopPlay(u32),
     /// Parrot mode with these settings, or the conference (`None`).
     SetParrot(Option<ParrotSettings>),
+    /// The local receiver has a carrier detector: its audio is heard only while keyed.
+    SetLocalGated(bool),
 }
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EngineEvent {
     Media(MediaEvent),
+    /// VOX on the local receiver's audio opened (`true`) or closed: reported by the device
+    /// thread, as the audio is captured.
+    Vox(bool),
     /// A command that could not be applied (e.g. it names a leg that is gone).
     CommandFailed(String),
 }
@@ -547,6 +552,10 @@ impl Worker {
                 }
                 Command::SetParrot(settings) => {
                     self.station.set_parrot(settings);
+                    Ok(())
+                }
+                Command::SetLocalGated(on) => {
+                    self.station.set_local_gated(on);
                     Ok(())
                 }
             };
@@ -950,6 +959,9 @@ impl DeviceLink {
         let shared = &self.shared;
         self.edge
             .capture(input, |frame| lock(&shared.local).push_mic(frame))?;
+        if let Some(open) = self.edge.take_vox_change() {
+            shared.emit(std::iter::once(EngineEvent::Vox(open)));
+        }
         self.edge
             .playback(output, |dst| lock(&shared.local).pull_speaker(dst))
     }
@@ -1153,6 +1165,34 @@ mod tests {
             (c.rx_frames, c.tx_frames, c.tx_dropped, c.tx_late),
             (1, 0, 0, 0)
         );
+    }
+
+    #[test]
+    fn vox_edges_on_the_captured_audio_are_engine_events() {
+        let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+        let mut edge = DeviceEdge::new(8000, 8000).expect("edge");
+        edge.set_vox(Some(crate::vox::VoxConfig {
+            threshold_dbfs: -30.0,
+            attack_ms: 20,
+            release_ms: 20,
+        }))
+        .expect("vox");
+        let mut link = engine.attach_device(edge).expect("attach");
+        let loud: Vec<u8> = (0..160)
+            .flat_map(|n| if n % 2 == 0 { 8000i16 } else { -8000 }.to_ne_bytes())
+            .collect();
+        let mut out = vec![0u8; 320];
+        link.exchange(&loud, &mut out).expect("exchange");
+        link.exchange(&[0u8; 320], &mut out).expect("exchange");
+        let mut vox = Vec::new();
+        assert!(wait_for(|| {
+            vox.extend(engine.drain_events().into_iter().filter_map(|e| match e {
+                EngineEvent::Vox(open) => Some(open),
+                _ => None,
+            }));
+            vox.len() >= 2
+        }));
+        assert_eq!(vox, vec![true, false]);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod polyphase;
 pub mod ratio;
 pub mod resample;
 pub mod tone;
+pub mod vox;
 
 #[cfg(test)]
 mod test_signal;

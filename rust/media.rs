@@ -136,6 +136,11 @@ pub enum MediaEvent {
     /// Somebody started talking in the conference (a call, a link, the local radio, the
     /// operator's key), or nobody has for [`ACTIVITY_HANG_MS`]. Announcements never count.
     Activity { active: bool },
+    /// The local radio started (`true`) or stopped hearing audio from the conference (or its
+    /// parrot's playback, or the one announcement allowed to key it, the station ID under
+    /// `cw_keys_when_idle`): what its transmitter has to send. Python keys the PTT on it (with
+    /// the hang time). Other announcements are mixed into its output without keying it.
+    LocalTx { on: bool },
 }
 
 /// A frame ready to be sent as a mini frame.
@@ -262,6 +267,11 @@ pub struct Station {
     local_hears: bool,
     /// In-band DTMF detection on the local radio's receive audio, when on.
     local_dtmf: Option<InbandDtmf>,
+    /// `local_hears` as last reported in a [`MediaEvent::LocalTx`].
+    local_tx: bool,
+    /// The local receiver has a carrier detector: its audio is heard only while keyed, never
+    /// by its own level (the squelch tail and an open receiver's noise stay out).
+    local_gated: bool,
     jitter_cfg: JitterConfig,
     /// A frame of zeros: what a muted member puts in the conference.
     silence: Vec<i16>,
@@ -337,6 +347,8 @@ impl Station {
             local_out: vec![0; frame_len],
             local_hears: false,
             local_dtmf: None,
+            local_tx: false,
+            local_gated: false,
             jitter_cfg: JitterConfig::default(),
             silence: vec![0; frame_len],
             player: Player::new(rate, frame_len),
@@ -385,6 +397,11 @@ impl Station {
         self.local_keyed
     }
 
+    /// With a carrier detector on the local receiver, its audio counts only while keyed.
+    pub fn set_local_gated(&mut self, on: bool) {
+        self.local_gated = on;
+    }
+
     fn sync_local_slot(&mut self) {
         let wanted = self.local_member || self.local_keyed;
         match (wanted, self.local_slot) {
@@ -410,8 +427,10 @@ impl Station {
     pub fn put_local(&mut self, pcm: &[i16]) {
         if self.local_slot.is_some() && pcm.len() == self.frame_len {
             // Unkeyed, only a frame with signal counts as talking, so an idle microphone does
-            // not hold every leg in a talk spurt; keyed, every frame does.
-            if self.local_keyed || pcm.iter().any(|s| s.unsigned_abs() > 32) {
+            // not hold every leg in a talk spurt (and behind a carrier detector none does);
+            // keyed, every frame does.
+            if self.local_keyed || (!self.local_gated && pcm.iter().any(|s| s.unsigned_abs() > 32))
+            {
                 self.local_in = Some(pcm.to_vec());
             }
         }
@@ -809,6 +828,12 @@ impl Station {
             };
         self.local_hears |= self.player.keys_local() || echo;
         self.local_speaker = self.local_member || self.player.local().is_some();
+        if self.local_hears != self.local_tx {
+            self.local_tx = self.local_hears;
+            out.events.push(MediaEvent::LocalTx {
+                on: self.local_hears,
+            });
+        }
     }
 
     fn track_activity(&mut self, now_ms: u64, events: &mut Vec<MediaEvent>) {
@@ -1673,6 +1698,76 @@ mod tests {
         assert_eq!(frames, 20, "one frame per keyed tick, silence included");
         assert_eq!(ended, vec![30]);
         assert!(!st.local_radio(), "keying does not make the radio a member");
+    }
+
+    #[test]
+    fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(250, 9650, Codec::Ulaw), 0).expect("a");
+        st.set_local_radio(true);
+        let mut out = TickOutput::default();
+        let mut edges = Vec::new();
+        for n in 0..40usize {
+            let now = n as u64 * 20;
+            if (10..20).contains(&n) {
+                feed(
+                    &mut st,
+                    250,
+                    Codec::Ulaw,
+                    &tone(700.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+            }
+            if n == 30 {
+                st.set_local_radio(false);
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                if let MediaEvent::LocalTx { on } = e {
+                    edges.push((n, *on));
+                }
+            }
+        }
+        // On with the first frame the jitter buffer plays, off when it stops delivering (and
+        // concealment has faded out); one edge each way.
+        assert_eq!(edges.len(), 2, "{edges:?}");
+        assert!(edges[0].1);
+        assert!(!edges[1].1);
+        assert!(edges[0].0 >= 10 && edges[1].0 > edges[0].0 && edges[1].0 < 30);
+    }
+
+    #[test]
+    fn a_gated_local_receiver_is_heard_only_while_keyed() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(260, 9660, Codec::Ulaw), 0).expect("a");
+        st.set_local_radio(true);
+        st.set_local_gated(true);
+        let mut out = TickOutput::default();
+        let mut heard_at = Vec::new();
+        for n in 0..30usize {
+            match n {
+                10 => st.set_local_keyed(true),
+                20 => st.set_local_keyed(false),
+                _ => {}
+            }
+            st.put_local(&tone(500.0, 8000, n));
+            out.clear();
+            st.tick(n as u64 * 20, &mut out);
+            if heard(&out, 260, addr(9660), Codec::Ulaw).is_some() {
+                heard_at.push(n);
+            }
+        }
+        assert_eq!(heard_at, (10..20).collect::<Vec<_>>());
+        st.set_local_gated(false);
+        st.put_local(&tone(500.0, 8000, 30));
+        out.clear();
+        st.tick(600, &mut out);
+        assert!(
+            heard(&out, 260, addr(9660), Codec::Ulaw).is_some(),
+            "ungated: by level"
+        );
     }
 
     #[test]

@@ -464,6 +464,113 @@ impl CwKeyer {
     }
 }
 
+/// One step of a [`ToneSequence`]: up to two frequencies (0 Hz for none, both 0 for a pause),
+/// sounded for `ms`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToneStep {
+    pub freq1_hz: f64,
+    pub freq2_hz: f64,
+    pub ms: u32,
+}
+
+/// A sequence of tones and pauses, such as a repeater's courtesy tone (app_rpt's telemetry
+/// `|t(f1,f2,ms,amplitude)...`), produced frame by frame.
+///
+/// Each tone step is keyed for its length less one ramp, so its raised-cosine ramp-down ends
+/// with the step and the next step starts from silence: no click at any edge. A step of two
+/// frequencies sums two sines at half the level each, so its peak stays at the level.
+#[derive(Debug, Clone)]
+pub struct ToneSequence {
+    /// Per step: its oscillators and its `[start, end)` in samples.
+    steps: Vec<(Vec<Oscillator>, u64, u64)>,
+    env: Envelope,
+    /// Index of the step `pos` is in.
+    next: usize,
+    pos: u64,
+    total: u64,
+}
+
+impl ToneSequence {
+    /// The sequence of `steps` at `rate`, each tone peaking at `level_dbfs`.
+    pub fn new(rate: u32, steps: &[ToneStep], level_dbfs: f64) -> Result<Self, ToneError> {
+        check_rate(rate)?;
+        let amplitude = dbfs_to_amplitude(level_dbfs)?;
+        let mut out = Vec::with_capacity(steps.len());
+        let mut at = 0u64;
+        for step in steps {
+            let freqs: Vec<f64> = [step.freq1_hz, step.freq2_hz]
+                .into_iter()
+                .filter(|&f| f != 0.0)
+                .collect();
+            let each = amplitude / freqs.len().max(1) as f64;
+            let oscillators = freqs
+                .iter()
+                .map(|&f| Oscillator::new(rate, f, each))
+                .collect::<Result<Vec<_>, _>>()?;
+            let len = u64::from(rate) * u64::from(step.ms) / 1000;
+            out.push((oscillators, at, at + len));
+            at += len;
+        }
+        Ok(ToneSequence {
+            steps: out,
+            env: Envelope::new(ramp_samples(rate)),
+            next: 0,
+            pos: 0,
+            total: at,
+        })
+    }
+
+    /// Fill `out` with the next samples (silence after the end). Returns false when the
+    /// sequence was already complete before this call, like [`CwKeyer::fill`].
+    pub fn fill(&mut self, out: &mut [i16]) -> bool {
+        if self.pos >= self.total {
+            out.fill(0);
+            return false;
+        }
+        let ramp = self.env.ramp() as u64;
+        for o in out.iter_mut() {
+            while self
+                .steps
+                .get(self.next)
+                .is_some_and(|&(_, _, end)| self.pos >= end)
+            {
+                self.next += 1;
+            }
+            let Some((oscillators, _, end)) = self.steps.get_mut(self.next) else {
+                *o = 0;
+                self.pos += 1;
+                continue;
+            };
+            self.env
+                .key(!oscillators.is_empty() && self.pos + ramp < *end);
+            let g = self.env.next_gain();
+            let v: f64 = oscillators.iter_mut().map(Oscillator::next_sample).sum();
+            *o = to_i16(g * v);
+            self.pos += 1;
+        }
+        true
+    }
+
+    /// Length of the sequence in samples.
+    pub fn duration_samples(&self) -> u64 {
+        self.total
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.pos >= self.total
+    }
+
+    /// Back to the start.
+    pub fn rewind(&mut self) {
+        self.next = 0;
+        self.pos = 0;
+        self.env.reset();
+        for (oscillators, _, _) in &mut self.steps {
+            oscillators.iter_mut().for_each(Oscillator::reset);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -827,5 +934,79 @@ mod tests {
             }
             prop_assert_eq!(got, whole);
         }
+    }
+
+    fn step(freq1_hz: f64, freq2_hz: f64, ms: u32) -> ToneStep {
+        ToneStep {
+            freq1_hz,
+            freq2_hz,
+            ms,
+        }
+    }
+
+    fn run_sequence(seq: &mut ToneSequence, frame: usize) -> Vec<i16> {
+        let mut all = Vec::new();
+        let mut buf = vec![0i16; frame];
+        while seq.fill(&mut buf) {
+            all.extend_from_slice(&buf);
+        }
+        all.truncate(seq.duration_samples() as usize);
+        all
+    }
+
+    #[test]
+    fn a_courtesy_tone_sequence_sounds_each_step_for_its_length() {
+        // 880 Hz 100 ms, a 50 ms pause, then 660 + 1320 Hz together for 100 ms.
+        let steps = [
+            step(880.0, 0.0, 100),
+            step(0.0, 0.0, 50),
+            step(660.0, 1320.0, 100),
+        ];
+        let mut seq = ToneSequence::new(8000, &steps, -6.0).unwrap();
+        assert_eq!(seq.duration_samples(), 2000);
+        let x = run_sequence(&mut seq, 160);
+        assert_eq!(x.len(), 2000);
+        assert!(seq.is_done() && !seq.fill(&mut [0i16; 160]));
+        let peak = dbfs_to_amplitude(-6.0).unwrap();
+        // The steady middle of each step: its tones at their level, nothing else.
+        let first = &x[200..600];
+        assert!((db(amplitude_at(first, 8000, 880.0) / peak)).abs() < 0.1);
+        assert!(x[800..1200].iter().all(|&s| s == 0), "the pause is silent");
+        let both = &x[1400..1800];
+        for f in [660.0, 1320.0] {
+            assert!(
+                (db(amplitude_at(both, 8000, f) / (peak / 2.0))).abs() < 0.1,
+                "{f}"
+            );
+        }
+        assert!(both
+            .iter()
+            .all(|&s| f64::from(s.unsigned_abs()) <= peak + 1.0));
+        // Every step starts and ends in silence: no click at the edges.
+        for edge in [0usize, 800, 1200, 2000] {
+            if edge < x.len() {
+                assert!(x[edge].unsigned_abs() < 200, "start at {edge}: {}", x[edge]);
+            }
+            assert!(
+                x[edge - usize::from(edge > 0)].unsigned_abs() < 200,
+                "end before {edge}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sequence_rewinds_and_refuses_bad_steps() {
+        let steps = [step(1000.0, 0.0, 60)];
+        let mut seq = ToneSequence::new(16000, &steps, -12.0).unwrap();
+        let once = run_sequence(&mut seq, 320);
+        seq.rewind();
+        assert_eq!(run_sequence(&mut seq, 100), once);
+        assert_eq!(
+            ToneSequence::new(8000, &[step(4000.0, 0.0, 10)], -6.0).unwrap_err(),
+            ToneError::Frequency(4000.0)
+        );
+        assert!(ToneSequence::new(8000, &steps, 1.0).is_err());
+        let mut empty = ToneSequence::new(8000, &[], -6.0).unwrap();
+        assert!(empty.is_done() && !empty.fill(&mut [1i16; 4]));
     }
 }

@@ -47,12 +47,32 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
         "calls": [],
         "links": [],
     }
-    # Extensions beyond the spec (documented in the README): the operator's TX, the bridge and
-    # the audio device.
+    # Extensions beyond the spec (documented in the README): the operator's TX, the bridge, the
+    # audio device and the radio.
     assert snap.pop("tx") == {"keyed": False, "timeout_s": 180, "timeout_remaining_s": None}
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
     assert audio["backend"] == "none" and audio["running"] is True and audio["rate"] == 16000
+    # The radio (no [radio]: no PTT, no carrier).
+    assert snap.pop("radio") == {
+        "ptt": {
+            "backend": "none",
+            "keyed": False,
+            "hang_ms": 500,
+            "timeout_s": 180,
+            "timeout_remaining_s": None,
+            "timed_out": False,
+            "timeouts": 0,
+        },
+        "tx_audio": False,
+        "carrier": {
+            "backend": "none",
+            "present": False,
+            "open": False,
+            "rx_on_delay_ms": 0,
+            "rx_audio_delay_ms": 0,
+        },
+    }
     # The link contract's registration object: no [register], so no method.
     assert snap.pop("registration") == {
         "method": None,

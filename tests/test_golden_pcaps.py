@@ -17,7 +17,7 @@ import pytest
 from node._core import FullFrame, MiniFrame, TrunkFrame, VideoFrame, parse
 from node.iax2.constants import IE, ControlSubclass, Format, FrameType, IaxSubclass
 from tests.conftest import interop_dir
-from tests.pcap import UdpDatagram, read_frames, udp_datagrams
+from tests.pcap import UdpDatagram, udp_datagrams
 
 INTEROP = interop_dir()
 PCAP_DIRS = [INTEROP / "pcaps", INTEROP / "asl3"]
@@ -32,13 +32,12 @@ def is_iax(d: UdpDatagram) -> bool:
 
 def test_reference_captures_are_present() -> None:
     assert all(d.is_dir() for d in PCAP_DIRS)
-    assert len(PCAPS) >= 12
+    # The team's asterisk-register.pcap holds no packets, so it is not copied here.
+    assert len(PCAPS) >= 11
 
 
 @pytest.mark.parametrize("path", PCAPS, ids=lambda p: p.name)
 def test_every_datagram_parses_and_rebuilds_exactly(path: Path) -> None:
-    if not any(True for _ in read_frames(path)):
-        pytest.skip(f"{path.name} holds no packets at all")
     datagrams = [d for d in udp_datagrams(path) if is_iax(d)]
     assert datagrams, "no IAX2 datagram found"
     kinds: Counter[str] = Counter()

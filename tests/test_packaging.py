@@ -68,7 +68,7 @@ def tool(name: str) -> str:
 def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     analyze = tool("systemd-analyze")
     text = UNIT.read_text()
-    assert text.count(INSTALLED_NODE) == 1
+    assert text.count(INSTALLED_NODE) == 2  # ExecStart and ExecStopPost
     copy = tmp_path / "iax-node.service"
     copy.write_text(text.replace(INSTALLED_NODE, str(this_node())))
     result = subprocess.run(
@@ -99,8 +99,10 @@ def test_unit_runs_the_daemon_as_documented() -> None:
     assert service["Restart"] == ["on-failure"]
     assert service["RestartPreventExitStatus"] == [str(EXIT_CONFIG)]
     assert EXIT_CONFIG == 78
-    # Nothing that does not exist yet: no PTT release hook until `node ptt-release` is real.
-    assert "ExecStopPost" not in service
+    # The PTT is forced off after every stop, the ones the daemon does not live through too.
+    assert service["ExecStopPost"] == [
+        f"{INSTALLED_NODE} ptt-release --config /etc/iax-node/node.toml"
+    ]
     assert service["User"] == ["iax-node"]
     assert set(service["SupplementaryGroups"][0].split()) >= {"audio", "plugdev"}
     assert service["ReadWritePaths"] == ["-/etc/iax-node"]
@@ -120,16 +122,51 @@ def test_unit_runs_the_daemon_as_documented() -> None:
     assert int(service["LimitNOFILE"][0]) >= 1024
 
 
-def test_unit_command_line_is_one_the_cli_accepts(tmp_path: Path) -> None:
-    # The unit's arguments, against the real CLI: `serve --config PATH` must parse.
+@pytest.mark.parametrize("key", ["ExecStart", "ExecStopPost"])
+def test_unit_command_lines_are_ones_the_cli_accepts(tmp_path: Path, key: str) -> None:
+    # The unit's arguments, against the real CLI: `serve --config PATH` and
+    # `ptt-release --config PATH` must parse.
+    (line,) = unit_settings(UNIT.read_text())["Service"][key]
+    args = line.split()[1:]
     result = subprocess.run(
-        [str(this_node()), "serve", "--config", str(tmp_path / "x.toml"), "--help"],
+        [str(this_node()), *args, "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--config" in result.stdout
+
+
+def test_ptt_release_runs_as_exec_stop_post_with_a_config_without_radio(tmp_path: Path) -> None:
+    # What ExecStopPost runs for a node without a radio: nothing to release, success (a failing
+    # ExecStopPost would mark every clean stop of such a node as failed).
+    config = tmp_path / "node.toml"
+    config.write_text("[listener]\n[control]\n")
+    result = subprocess.run(
+        [str(this_node()), "ptt-release", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert "--config" in result.stdout
+
+
+def test_udev_rule_gives_cm108_hidraw_nodes_to_the_units_group() -> None:
+    rules = [
+        line
+        for line in (ROOT / "packaging" / "udev" / "90-iax-node-cm108.rules")
+        .read_text()
+        .splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    (rule,) = rules
+    fields = dict(
+        (k.strip(), v.strip().strip('"'))
+        for k, v in (re.split(r"\+?==?", part, maxsplit=1) for part in rule.split(", "))
+    )
+    assert fields["SUBSYSTEM"] == "hidraw"
+    assert fields["ATTRS{idVendor}"] == "0d8c"  # C-Media
+    assert (fields["GROUP"], fields["MODE"]) == ("plugdev", "0660")
+    service = unit_settings(UNIT.read_text())["Service"]
+    assert "plugdev" in service["SupplementaryGroups"][0].split()
 
 
 def test_sysusers_and_tmpfiles_create_the_user_and_config_directory(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -221,8 +223,26 @@ def test_oversized_file_is_refused(tmp_path: Path) -> None:
     assert read_peers_file(path).secrets == {}
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
     path = write(tmp_path, "2001=a\n", 0o000)
-    with pytest.raises(ConfigError, match="cannot open the peers file"):
-        read_peers_file(path)
+    if os.geteuid() != 0:
+        with pytest.raises(ConfigError, match="cannot open the peers file"):
+            read_peers_file(path)
+        return
+    # Root reads any file: read it as an ordinary user instead (the file stays root's and
+    # mode 0000; its directory is opened up so that only the file's own mode refuses).
+    tmp_path.chmod(0o755)
+    code = (
+        "import os\n"
+        "from node.errors import ConfigError\n"
+        "from node.peers_file import read_peers_file\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "try:\n"
+        f"    read_peers_file({str(path)!r})\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert "cannot open the peers file" in out.stdout, out.stdout + out.stderr

@@ -288,7 +288,7 @@ _Addr: TypeAlias = tuple[str, int]
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
 #: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
 #: | ("play_started", id) | ("play_finished", id, completed) | ("activity", active)
-#: | ("command_failed", message)
+#: | ("local_tx", on) | ("vox", open) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -351,11 +351,19 @@ class Engine:
         conference."""
     def set_local_radio(self, on: bool) -> None: ...
     def set_local_keyed(self, on: bool) -> None: ...
+    def set_local_gated(self, on: bool) -> None: ...
     def open_device(
-        self, device_rate: int, rx_gain_db: float = 0.0, tx_gain_db: float = 0.0
+        self,
+        device_rate: int,
+        rx_gain_db: float = 0.0,
+        tx_gain_db: float = 0.0,
+        rx_delay_ms: int = 0,
+        vox: tuple[float, int, int] | None = None,
     ) -> DevicePort:
         """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
-        radio member; gains in dB (-40 to +20). DeviceError for a rate or gain it cannot take."""
+        radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
+        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports ("vox", open)
+        events. DeviceError for a setting it cannot take."""
     def stop(self) -> None: ...
 
 # --- device ---

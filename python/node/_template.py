@@ -246,6 +246,45 @@ source = "env"
 # TX time-out in seconds (1-3600): a key held this long is released and reported.
 #tx_timeout_secs = 180
 
+# EXTENSION. The radio: its transmitter's PTT and its receiver's carrier detect (COS). Names
+# follow ASL3's simpleusb.conf / rpt.conf in milliseconds; docs/radio.md maps them. The radio
+# hears the conference only with [bridge] mode = "handset", or "conference" with
+# include_local_radio = true.
+#[radio]
+# How the transmitter is keyed: "none", "cm108" (a CM108/CM119 USB interface's GPIO over hidraw),
+# "serial" (a serial port's RTS or DTR) or "gpio" (a GPIO line, needs `pip install gpiod`).
+#ptt = "none"
+# The PTT device: /dev/hidrawN (cm108), /dev/ttyUSB0 (serial), gpiochip0 (gpio).
+#ptt_device = ""
+# Unset by default: the backend's default pin. cm108: GPIO number 1-8 (3 by default, as
+# simpleusb); serial: "rts" (default) or "dtr"; gpio: the line's offset or name (required). E.g.
+# ptt_pin = 3
+# Key with the line low instead of high (simpleusb invertptt).
+#ptt_invert = false
+# Milliseconds (0-60000) the transmitter stays keyed after the conference goes quiet (hangtime).
+#hang_time_ms = 500
+# Where the carrier comes from: "none", "cm108" (a HID input, carrierfrom = usb), "serial" (CTS,
+# DSR or CD), "gpio" (a GPIO line) or "vox" (the received audio's level).
+#carrier = "none"
+# The carrier's device; empty with carrier = "cm108" means ptt_device.
+#carrier_device = ""
+# Unset by default: the backend's default pin. cm108: "vol_down" (default, the usual COS wiring),
+# "vol_up", "mute_play", "mute_rec" or a GPIO number 1-8; serial: "cts", "dsr" or "cd" (required);
+# gpio: the line's offset or name (required). E.g.
+# carrier_pin = "vol_down"
+# The carrier is active with the input low / clear (carrierfrom = usbinvert).
+#carrier_invert = false
+# Milliseconds (0-5000) a carrier must last before it keys the node (rxondelay).
+#rx_on_delay_ms = 0
+# Milliseconds (0-1000) the received audio is held back, so the squelch tail is never sent
+# (rxaudiodelay).
+#rx_audio_delay_ms = 0
+# carrier = "vox": threshold in dBFS RMS (-80.0 to 0.0, as the status page's rx meter reads), and
+# how long (ms, 0-10000) the level must stay above it to open and below it to close.
+#vox_threshold_db = -35.0
+#vox_attack_ms = 40
+#vox_release_ms = 800
+
 # EXTENSION. The Asterisk Manager Interface subset Allmon3 and Supermon poll (RptStatus XStat and
 # SawStat, rpt stats/lstats/nodes/xnode, rpt cmd ilink, rpt fun). Its password comes from the
 # secrets source (see [secrets]); it is never in this file unless source = "config".
@@ -268,6 +307,9 @@ source = "env"
 #node = "2000"
 # The NAME of the environment variable holding the portal password (never the password).
 #credential_env = "PORTAL_PASSWORD"
+# EXTENSION. The portal's base URL; web-transceiver tokens come from its
+# /api/v2/auth-wt-legacy API.
+#url = "https://www.allstarlink.org"
 
 # Parrot tuning; consulted only in parrot mode, harmless otherwise.
 #[parrot]

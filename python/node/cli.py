@@ -65,5 +65,21 @@ def tui(config_path: str) -> None:
     sys.exit(run(config_path))
 
 
+@cli.command("ptt-release")
+@config_option
+def ptt_release(config_path: str) -> None:
+    """Force the radio's PTT off ([radio] ptt) and exit: for the service manager after the node
+    stopped (the shipped systemd unit's ExecStopPost), so a node that crashed or was killed
+    never leaves its transmitter keyed.
+
+    Only reads the configuration (a missing file is an error here, no template is written).
+    Exit status: 0 when the PTT is released (or none is configured), 78 for a configuration
+    error, 1 when the PTT device cannot be opened or written.
+    """
+    from node.radio.release import run
+
+    sys.exit(run(config_path))
+
+
 def main() -> None:
     cli(prog_name="node")

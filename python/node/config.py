@@ -58,6 +58,7 @@ __all__ = [
     "NodeConfig",
     "ParrotConfig",
     "PortalConfig",
+    "RadioConfig",
     "RegisterConfig",
     "SecretsConfig",
     "StatpostConfig",
@@ -93,6 +94,8 @@ LinkShape = Literal["standard", "wt-guest"]
 RegisterMethod = Literal["iax2", "http"]
 LinkModeName = Literal["transceive", "monitor"]
 LinkNetworkName = Literal["allstar", "dstar"]
+PttBackend = Literal["none", "cm108", "serial", "gpio"]
+CarrierBackend = Literal["none", "cm108", "serial", "gpio", "vox"]
 
 ANSWERS: tuple[str, ...] = ("auto", "manual")
 AUTHS: tuple[str, ...] = ("required", "optional", "off")
@@ -112,10 +115,18 @@ REGISTER_METHODS: tuple[str, ...] = ("iax2", "http")
 #: ASL3's HTTP registrar (res_rpt_http_registrations) and stats collector (app_rpt statpost_url).
 ASL_REGISTER_URL = "https://register.allstarlink.org/"
 ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
+#: The web-transceiver portal (`[portal] url`'s default).
+PORTAL_URL = "https://www.allstarlink.org"
 #: ASL3's node-lookup domain (app_rpt dns_node_domain).
 ASL_DNS_DOMAIN = "nodes.allstarlink.org"
 LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
 LINK_NETWORKS: tuple[str, ...] = ("allstar", "dstar")
+PTT_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio")
+CARRIER_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio", "vox")
+#: The CM108's button inputs as `[radio] carrier_pin` names them (HID input report byte 0).
+CM108_BUTTONS: tuple[str, ...] = ("vol_up", "vol_down", "mute_play", "mute_rec")
+SERIAL_PTT_PINS: tuple[str, ...] = ("rts", "dtr")
+SERIAL_CARRIER_PINS: tuple[str, ...] = ("cts", "dsr", "cd")
 #: The spec's announced events.
 SPEC_EVENT_NAMES: tuple[str, ...] = (
     "incoming_call",
@@ -447,6 +458,49 @@ class KeyingConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RadioConfig:
+    """*Extension* `[radio]`: the radio's PTT (transmitter) and carrier detect (receiver).
+
+    The names follow ASL3's `simpleusb.conf` and rpt.conf where there is one (`carrierfrom`,
+    `invertptt`, `rxondelay`, `rxaudiodelay`, `hangtime`), in milliseconds instead of 20 ms
+    intervals; docs/radio.md has the full mapping.
+    """
+
+    #: How the transmitter is keyed.
+    ptt: PttBackend = "none"
+    #: The hidraw node (cm108), serial port (serial) or GPIO chip (gpio) of the PTT.
+    ptt_device: str = ""
+    #: cm108: the GPIO number 1-8 (default 3); serial: "rts" or "dtr" (default "rts"); gpio: a
+    #: line offset or name (required). None: the backend's default.
+    ptt_pin: int | str | None = None
+    #: Key with the line low (cm108, gpio) or cleared (serial) instead of high / set.
+    ptt_invert: bool = False
+    #: The transmitter stays keyed this long after the conference goes quiet (rpt.conf
+    #: `hangtime`).
+    hang_time_ms: int = 500
+    #: Where the receiver's carrier (COS) comes from.
+    carrier: CarrierBackend = "none"
+    #: The carrier's hidraw node, serial port or GPIO chip; empty with cm108 means `ptt_device`.
+    carrier_device: str = ""
+    #: cm108: vol_up, vol_down (default), mute_play, mute_rec, or a GPIO number 1-8; serial:
+    #: "cts", "dsr" or "cd" (required); gpio: a line offset or name (required).
+    carrier_pin: int | str | None = None
+    #: The carrier is active with the input low / clear (simpleusb `carrierfrom = usbinvert`).
+    carrier_invert: bool = False
+    #: A carrier must last this long before it keys the node (simpleusb `rxondelay`).
+    rx_on_delay_ms: int = 0
+    #: The received audio is held back this long, so the squelch tail after the carrier drops
+    #: is never sent (simpleusb `rxaudiodelay`).
+    rx_audio_delay_ms: int = 0
+    #: `carrier = "vox"`: the level (dBFS RMS, as the audio meter reads it) that opens VOX.
+    vox_threshold_db: float = -35.0
+    #: `carrier = "vox"`: how long the level must hold above the threshold to open.
+    vox_attack_ms: int = 40
+    #: `carrier = "vox"`: how long it must stay below to close.
+    vox_release_ms: int = 800
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PortalConfig:
     """`[portal]`: the web-transceiver portal account used by `wt-guest` links."""
 
@@ -454,6 +508,8 @@ class PortalConfig:
     node: str
     #: The NAME of the environment variable holding the portal password.
     credential_env: str
+    #: *Extension.* The portal's base URL (its token API is `<url>/api/v2/auth-wt-legacy`).
+    url: str = PORTAL_URL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -483,6 +539,7 @@ class NodeConfig:
     #: is not the address its node number resolves to, as app_rpt does.
     verify_source_ip: bool = False
     keying: KeyingConfig = field(default_factory=KeyingConfig)
+    radio: RadioConfig = field(default_factory=RadioConfig)
     ami: AmiConfig = field(default_factory=AmiConfig)
     #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
     #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
@@ -526,6 +583,7 @@ _SECTIONS: tuple[str, ...] = (
     "dtmf",
     "links",
     "keying",
+    "radio",
     "ami",
     "portal",
     "parrot",
@@ -1129,6 +1187,107 @@ def _parse_keying(r: _Reader, raw: object) -> KeyingConfig:
     )
 
 
+def _radio_pin(
+    r: _Reader, t: Mapping[str, Any], key: str, backend: str, pins: Mapping[str, Any]
+) -> int | str | None:
+    """`ptt_pin` / `carrier_pin`: what it may be depends on the backend (`pins[backend]`: a
+    tuple of names, "gpio" for a CM108 GPIO number or names, "line" for a GPIO line)."""
+    dotted = f"radio.{key}"
+    value = t.get(key)
+    kind = pins.get(backend)
+    if kind is None:
+        if value is not None:
+            r.fail(dotted, f"has no meaning with {key.split('_')[0]} = {backend}")
+        return None
+    if kind == "line":
+        if value is None:
+            r.fail(dotted, f"is required with {key.split('_')[0]} = gpio", "a line offset or name")
+        if type(value) is int and 0 <= value <= 511:
+            return value
+        if type(value) is str and value:
+            return value
+        r.fail(dotted, "must be a GPIO line", "a line offset 0-511, or the line's name")
+    names, gpio_numbers = kind
+    accepted = [*names, *(["a CM108 GPIO number 1-8"] if gpio_numbers else [])]
+    if value is None:
+        return None
+    if type(value) is int and gpio_numbers and 1 <= value <= 8:
+        return value
+    if type(value) is str and value in names:
+        return value
+    r.fail(dotted, f"is not a {backend} pin", accepted)
+
+
+def _parse_radio(r: _Reader, raw: object) -> RadioConfig:
+    d = RadioConfig()
+    names = tuple(f.name for f in dataclasses.fields(RadioConfig))
+    t = r.table(raw, "radio", names)
+    ptt = r.choice(t, "radio", "ptt", d.ptt, PTT_BACKENDS)
+    carrier = r.choice(t, "radio", "carrier", d.carrier, CARRIER_BACKENDS)
+    ptt_device = r.string(t, "radio", "ptt_device", d.ptt_device)
+    carrier_device = r.string(t, "radio", "carrier_device", d.carrier_device)
+    if ptt != "none" and not ptt_device:
+        r.fail("radio.ptt_device", f"is required with ptt = {ptt}", _DEVICE_HINT[ptt])
+    if carrier in ("serial", "gpio") and not carrier_device:
+        r.fail(
+            "radio.carrier_device", f"is required with carrier = {carrier}", _DEVICE_HINT[carrier]
+        )
+    if carrier == "cm108" and not carrier_device:
+        if ptt != "cm108":
+            r.fail(
+                "radio.carrier_device",
+                "is required with carrier = cm108 unless ptt = cm108 (then it is ptt_device)",
+                _DEVICE_HINT["cm108"],
+            )
+        carrier_device = ptt_device
+    if carrier in ("none", "vox") and carrier_device:
+        r.fail("radio.carrier_device", f"has no meaning with carrier = {carrier}")
+    if ptt == "none" and ptt_device:
+        r.fail("radio.ptt_device", "has no meaning with ptt = none")
+    return RadioConfig(
+        ptt=ptt,
+        ptt_device=ptt_device,
+        ptt_pin=_radio_pin(
+            r,
+            t,
+            "ptt_pin",
+            ptt,
+            {"cm108": ((), True), "serial": (SERIAL_PTT_PINS, False), "gpio": "line"},
+        ),
+        ptt_invert=r.boolean(t, "radio", "ptt_invert", d.ptt_invert),
+        hang_time_ms=r.integer(t, "radio", "hang_time_ms", d.hang_time_ms, 0, 60000),
+        carrier=carrier,
+        carrier_device=carrier_device,
+        carrier_pin=_carrier_pin(r, t, carrier),
+        carrier_invert=r.boolean(t, "radio", "carrier_invert", d.carrier_invert),
+        rx_on_delay_ms=r.integer(t, "radio", "rx_on_delay_ms", d.rx_on_delay_ms, 0, 5000),
+        rx_audio_delay_ms=r.integer(t, "radio", "rx_audio_delay_ms", d.rx_audio_delay_ms, 0, 1000),
+        vox_threshold_db=r.number(t, "radio", "vox_threshold_db", d.vox_threshold_db, -80.0, 0.0),
+        vox_attack_ms=r.integer(t, "radio", "vox_attack_ms", d.vox_attack_ms, 0, 10000),
+        vox_release_ms=r.integer(t, "radio", "vox_release_ms", d.vox_release_ms, 0, 10000),
+    )
+
+
+_DEVICE_HINT = {
+    "cm108": "the interface's hidraw node, e.g. /dev/hidraw0",
+    "serial": "a serial port, e.g. /dev/ttyUSB0",
+    "gpio": "a GPIO chip, e.g. gpiochip0 or /dev/gpiochip0",
+}
+
+
+def _carrier_pin(r: _Reader, t: Mapping[str, Any], carrier: str) -> int | str | None:
+    pin = _radio_pin(
+        r,
+        t,
+        "carrier_pin",
+        carrier,
+        {"cm108": (CM108_BUTTONS, True), "serial": (SERIAL_CARRIER_PINS, False), "gpio": "line"},
+    )
+    if carrier == "serial" and pin is None:
+        r.fail("radio.carrier_pin", "is required with carrier = serial", SERIAL_CARRIER_PINS)
+    return pin
+
+
 def _parse_ami(r: _Reader, raw: object) -> AmiConfig:
     d = AmiConfig()
     names = ("enabled", "bind", "allow_remote", "username", "max_connections")
@@ -1159,7 +1318,11 @@ def _parse_ami(r: _Reader, raw: object) -> AmiConfig:
 
 def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
     names = ("user", "node", "credential_env")
-    t = r.table(raw, "portal", names, required=names)
+    t = r.table(raw, "portal", (*names, "url"), required=names)
+    # Not `PortalConfig.url`: on a slotted dataclass that is the slot's descriptor.
+    url = r.string(t, "portal", "url", PORTAL_URL)
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+        r.fail("portal.url", "is not an http(s) URL", "e.g. https://www.allstarlink.org")
     user = r.string(t, "portal", "user", "")
     node = r.string(t, "portal", "node", "")
     env = r.string(t, "portal", "credential_env", "")
@@ -1173,7 +1336,7 @@ def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
             "must be the NAME of an environment variable (not the password itself)",
             "letters, digits and _, not starting with a digit, e.g. PORTAL_PASSWORD",
         )
-    return PortalConfig(user=user, node=node, credential_env=env)
+    return PortalConfig(user=user, node=node, credential_env=env, url=url)
 
 
 def _parse_parrot(r: _Reader, raw: object) -> ParrotConfig:
@@ -1242,6 +1405,7 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         verify_source_ip=links.verify_source_ip,
         dns=links.dns,
         keying=_parse_keying(r, doc["keying"]) if "keying" in doc else KeyingConfig(),
+        radio=_parse_radio(r, doc["radio"]) if "radio" in doc else RadioConfig(),
         ami=_parse_ami(r, doc["ami"]) if "ami" in doc else AmiConfig(),
         statpost=_parse_statpost(r, doc["statpost"]) if "statpost" in doc else None,
         portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
@@ -1283,6 +1447,17 @@ def _warn_risky(config: NodeConfig) -> None:
             "command cross the network in clear text",
             where,
         )
+    bridge = config.bridge
+    hears = bridge.mode == "handset" or (bridge.mode == "conference" and bridge.include_local_radio)
+    if config.radio.ptt != "none" and not hears:
+        log.warning(
+            "%s: radio.ptt is set but the local radio is not in the conference (bridge.mode = "
+            "%s, include_local_radio = %s): the transmitter keys only once POST /bridge puts it "
+            "there",
+            where,
+            bridge.mode,
+            str(bridge.include_local_radio).lower(),
+        )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
             "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
@@ -1305,6 +1480,7 @@ def iter_template_keys() -> Iterator[str]:
         (PortalConfig, "portal"),
         (ParrotConfig, "parrot"),
         (KeyingConfig, "keying"),
+        (RadioConfig, "radio"),
         (AmiConfig, "ami"),
         (StatpostConfig, "statpost"),
     ):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.announce.announcer import Announcer
@@ -32,6 +33,7 @@ from node.events import (
     Hangup,
     IncomingCall,
     Link,
+    Radio,
     Registered,
     RegisterFailed,
     Snapshot,
@@ -51,6 +53,8 @@ from node.links import network as ln
 from node.links.lookup import NodeResolver
 from node.links.resolve import NodeAddress, same_ip
 from node.media.bridge import MediaBridge
+from node.radio.radio import Radio as RadioEdge
+from node.radio.transmitter import PttChange
 from node.registration_status import format_addr, registration_json
 from node.reload import ReloadPlan, plan_reload
 from node.secrets import PeersChange, SecretStore
@@ -63,6 +67,11 @@ log = logging.getLogger(__name__)
 DSTAR_REFUSAL = (
     "refusing to key: a D-Star session is active and D-Star transmit is not remotely keyable"
 )
+
+#: How a web-transceiver guest dials (the `[allstar-public]` user of every ASL3 node).
+WT_USER = "allstar-public"
+WT_SECRET = "allstar"  # published in ASL3's iax.conf: it is no secret
+WT_EXTENSION = "s"
 
 LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
 
@@ -136,6 +145,10 @@ class Controller:
             rr_stats=self._rr_stats,
             holds=self._is_link_caller,
         )
+        self._guest_nodes = frozenset(
+            node for node, cfg in config.links.items() if cfg.shape == "wt-guest"
+        )
+        self.tokens: TokenSource | None = None
         self.links = ln.LinkNetwork(
             config.node_id,
             rand=random.SystemRandom().random,
@@ -146,12 +159,18 @@ class Controller:
             ],
             verify_source=config.verify_source_ip,
             dstar_nodes=[node for node, cfg in config.links.items() if cfg.network == "dstar"],
+            guest_nodes=self._guest_nodes,
         )
         #: Addresses resolved for a link connect, used by the Dial that follows it.
         self._link_targets: dict[str, NodeAddress] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        #: The operator's push-to-talk: when it keyed (monotonic), and its TX time-out.
+        #: The local source's keying: when it keyed (monotonic), and its TX time-out.
         self._tx_keyed_at: float | None = None
+        #: What holds the local source keyed: "operator" (POST /key and the like), "carrier"
+        #: (the radio's squelch).
+        self._keyed_by: set[str] = set()
+        #: `[radio]`: the PTT and carrier detect, given by `attach`.
+        self.radio: RadioEdge | None = None
         self._tot: asyncio.TimerHandle | None = None
         #: Link calls that have a media leg.
         self._link_legs: set[int] = set()
@@ -189,10 +208,13 @@ class Controller:
         *,
         http_registration: HttpRegistrationRunner | None = None,
         statpost: StatPostRunner | None = None,
+        tokens: TokenSource | None = None,
+        radio: RadioEdge | None = None,
     ) -> None:
-        """Connect the engine transport, the media bridge, the daemon's stop trigger and the
-        HTTP services the daemon runs (their events come back through `on_registration_events`
-        and `stat_report`)."""
+        """Connect the engine transport, the media bridge, the daemon's stop trigger, the HTTP
+        services the daemon runs (their events come back through `on_registration_events`
+        and `stat_report`; `tokens` mints web-transceiver tokens for `wt-guest` links) and the
+        radio's PTT and carrier detect."""
         self._transport = transport
         self._bridge = bridge
         bridge.set_local_dtmf(self.config.dtmf.inband_on("local"))
@@ -201,6 +223,10 @@ class Controller:
         self._stop_requested = request_stop
         self.http_registration = http_registration
         self.statpost = statpost
+        self.tokens = tokens
+        self.radio = radio
+        if radio is not None:
+            radio.start(self._on_ptt, self._on_squelch)
 
     @property
     def bridge(self) -> MediaBridge:
@@ -261,6 +287,8 @@ class Controller:
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
             snap["audio"] = self._bridge.audio()
+        if self.radio is not None:
+            snap["radio"] = self.radio.snapshot()
         return snap
 
     def _tx_json(self, now: float) -> dict[str, Any]:
@@ -444,6 +472,12 @@ class Controller:
             elif kind == "activity":
                 if self.announcer is not None:
                     self.announcer.activity(bool(event[1]))
+            elif kind == "local_tx":
+                if self.radio is not None:
+                    self.radio.tx_demand(event[1])
+            elif kind == "vox":
+                if self.radio is not None:
+                    self.radio.vox_changed(event[1])
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
 
@@ -586,8 +620,17 @@ class Controller:
 
     def _on_link_call_event(self, event: Any, now: float) -> None:
         call = self.endpoint.call(event.callno)
-        if isinstance(event, c.CallAnswered):
-            link = self.links.link_for_call(event.callno)
+        link = self.links.link_for_call(event.callno)
+        if isinstance(event, c.CallAnswered) and link is not None and link.guest:
+            self.links.answered(event.callno, now)
+        if (
+            isinstance(event, c.CallAnswered | c.CallRinging)
+            and event.callno not in self._link_legs
+        ):
+            # A guest link is up from its first ring (the web transceiver's rule); the others
+            # from ANSWER.
+            if isinstance(event, c.CallRinging) and (link is None or not link.guest):
+                return
             if call is not None and call.format is not None and link is not None:
                 mode = "transceive" if link.mode is ln.LinkMode.TRANSCEIVE else "receive_only"
                 self.bridge.add_leg(
@@ -660,10 +703,10 @@ class Controller:
                     self.bridge.set_leg_keying(action.callno, action.keying)  # type: ignore[arg-type]
         elif isinstance(action, ln.Dial):
             target = self._link_targets.pop(action.node, None)
-            if target is not None:
+            if target is not None and action.node not in self._guest_nodes:
                 self._dial_link(action.node, target)
             else:
-                self._spawn(self._resolve_and_dial(action.node))
+                self._spawn(self._resolve_and_dial(action.node, target))
         elif isinstance(action, ln.VerifySource):
             self._spawn(self._verify_source(action))
 
@@ -713,19 +756,51 @@ class Controller:
             addr = str(cfg.addr)
         return await self.resolver.lookup(node, addr)
 
-    async def _resolve_and_dial(self, node: str) -> None:
+    async def _resolve_and_dial(self, node: str, target: NodeAddress | None = None) -> None:
+        guest: GuestToken | None = None
         try:
-            target = await self._lookup(node, None)
-        except (LookupError, ValueError) as exc:
+            if target is None:
+                target = await self._lookup(node, None)
+            if node in self._guest_nodes:
+                if self.tokens is None:
+                    raise TokenError("no web-transceiver token source ([portal])")
+                guest = await self.tokens.mint(node)
+        except (LookupError, ValueError, TokenError) as exc:
             self._apply_links(self.links.dial_failed(node, str(exc), self.now()))
             return
-        self._dial_link(node, target)
+        self._dial_link(node, target, guest)
 
-    def _dial_link(self, node: str, target: NodeAddress) -> None:
+    def _dial_link(self, node: str, target: NodeAddress, guest: GuestToken | None = None) -> None:
         now = self.now()
         link = self.links.links.get(node)
         if link is None or link.state is not ln.LinkState.CONNECTING or link.callno is not None:
             return  # disconnected (or dialled) while being resolved
+        if guest is not None:
+            # As the web transceiver dials (research/allstar.md §5.1): the public user and its
+            # published secret, extension "s", the target node as CALLING_NUMBER and the token
+            # as CALLING_NAME.
+            self.secrets.remember_transient(guest.calling_name)
+            params = c.DialParams(
+                called_number=WT_EXTENSION,
+                calling_number=node,
+                calling_name=guest.calling_name,
+                username=WT_USER,
+                secret=WT_SECRET,
+                datetime=time.localtime()[:6],
+            )
+        else:
+            params = self._link_params(node, target)
+        try:
+            callno, out = self.endpoint.dial(now, target.addr, params)
+        except LocalProtocolError as exc:
+            self._apply_links(self.links.dial_failed(node, str(exc), now))
+            return
+        self._apply_links(self.links.dialled(node, callno, target.addr, now))
+        self._apply(out)
+
+    def _link_params(self, node: str, target: NodeAddress) -> c.DialParams:
+        """A link call as ASL3 places one: user `radio` (or the configured or peer-secret
+        user), our number calling, the target called."""
         cfg = self.config.links.get(node)
         peer_secret = self.secrets.peer_secret(node)
         if cfg is not None and cfg.username is not None:
@@ -734,20 +809,13 @@ class Controller:
             username = self.node_id
         else:
             username = target.username
-        params = c.DialParams(
+        return c.DialParams(
             called_number=node,
             calling_number=self.node_id,
             username=username,
             secret=peer_secret,
             datetime=time.localtime()[:6],
         )
-        try:
-            callno, out = self.endpoint.dial(now, target.addr, params)
-        except LocalProtocolError as exc:
-            self._apply_links(self.links.dial_failed(node, str(exc), now))
-            return
-        self._apply_links(self.links.dialled(node, callno, target.addr, now))
-        self._apply(out)
 
     async def _verify_source(self, action: ln.VerifySource) -> None:
         cfg = self.config.links.get(action.node)
@@ -800,13 +868,17 @@ class Controller:
 
     # --- keying -------------------------------------------------------------------------------
 
-    def key(self) -> dict[str, Any]:
-        """POST /key: the operator's push-to-talk. The only path that keys the local source."""
+    def key(self, source: str = "operator") -> dict[str, Any]:
+        """Key the local source: POST /key and the other operator commands (`source`
+        "operator"), or the radio's squelch ("carrier"). The only path that keys the local
+        source; it stays keyed while any source holds it."""
         if self.links.dstar_active():
             # Checked on every key command, before anything else: D-Star is never keyed
-            # remotely (spec Errors rule 3).
+            # remotely (spec Errors rule 3), by an operator or by a carrier.
             raise CommandError(DSTAR_REFUSAL, 409)
-        if self._tx_keyed_at is not None:
+        keyed = bool(self._keyed_by)
+        self._keyed_by.add(source)
+        if keyed:
             return self.snapshot()
         now = self.now()
         self.bridge.set_local_keyed(True)
@@ -816,14 +888,19 @@ class Controller:
         self._post_key_change()
         timeout = self.config.keying.tx_timeout_secs
         self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
-        log.info("keyed by the operator (TX time-out %d s)", timeout)
+        log.info("keyed by the %s (TX time-out %d s)", source, timeout)
         self.bus.publish(Link(kind="keyed", node=self.node_id, call=None, keyed=True))
         self._changed()
         return self.snapshot()
 
-    def unkey(self, reason: str | None = None) -> dict[str, Any]:
-        """POST /unkey (and the TX time-out): release the operator's push-to-talk."""
-        if self._tx_keyed_at is None:
+    def unkey(self, reason: str | None = None, source: str | None = None) -> dict[str, Any]:
+        """POST /unkey, the TX time-out and shutdown (`source` None: every hold is released);
+        the radio's squelch closing releases only its own hold (`source` "carrier")."""
+        if source is None:
+            self._keyed_by.clear()
+        else:
+            self._keyed_by.discard(source)
+        if self._tx_keyed_at is None or self._keyed_by:
             return self.snapshot()
         if self._tot is not None:
             self._tot.cancel()
@@ -840,6 +917,33 @@ class Controller:
         )
         self._changed()
         return self.snapshot()
+
+    def _on_squelch(self, opened: bool) -> None:
+        """The radio's squelch opened or closed: key or release the carrier's hold on the
+        local source, exactly as POST /key and POST /unkey do."""
+        if not opened:
+            self.bus.publish(Radio(kind="carrier", on=False))
+            self.unkey("carrier dropped", source="carrier")
+            self._changed()
+            return
+        try:
+            self.key("carrier")
+        except CommandError as exc:
+            log.warning("carrier detected, not keying: %s", exc)
+            self.bus.publish(Radio(kind="carrier", on=True, reason=str(exc)))
+        else:
+            self.bus.publish(Radio(kind="carrier", on=True))
+        self._changed()
+
+    def _on_ptt(self, change: PttChange) -> None:
+        """The radio's transmitter keyed or released (the conference's audio, the hang time,
+        the TX time-out)."""
+        if change.timed_out:
+            log.warning("transmitter %s: released", change.reason)
+        else:
+            log.info("transmitter %s", "keyed" if change.keyed else f"released ({change.reason})")
+        self.bus.publish(Radio(kind="ptt", on=change.keyed, reason=change.reason))
+        self._changed()
 
     def _post_key_change(self) -> None:
         if self.statpost is not None:
@@ -1077,6 +1181,9 @@ class Controller:
         the streams. Links get a plain HANGUP, not `!!DISCONNECT!!`: their permanent links
         should come back when this node does."""
         self.stopping.set()
+        if self.radio is not None:
+            # The transmitter first: nothing that fails below may leave it keyed.
+            self.radio.close()
         self.commands.close()
         if self.announcer is not None:
             self.announcer.close()

@@ -26,20 +26,23 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import uvicorn
 
 from node import __version__
 from node.allstar.http_registration import HttpRegistration
-from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+from node.allstar.portal import PortalTokens
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner, make_client
 from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
 from node.control.ami import AmiServer
 from node.control.app import create_app
 from node.controller import Controller
-from node.errors import CommandError, ConfigError, EngineError, StartError
+from node.errors import CommandError, ConfigError, EngineError, RadioError, StartError
 from node.events import EventBus
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
+from node.radio.radio import Radio
 from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
 
@@ -220,6 +223,8 @@ class RunningNode:
         self._http: asyncio.Task[None] | None = None
         self._services: tuple[HttpRegistrationRunner | None, StatPostRunner | None] = (None, None)
         self._ami: AmiServer | None = None
+        self._token_client: httpx.AsyncClient | None = None
+        self._radio: Radio | None = None
 
     async def start(self) -> None:
         """Open the IAX2 socket, the control socket and audio, then start serving.
@@ -247,6 +252,13 @@ class RunningNode:
             raise _bind_error(
                 "the control channel", "control.bind", config.control.bind, exc
             ) from None
+        try:
+            radio = Radio.open(config.radio, config.keying.tx_timeout_secs)
+        except RadioError as exc:
+            transport.close()
+            ctl_sock.close()
+            raise StartError(f"cannot open the radio ([radio]): {exc}") from None
+        self._radio = radio
         audio = config.audio
         bridge = MediaBridge(
             transport.engine,
@@ -257,11 +269,15 @@ class RunningNode:
             device_rate=audio.device_rate,
             rx_gain_db=audio.rx_gain_db,
             tx_gain_db=audio.tx_gain_db,
+            rx_delay_ms=config.radio.rx_audio_delay_ms,
+            vox=radio.vox,
+            gated=radio.gated,
             parrot=config.parrot,
         )
         try:
             bridge.start_audio()
         except CommandError as exc:
+            radio.close()
             transport.close()
             ctl_sock.close()
             raise StartError(
@@ -272,6 +288,7 @@ class RunningNode:
             try:
                 await ami.start()
             except OSError as exc:
+                radio.close()
                 bridge.close()
                 transport.close()
                 ctl_sock.close()
@@ -289,12 +306,21 @@ class RunningNode:
             config, self.secrets, controller, transport.local_addr[1]
         )
         self._services = (http_registration, statpost)
+        tokens = None
+        portal_secret = self.secrets.portal_secret()
+        if config.portal is not None and portal_secret is not None:
+            self._token_client = make_client()
+            tokens = PortalTokens(
+                config.portal.url, config.portal.user, portal_secret, self._token_client
+            )
         controller.attach(
             transport,
             bridge,
             self.stop.set,
             http_registration=http_registration,
             statpost=statpost,
+            tokens=tokens,
+            radio=radio,
         )
         controller.start()
         if statpost is not None:
@@ -366,6 +392,9 @@ class RunningNode:
         """Hang up, unkey, end the event streams, stop the control channel, close the socket."""
         log.info("shutting down")
         self.stop.set()
+        if self._radio is not None:
+            # The transmitter before anything that could fail or hang.
+            self._radio.close()
         self.notifier.stopping()
         if self._ami is not None:
             await self._ami.close()
@@ -373,6 +402,8 @@ class RunningNode:
         for service in self._services:
             if service is not None:
                 await service.aclose()
+        if self._token_client is not None:
+            await self._token_client.aclose()
         self.controller.close()
         if self._server is not None:
             self._server.should_exit = True
@@ -397,8 +428,11 @@ async def _serve(config: NodeConfig, secrets: SecretStore, notifier: Notifier) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, node.stop.set)
     loop.add_signal_handler(signal.SIGHUP, node.reload)
-    code = await node.wait()
-    await node.close()
+    try:
+        code = await node.wait()
+    finally:
+        # Also after an exception out of the loop's own code: the PTT is released on the way.
+        await node.close()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.remove_signal_handler(sig)
     # Back to ignoring a reload: removing the handler restored SIGHUP's fatal default.

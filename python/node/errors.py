@@ -18,6 +18,7 @@ __all__ = [
     "NodeError",
     "NodeLookupError",
     "ProtocolError",
+    "RadioError",
     "RemoteProtocolError",
     "StartError",
     "TtsError",
@@ -107,3 +108,8 @@ class TtsError(NodeError):
     output is not 16-bit PCM WAV. The announcement falls back to CW; the message (binary,
     exit status or time-out, never the text of an error stream beyond a short excerpt) is
     logged."""
+
+
+class RadioError(NodeError):
+    """The radio's PTT or carrier-detect hardware failed: a device that does not open, a write
+    or read the kernel refused. The message names the device and is safe to show the operator."""

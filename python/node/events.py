@@ -23,6 +23,7 @@ __all__ = [
     "Hangup",
     "IncomingCall",
     "Link",
+    "Radio",
     "RegisterFailed",
     "Registered",
     "Shutdown",
@@ -168,6 +169,26 @@ class Link(Event):
             value = getattr(self, key)
             if value is not None:
                 body[key] = value
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Radio(Event):
+    """A radio edge: `kind` "ptt" (the transmitter keyed or released) or "carrier" (the
+    receiver's squelch opened or closed)."""
+
+    name: ClassVar[str] = "radio"
+    kind: str = ""
+    #: Keyed (ptt) or open (carrier).
+    on: bool = False
+    #: Why: a PTT release's cause (hang time over, TX time-out, shutdown), or why an open
+    #: squelch did not key the node (the D-Star guard's refusal).
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"event": self.name, "kind": self.kind, "on": self.on}
+        if self.reason is not None:
+            body["reason"] = self.reason
         return body
 
 

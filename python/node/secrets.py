@@ -391,6 +391,12 @@ class SecretStore:
         self._portal = Secret(value)
         self._remember(value)
 
+    def remember_transient(self, value: str) -> None:
+        """Redact `value` from every log line from now on (a credential the node obtained at
+        run time, e.g. a web-transceiver token)."""
+        if value:
+            self._remember(value)
+
     def _remember(self, value: str) -> None:
         with self._lock:
             if value in self._known:

@@ -177,23 +177,23 @@ impl PyDevicePort {
         Ok(())
     }
 
-    /// Levels, gains and frame counters of both directions: {"rx": {...}, "tx": {...}}.
+    /// Levels, gains and frame counters of both directions: {"rx": {...}, "tx": {...}}; "rx"
+    /// also holds the receive-audio delay ("delay_ms").
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let link = self.link()?;
         let edge = link.edge();
         let c: LocalCounters = link.counters();
         let d = PyDict::new(py);
-        d.set_item(
-            "rx",
-            direction(
-                py,
-                edge.rx_gain_db(),
-                edge.rx_level(),
-                c.rx_frames,
-                c.rx_late,
-                c.rx_dropped,
-            )?,
+        let rx = direction(
+            py,
+            edge.rx_gain_db(),
+            edge.rx_level(),
+            c.rx_frames,
+            c.rx_late,
+            c.rx_dropped,
         )?;
+        rx.set_item("delay_ms", edge.rx_delay_ms())?;
+        d.set_item("rx", rx)?;
         d.set_item(
             "tx",
             direction(

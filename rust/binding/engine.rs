@@ -15,6 +15,7 @@ use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
 use crate::parrot::ParrotSettings;
 use crate::player::{Destination, PlayerEvent};
+use crate::vox::VoxConfig;
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
 const CONTROL_HANGUP: i64 = 1;
@@ -176,7 +177,7 @@ impl PyEngine {
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
     /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
     /// ("play_started", id), ("play_finished", id, completed), ("activity", active),
-    /// ("command_failed", message).
+    /// ("local_tx", on), ("vox", open), ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -228,6 +229,8 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::Activity { active }) => {
                     out.append(("activity", active))?
                 }
+                EngineEvent::Media(MediaEvent::LocalTx { on }) => out.append(("local_tx", on))?,
+                EngineEvent::Vox(open) => out.append(("vox", open))?,
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
             }
         }
@@ -398,18 +401,36 @@ impl PyEngine {
         Ok(self.inner.command(Command::SetLocalKeyed(on))?)
     }
 
+    /// With a carrier detector on the local receiver (True), its audio is heard only while the
+    /// local source is keyed, never by its own level.
+    fn set_local_gated(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLocalGated(on))?)
+    }
+
     /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local
-    /// radio member; the port converts, applies the gains (dB) and meters.
-    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0))]
+    /// radio member; the port converts, applies the gains (dB) and meters. `rx_delay_ms` holds
+    /// the received audio back (to cut a squelch tail); `vox` = (threshold dBFS, attack ms,
+    /// release ms) runs VOX on the received audio, reported as ("vox", open) events.
+    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None))]
     fn open_device(
         &self,
         device_rate: u32,
         rx_gain_db: f64,
         tx_gain_db: f64,
+        rx_delay_ms: u32,
+        vox: Option<(f64, u32, u32)>,
     ) -> PyResult<PyDevicePort> {
         let mut edge = DeviceEdge::new(device_rate, self.inner.rate())?;
         edge.set_rx_gain_db(rx_gain_db)?;
         edge.set_tx_gain_db(tx_gain_db)?;
+        edge.set_rx_delay_ms(rx_delay_ms)?;
+        edge.set_vox(
+            vox.map(|(threshold_dbfs, attack_ms, release_ms)| VoxConfig {
+                threshold_dbfs,
+                attack_ms,
+                release_ms,
+            }),
+        )?;
         match self.inner.attach_device(edge) {
             Ok(link) => Ok(PyDevicePort::new(link)),
             Err(EngineError::Device(e)) => Err(e.into()),

@@ -128,19 +128,21 @@ def test_no_key_while_a_dstar_session_is_active(tmp_path: Path) -> None:
 
 def test_only_controller_key_keys_the_local_source() -> None:
     """No code path keys around the D-Star guard: the one call that keys the local source
-    (`set_local_keyed(True)`) is in `Controller.key`, right after the guard."""
+    (`set_local_keyed(True)`) is in `Controller.key`, right after the guard; the radio's carrier
+    keys through `Controller.key` too, never through the media path."""
     root = Path(node_package.__file__).parent
     keying_calls = []
+    key_callers = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         for fn in ast.walk(tree):
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for call in ast.walk(fn):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                    continue
                 if (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "set_local_keyed"
+                    call.func.attr == "set_local_keyed"
                     # The media path's keying: the bridge, or the engine under it (the link
                     # machine's own `set_local_keyed` only records the state for K replies).
                     and isinstance(call.func.value, ast.Attribute)
@@ -152,12 +154,21 @@ def test_only_controller_key_keys_the_local_source() -> None:
                     )
                 ):
                     keying_calls.append((path.relative_to(root).as_posix(), fn.name))
+                if (
+                    call.func.attr == "key"
+                    and call.args
+                    and isinstance(call.args[0], ast.Constant)
+                    and call.args[0].value == "carrier"
+                ):
+                    key_callers.append((path.relative_to(root).as_posix(), fn.name))
     # The bridge's own method forwards its argument to the engine; the controller's key()
     # is the only caller that can pass True.
     assert sorted(keying_calls) == [
         ("controller.py", "key"),
         ("media/bridge.py", "set_local_keyed"),
     ]
+    # The radio's squelch keys through the controller's key(), the guarded path.
+    assert key_callers == [("controller.py", "_on_squelch")]
     source = (root / "controller.py").read_text()
-    key_body = source[source.index("    def key(self)") : source.index("    def unkey(")]
+    key_body = source[source.index("    def key(self") : source.index("    def unkey(")]
     assert key_body.index("dstar_active()") < key_body.index("set_local_keyed(True)")

@@ -432,3 +432,46 @@ def test_dstar_session_is_any_link_to_a_dstar_node() -> None:
     assert n.dstar_active()
     n.disconnect("3100", T0 + 1)
     assert not n.dstar_active()
+
+
+# --- web-transceiver guests ---------------------------------------------------------------------
+
+
+def test_a_guest_link_speaks_no_dialect_and_keys_by_voice() -> None:
+    n = net(guest_nodes=["2000"])
+    up_inbound(n, "1997", 20)
+    n.connect("2000", T, T0)
+    n.dialled("2000", 30, ("127.0.0.1", 4600), T0)
+    out = n.call_up(30, "ulaw", T0 + 0.1)  # at RINGING
+    assert texts(out) == [] and out.events == (LinkConnected("2000", 30, T, "outbound"),)
+    assert n.links["2000"].handshake is ln.Handshake.GUEST
+    # The other links hear of it by list (1997's periodic one here: the kick skipped it, as
+    # it had just had ours); the guest itself never gets one, nor telemetry.
+    assert texts(LinkOutput(tuple(run_until(n, T0 + 40)))) == [(20, "L T2000")]
+    assert n.text(30, "!NEWKEY1!", T0 + 41).actions == ()
+    assert n.links["2000"].handshake is ln.Handshake.GUEST
+    assert n.spurt(30, True, T0 + 42).actions == ()
+    assert n.spurt(30, False, T0 + 43).actions == (SendUnkey(30), SendCng(30))
+    out = n.disconnect("2000", T0 + 44)
+    assert out.actions == (SendText(20, "T 1999 COMPLETE"), Hangup(30, 16))
+
+
+def test_a_guest_answered_and_dropped_at_once_was_refused() -> None:
+    n = net(guest_nodes=["2000"])
+    n.connect("2000", T, T0)
+    n.dialled("2000", 30, ("127.0.0.1", 4600), T0)
+    n.call_up(30, "ulaw", T0 + 0.1)
+    n.answered(30, T0 + 3.0)
+    out = n.call_ended(30, "hung up by peer", T0 + 4.0, refused=False)
+    (ev,) = out.events
+    assert (
+        isinstance(ev, LinkDisconnected) and "did not accept the web-transceiver token" in ev.reason
+    )
+    assert n.links == {}
+    # Hung up later than that: an ordinary loss, retried.
+    n.connect("2000", T, T0 + 10)
+    n.dialled("2000", 31, ("127.0.0.1", 4600), T0 + 10)
+    n.call_up(31, "ulaw", T0 + 10)
+    n.answered(31, T0 + 11)
+    n.call_ended(31, "hung up by peer", T0 + 30, refused=False)
+    assert n.links["2000"].state is LinkState.RETRYING

@@ -161,3 +161,79 @@ def test_page_recovers_when_the_node_restarts(browser: Any, tmp_path: Path) -> N
         for node in (first, second):
             if node is not None:
                 node.kill()
+
+
+def test_page_shows_a_real_link_appearing_keying_and_leaving(browser: Any, tmp_path: Path) -> None:
+    def sections(node_id: str) -> str:
+        return f'[register]\npeer = "127.0.0.1:9"\nnode_id = "{node_id}"\n\n[links]\ndns = false\n'
+
+    def env(node_id: str) -> dict[str, str]:
+        return {"NET_NODE": node_id, "NET_SECRET": "not-used-here"}
+
+    with (
+        running_node(
+            tmp_path, "a", listener='auth = "off"', sections=sections("1999"), env=env("1999")
+        ) as a,
+        running_node(
+            tmp_path, "b", listener='auth = "off"', sections=sections("1998"), env=env("1998")
+        ) as b,
+    ):
+        sse = EventWatcher(a)
+        view = StatusPage(browser, a.base_url).open()
+        try:
+            loc = view.page.locator
+            expect(loc("#conn")).to_have_text("Live")
+            link_row = '#conn-rows tr[data-kind="link"]'
+            lags: dict[str, float] = {}
+
+            # Node A links to node B: the row appears (connecting, then established).
+            view.watch("link appears", link_row)
+            start = len(sse.events)
+            addr = f"127.0.0.1:{b.udp_addr[1]}"
+            r = a.post("/link", json={"action": "connect", "node": "1998", "addr": addr})
+            assert r.status_code == 200, r.text
+            first = sse.wait_for(
+                lambda e: e["event"] == "snapshot" and bool(e["links"]), since=start
+            )
+            lags["link appears"] = lag_ms(view, "link appears", sse, first)
+            row = loc(link_row)
+            expect(row.locator("th")).to_have_text("1998")
+            expect(row.locator("td").nth(3)).to_have_text("Established")
+            expect(row.locator("td").nth(4)).to_have_text("Transceive")
+
+            # B's operator keys: A's link keys, and A's page says so.
+            view.watch("link keyed", "#tx", "Transmit - Network Source")
+            start = len(sse.events)
+            assert b.post("/key", json={}).status_code == 200
+            keyed = sse.wait_for(
+                lambda e: e["event"] == "link" and e["kind"] == "keyed" and e.get("keyed"),
+                since=start,
+            )
+            lags["link keyed"] = lag_ms(view, "link keyed", sse, keyed)
+            expect(row.locator("td").first).to_have_text("Keyed now")
+            view.screenshots("page-live-link")
+            view.watch("link unkeyed", "#tx", "Idle")
+            start = len(sse.events)
+            assert b.post("/unkey", json={}).status_code == 200
+            unkeyed = sse.wait_for(
+                lambda e: e["event"] == "link" and e["kind"] == "keyed" and not e.get("keyed"),
+                since=start,
+            )
+            lags["link unkeyed"] = lag_ms(view, "link unkeyed", sse, unkeyed)
+
+            # A disconnects: the row leaves.
+            view.watch("link leaves", link_row, absent=True)
+            start = len(sse.events)
+            assert a.post("/link", json={"action": "disconnect", "node": "1998"}).status_code == 200
+            gone = sse.wait_for(lambda e: e["event"] == "snapshot" and not e["links"], since=start)
+            lags["link leaves"] = lag_ms(view, "link leaves", sse, gone)
+            expect(loc('#events li[data-event="link"]').first).to_have_text(
+                re.compile(r"Link 1998 disconnected: disconnected by operator$")
+            )
+            shown = {what: round(lag, 1) for what, lag in lags.items()}
+            print("page lag behind an SSE client (ms):", shown)
+            for what, lag in lags.items():
+                assert lag < LAG_LIMIT_MS, f"the page showed '{what}' {lag:.1f} ms late"
+            view.assert_read_only_and_local()
+        finally:
+            view.close()

@@ -402,7 +402,8 @@ class DialParams:
 
     called_number: str
     calling_number: str | None = None
-    calling_name: str | None = None
+    #: CALLING_NAME (a web-transceiver guest puts its token here: never shown in repr).
+    calling_name: str | None = field(default=None, repr=False)
     #: USERNAME: who we are to the callee (AllStarLink nodes use "radio").
     username: str | None = None
     #: Our secret with the callee, for an MD5 AUTHREQ. Never shown in repr.

@@ -74,6 +74,9 @@ RETRY_MAX = 60.0
 MAX_RETRIES = 5
 #: After `!!DISCONNECT!!` the peer's HANGUP follows at once; if it does not, end the call.
 DEAD_CALL_GRACE = 1.0
+#: A web-transceiver host that answers and hangs up this soon refused the guest: app_rpt's
+#: `[allstar-public]` dialplan answers a bad token, waits 1 s and hangs up.
+GUEST_REFUSAL_WINDOW = 1.5
 #: Q.931 cause codes on link hangups: app_rpt ends links with 0, its dialplan refuses a call
 #: to a node it does not host with 16.
 CAUSE_LINK_END = 0
@@ -109,10 +112,13 @@ class Handshake(Enum):
     NEWKEY = "newkey"
     #: No handshake within 2 s: RADIO_KEY/UNKEY.
     LEGACY = "legacy"
+    #: A `wt-guest` link: we are a web-transceiver guest, keyed by voice presence both ways,
+    #: and speak no dialect (app_rpt never sends a guest `!NEWKEY1!`).
+    GUEST = "guest"
 
     @property
     def by_voice(self) -> bool:
-        return self in (Handshake.PENDING, Handshake.NEWKEY1)
+        return self in (Handshake.PENDING, Handshake.NEWKEY1, Handshake.GUEST)
 
 
 # --- actions: what the controller does for the network, in order ---------------------------
@@ -304,6 +310,10 @@ class Link:
     retries: int = 0
     #: Redials since the link was created (app_rpt's `reconnects`, shown by AMI XStat).
     reconnects: int = 0
+    #: A `wt-guest` link (we dial as a web-transceiver guest; no link texts either way).
+    guest: bool = False
+    #: When the guest call was answered (a refusal answers and hangs up at once).
+    answered_at: float | None = None
     #: An inbound call held until the caller's source address is verified.
     verifying: bool = False
     timers: dict[_Timer, float] = field(default_factory=dict)
@@ -373,15 +383,18 @@ class LinkNetwork:
         permanent: Iterable[PermanentLink] = (),
         verify_source: bool = False,
         dstar_nodes: Iterable[str] = (),
+        guest_nodes: Iterable[str] = (),
     ) -> None:
         """`rand()` returns a float in [0, 1) (the list kick's spread); `verify_source` checks an
         inbound link's source address against its node's (app_rpt's default for `radio`
-        callers); `dstar_nodes` are nodes whose link is a D-Star session."""
+        callers); `dstar_nodes` are nodes whose link is a D-Star session; `guest_nodes` are
+        dialled as web-transceiver guests (`wt-guest`)."""
         self.me = me
         self._rand = rand
         self._permanent: Mapping[str, PermanentLink] = {p.node: p for p in permanent}
         self._verify = verify_source
         self._dstar = frozenset(dstar_nodes)
+        self._guests = frozenset(guest_nodes)
         self._links: dict[str, Link] = {}
         self._by_call: dict[int, Link] = {}
         #: Calls we no longer talk into (peer sent `!!DISCONNECT!!`, or we replaced the link).
@@ -466,7 +479,8 @@ class LinkNetwork:
         self._actions.append(action)
 
     def _send(self, link: Link, text: str) -> None:
-        if link.callno is not None and link.up:
+        # A guest speaks no dialect: the host treats it as a web transceiver, not a node.
+        if link.callno is not None and link.up and not link.guest:
             self._do(SendText(link.callno, text))
 
     def _kick(self, now: float) -> None:
@@ -530,7 +544,13 @@ class LinkNetwork:
         if self.me is not None:
             for perm in self._permanent.values():
                 if perm.node not in self._links and perm.node != self.me:
-                    link = Link(perm.node, perm.mode, "outbound", permanent=True)
+                    link = Link(
+                        perm.node,
+                        perm.mode,
+                        "outbound",
+                        permanent=True,
+                        guest=perm.node in self._guests,
+                    )
                     self._links[perm.node] = link
                     self._do(Dial(link.node, link.mode))
                     self._changed = True
@@ -579,7 +599,13 @@ class LinkNetwork:
             self._kick(now)
             self._changed = True
             return self._output()
-        link = Link(node, mode, "outbound", permanent=permanent or node in self._permanent)
+        link = Link(
+            node,
+            mode,
+            "outbound",
+            permanent=permanent or node in self._permanent,
+            guest=node in self._guests,
+        )
         self._links[node] = link
         self._do(Dial(node, mode))
         # The others learn of the new (connecting) link at once, as app_rpt's rpt_link_add.
@@ -620,7 +646,7 @@ class LinkNetwork:
             # the one being dropped included (it is still up).
             self._telemetry("COMPLETE")
         if callno is not None:
-            self._do(Hangup(callno))
+            self._do(Hangup(callno, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END))
             self._go_dead(callno, now)
         self._drop(link)
         self._events.append(LinkDisconnected(node, callno, reason))
@@ -701,7 +727,8 @@ class LinkNetwork:
     # --- call events --------------------------------------------------------------------------
 
     def call_up(self, callno: int, codec: str | None, now: float) -> LinkOutput:
-        """The link's call is answered: start the dialect."""
+        """The link's call is answered (for a guest: ringing, as the web transceiver counts
+        it): start the dialect."""
         link = self._by_call.get(callno)
         if link is None or link.state is not LinkState.CONNECTING:
             return self._output()
@@ -710,8 +737,16 @@ class LinkNetwork:
         link.codec = codec
         link.connected_at = now
         link.retries = 0
-        link.handshake = Handshake.PENDING
         link.timers.pop(_Timer.RETRY, None)
+        if link.guest:
+            # The host rings for seconds (with early audio) before it answers; the web
+            # transceiver is up from the first ring. No texts: the others hear of us by list.
+            link.handshake = Handshake.GUEST
+            self._changed = True
+            self._kick(now)
+            self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
+            return self._output()
+        link.handshake = Handshake.PENDING
         link.timers[_Timer.NEWKEY] = now + NEWKEY_TIMEOUT
         self._changed = True
         self._send(link, t.NEWKEY1)
@@ -730,6 +765,12 @@ class LinkNetwork:
         self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
         return self._output()
 
+    def answered(self, callno: int, now: float) -> None:
+        """A guest link's call was answered (it has been up since it rang)."""
+        link = self._by_call.get(callno)
+        if link is not None and link.guest and link.answered_at is None:
+            link.answered_at = now
+
     def call_ended(self, callno: int, reason: str, now: float, *, refused: bool) -> LinkOutput:
         """The link's call ended: `refused` when the peer rejected the NEW (no retry)."""
         if self._dead.pop(callno, None) is not None:
@@ -738,6 +779,19 @@ class LinkNetwork:
         if link is None:
             return self._output()
         link.callno = None
+        if (
+            link.guest
+            and link.answered_at is not None
+            and now - link.answered_at < GUEST_REFUSAL_WINDOW
+        ):
+            # Answer, one second, hangup: how the host's dialplan turns a guest away.
+            reason = (
+                f"node {link.node} answered and hung up at once: it did not accept the "
+                "web-transceiver token, or it refuses this account (allowlist, or web "
+                "transceiver access off)"
+            )
+            refused = True
+        link.answered_at = None
         self._failed(link, reason, now, retry=not refused)
         return self._output()
 
@@ -776,7 +830,9 @@ class LinkNetwork:
         item = t.parse(text)
         kind = _kind(item)
         self.text_counts[kind] = self.text_counts.get(kind, 0) + 1
-        if isinstance(item, t.NewKey1):
+        if link.guest and isinstance(item, t.NewKey1 | t.NewKey | t.Disconnect):
+            pass  # the host treats us as a web transceiver: no handshake, and it just hangs up
+        elif isinstance(item, t.NewKey1):
             self._handshake(link, Handshake.NEWKEY1)
         elif isinstance(item, t.NewKey):
             if link.handshake in (Handshake.PENDING, Handshake.LEGACY):

@@ -83,11 +83,20 @@ class MediaBridge:
         device_rate: int = 0,
         rx_gain_db: float = 0.0,
         tx_gain_db: float = 0.0,
+        *,
+        rx_delay_ms: int = 0,
+        vox: tuple[float, int, int] | None = None,
+        gated: bool = False,
         parrot: ParrotConfig | None = None,
     ) -> None:
+        """`rx_delay_ms`, `vox` and `gated` come from `[radio]` (see `node.radio.Radio`): the
+        received audio's delay, VOX on it, and whether it is heard only while keyed; `parrot`
+        tunes the `parrot` topology."""
         self._engine = engine
         self._topology = topology
         self._parrot = parrot if parrot is not None else ParrotConfig()
+        self._rx_delay_ms, self._vox = rx_delay_ms, vox
+        engine.set_local_gated(gated)
         self._backend = backend
         self._input, self._output = input, output
         self._device_rate = device_rate
@@ -262,7 +271,9 @@ class MediaBridge:
     def _run(self, device: AudioDevice) -> dict[str, Any]:
         """Attach `device` to the engine and start it; then retire the one it replaces."""
         try:
-            port = self._engine.open_device(device.device_rate, **self._gains)
+            port = self._engine.open_device(
+                device.device_rate, **self._gains, rx_delay_ms=self._rx_delay_ms, vox=self._vox
+            )
         except DeviceError as exc:
             raise CommandError(str(exc), 400) from None
         try:
