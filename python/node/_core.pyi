@@ -43,6 +43,7 @@ __all__ = [
     "slin_from_wire",
     "slin_to_wire",
     "tone_pcm",
+    "tone_sequence_pcm",
     "ulaw_decode",
     "ulaw_decode_many",
     "ulaw_encode",
@@ -491,6 +492,10 @@ def cw_pcm(rate: int, text: str, wpm: int, tone_hz: float, level_dbfs: float) ->
 
 def tone_pcm(rate: int, freq_hz: float, duration_ms: int, level_dbfs: float) -> bytes:
     """A tone of `duration_ms` (at half amplitude) peaking at `level_dbfs`, 5 ms ramps."""
+
+def tone_sequence_pcm(rate: int, steps: list[tuple[float, float, int]], level_dbfs: float) -> bytes:
+    """`(freq1_hz, freq2_hz, ms)` steps (0 Hz for none, both 0 a pause), each tone peaking at
+    `level_dbfs`, click-free: a repeater's courtesy tone."""
 
 def dtmf_pcm(
     rate: int,

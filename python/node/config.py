@@ -498,6 +498,11 @@ class RadioConfig:
     vox_attack_ms: int = 40
     #: `carrier = "vox"`: how long it must stay below to close.
     vox_release_ms: int = 800
+    #: The courtesy tone played on the transmitter when a received transmission (the carrier)
+    #: ends: `(first Hz, second Hz, ms)` steps, 0 Hz for none, both 0 a pause; empty for none.
+    courtesy_tone: tuple[tuple[float, float, int], ...] = ()
+    #: Peak level of the courtesy tone (dBFS).
+    courtesy_tone_level_db: float = -18.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1265,7 +1270,33 @@ def _parse_radio(r: _Reader, raw: object) -> RadioConfig:
         vox_threshold_db=r.number(t, "radio", "vox_threshold_db", d.vox_threshold_db, -80.0, 0.0),
         vox_attack_ms=r.integer(t, "radio", "vox_attack_ms", d.vox_attack_ms, 0, 10000),
         vox_release_ms=r.integer(t, "radio", "vox_release_ms", d.vox_release_ms, 0, 10000),
+        courtesy_tone=_courtesy_tone(r, t),
+        courtesy_tone_level_db=r.number(
+            t, "radio", "courtesy_tone_level_db", d.courtesy_tone_level_db, -60.0, 0.0
+        ),
     )
+
+
+_COURTESY_FORM = "an array of [first Hz, second Hz, ms] steps, e.g. [[880, 0, 80], [660, 0, 80]]"
+
+
+def _courtesy_tone(r: _Reader, t: Mapping[str, Any]) -> tuple[tuple[float, float, int], ...]:
+    raw = t.get("courtesy_tone", [])
+    if type(raw) is not list or len(raw) > 16:
+        r.fail("radio.courtesy_tone", "must be an array of at most 16 steps", _COURTESY_FORM)
+    steps = []
+    for i, step in enumerate(raw):
+        key = f"radio.courtesy_tone[{i}]"
+        if type(step) is not list or len(step) != 3:
+            r.fail(key, "must be [first Hz, second Hz, ms]", _COURTESY_FORM)
+        f1, f2, ms = step
+        for hz in (f1, f2):
+            if type(hz) not in (int, float) or not (hz == 0 or 20 <= hz <= 3500):
+                r.fail(key, "a frequency is out of range", "0 (none) or 20-3500 Hz")
+        if type(ms) is not int or not 1 <= ms <= 5000:
+            r.fail(key, "the length is out of range", "an integer from 1 to 5000 ms")
+        steps.append((float(f1), float(f2), ms))
+    return tuple(steps)
 
 
 _DEVICE_HINT = {

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node._core import tone_sequence_pcm
 from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
@@ -72,6 +73,9 @@ DSTAR_REFUSAL = (
 WT_USER = "allstar-public"
 WT_SECRET = "allstar"  # published in ASL3's iax.conf: it is no secret
 WT_EXTENSION = "s"
+
+#: The player's kind for the radio's courtesy tone (no `announcement_*` events).
+COURTESY = "courtesy"
 
 LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
 
@@ -498,8 +502,8 @@ class Controller:
         started = event[0] == "play_started"
         completed = bool(event[2]) if not started else True
         kind = self._bridge.playback_event(started, event[1], completed)
-        if kind is None:
-            return
+        if kind is None or kind == COURTESY:
+            return  # a courtesy tone is no announcement
         if started:
             self.bus.publish(AnnouncementStarted(kind=kind))
         else:
@@ -922,8 +926,11 @@ class Controller:
         """The radio's squelch opened or closed: key or release the carrier's hold on the
         local source, exactly as POST /key and POST /unkey do."""
         if not opened:
+            held = "carrier" in self._keyed_by
             self.bus.publish(Radio(kind="carrier", on=False))
             self.unkey("carrier dropped", source="carrier")
+            if held:
+                self._courtesy_tone()
             self._changed()
             return
         try:
@@ -934,6 +941,18 @@ class Controller:
         else:
             self.bus.publish(Radio(kind="carrier", on=True))
         self._changed()
+
+    def _courtesy_tone(self) -> None:
+        """A received transmission that keyed the node ended: the courtesy tone goes out on the
+        local transmitter (keying it through the hang time), never to the calls or links, as
+        app_rpt plays its courtesy tones on the local transmitter only."""
+        steps = self.config.radio.courtesy_tone
+        if not steps or self._bridge is None:
+            return
+        pcm = tone_sequence_pcm(
+            self._bridge.rate, list(steps), self.config.radio.courtesy_tone_level_db
+        )
+        self._bridge.play(pcm, "to_monitor", COURTESY, keys_transmitter=True)
 
     def _on_ptt(self, change: PttChange) -> None:
         """The radio's transmitter keyed or released (the conference's audio, the hang time,

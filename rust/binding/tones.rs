@@ -10,7 +10,7 @@ use super::codec::with_bytes;
 use super::errors::{CodecError as PyCodecError, ToneError as PyToneError};
 use crate::dtmf::{DtmfDetector, DtmfError, DtmfEvent, DtmfGenerator};
 use crate::ratio::{resample_clip, RatioError};
-use crate::tone::{CwKeyer, ToneError, ToneGenerator};
+use crate::tone::{CwKeyer, ToneError, ToneGenerator, ToneSequence, ToneStep};
 
 impl From<ToneError> for PyErr {
     fn from(e: ToneError) -> PyErr {
@@ -92,6 +92,30 @@ fn tone_pcm<'py>(
     let _ = tone.fill(on);
     tone.stop();
     let _ = tone.fill(tail);
+    Ok(pcm_bytes(py, &pcm))
+}
+
+/// A sequence of `(freq1_hz, freq2_hz, ms)` steps (0 Hz for none; both 0 is a pause), each
+/// tone peaking at `level_dbfs`, click-free: a repeater's courtesy tone.
+#[pyfunction]
+fn tone_sequence_pcm<'py>(
+    py: Python<'py>,
+    rate: u32,
+    steps: Vec<(f64, f64, u32)>,
+    level_dbfs: f64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let steps: Vec<ToneStep> = steps
+        .into_iter()
+        .map(|(freq1_hz, freq2_hz, ms)| ToneStep {
+            freq1_hz,
+            freq2_hz,
+            ms,
+        })
+        .collect();
+    check_length(steps.iter().map(|s| u64::from(s.ms)).sum())?;
+    let mut sequence = ToneSequence::new(rate, &steps, level_dbfs)?;
+    let mut pcm = vec![0i16; usize::try_from(sequence.duration_samples()).unwrap_or(0)];
+    let _ = sequence.fill(&mut pcm);
     Ok(pcm_bytes(py, &pcm))
 }
 
@@ -237,6 +261,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDtmfDetector>()?;
     m.add_function(wrap_pyfunction!(cw_pcm, m)?)?;
     m.add_function(wrap_pyfunction!(tone_pcm, m)?)?;
+    m.add_function(wrap_pyfunction!(tone_sequence_pcm, m)?)?;
     m.add_function(wrap_pyfunction!(dtmf_pcm, m)?)?;
     m.add_function(wrap_pyfunction!(resample_pcm, m)?)?;
     Ok(())
