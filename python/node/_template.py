@@ -285,8 +285,9 @@ source = "env"
 #vox_attack_ms = 40
 #vox_release_ms = 800
 # The courtesy tone played on the transmitter when a received transmission ends: steps of
-# [first Hz, second Hz, ms] (0 Hz for none, both 0 a pause; at most 16); [] for none.
-#courtesy_tone = [[880, 0, 80], [660, 0, 80]]
+# [first Hz, second Hz, ms] (0 Hz for none, both 0 a pause; at most 16), e.g.
+# [[880, 0, 80], [660, 0, 80]]; [] for none.
+#courtesy_tone = []
 # Its peak level in dBFS (-60.0-0.0).
 #courtesy_tone_level_db = -18.0
 
