@@ -38,6 +38,8 @@ fn main() {
             mode: LegMode::Transceive,
             keying: RxKeying::Always,
             call_ts_ms: 0,
+            dtmf: false,
+            link: false,
         };
         if st.add_leg(spec, 0).is_err() {
             return;

@@ -419,6 +419,12 @@ impl DtmfDetector {
         self.current.map(digit_char)
     }
 
+    /// Whether the last windows hold a tone: a digit is held down, or hits are running up to a
+    /// press. An idle detector fed silence stays idle, so a caller may skip feeding it silence.
+    pub fn busy(&self) -> bool {
+        self.current.is_some() || self.run > 0
+    }
+
     pub fn stats(&self) -> DtmfStats {
         self.stats
     }

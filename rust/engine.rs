@@ -32,6 +32,8 @@ use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::{self, Frame, FullFrame};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
+use crate::parrot::ParrotSettings;
+use crate::player::Destination;
 use crate::transport::{OutDatagram, RecvBatch, Transport, UdpTransport};
 
 /// Datagrams in one tick from which the engine counts as busy and drains on a timer.
@@ -254,6 +256,22 @@ pub enum Command {
     SetLocalRadio(bool),
     /// The operator's push-to-talk: the local source talks into every leg until unkeyed.
     SetLocalKeyed(bool),
+    /// In-band DTMF detection on a leg's received audio.
+    SetLegDtmf(u16, bool),
+    /// In-band DTMF detection on the local radio's receive audio.
+    SetLocalDtmf(bool),
+    /// Play an announcement clip (station rate) from the next tick; `keys_local` only for the
+    /// station ID under `cw_keys_when_idle`.
+    Play {
+        id: u32,
+        pcm: Vec<i16>,
+        destination: Destination,
+        keys_local: bool,
+    },
+    /// Stop an announcement clip.
+    StopPlay(u32),
+    /// Parrot mode with these settings, or the conference (`None`).
+    SetParrot(Option<ParrotSettings>),
     /// The local receiver has a carrier detector: its audio is heard only while keyed.
     SetLocalGated(bool),
 }
@@ -568,6 +586,24 @@ impl Worker {
                     self.station.set_local_keyed(on);
                     Ok(())
                 }
+                Command::SetLegDtmf(c, on) => self.station.set_leg_dtmf(c, on),
+                Command::SetLocalDtmf(on) => self.station.set_local_dtmf(on),
+                Command::Play {
+                    id,
+                    pcm,
+                    destination,
+                    keys_local,
+                } => self
+                    .station
+                    .play(id, pcm, destination, keys_local, &mut self.media_events),
+                Command::StopPlay(id) => {
+                    self.station.stop_playing(id, &mut self.media_events);
+                    Ok(())
+                }
+                Command::SetParrot(settings) => {
+                    self.station.set_parrot(settings);
+                    Ok(())
+                }
                 Command::SetLocalGated(on) => {
                     self.station.set_local_gated(on);
                     Ok(())
@@ -685,7 +721,8 @@ impl Worker {
             bump(&c.send_errors, r.failed);
             bump(&c.send_calls, r.calls);
         }
-        lock(&self.shared.local).put_speaker(local_on, self.station.local_output());
+        lock(&self.shared.local)
+            .put_speaker(self.station.local_speaker(), self.station.local_output());
         if !self.tick_out.events.is_empty() {
             self.shared
                 .emit(self.tick_out.events.drain(..).map(EngineEvent::Media));

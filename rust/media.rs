@@ -15,8 +15,11 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::frame::MiniFrame;
+use crate::inband::InbandDtmf;
 use crate::jitter::{ControlKind, GetResult, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
+use crate::parrot::{Parrot, ParrotSettings};
+use crate::player::{Destination, Player, PlayerError, PlayerEvent};
 use crate::resample::{Downsampler, Resample, Upsampler};
 
 /// Frame duration of the whole media path.
@@ -69,6 +72,10 @@ pub const VOX_OPEN_DBFS: f64 = -50.0;
 /// pauses between words, so a sentence is one talk spurt on the links.
 pub const VOX_HANG_MS: u64 = 800;
 
+/// The conference counts as active this long after its last talker (so pauses between words
+/// and VOX or linger gaps are not reported as the end of a conversation).
+pub const ACTIVITY_HANG_MS: u64 = 500;
+
 /// What Python tells the engine when a call's media starts.
 #[derive(Debug, Clone)]
 pub struct LegSpec {
@@ -86,6 +93,11 @@ pub struct LegSpec {
     /// The call's own timestamp clock (ms since its first transmission) at `now_ms`, so mini
     /// frames continue the timeline Python's full frames use.
     pub call_ts_ms: u32,
+    /// Decode in-band DTMF in the leg's received audio (and mute the tones from the conference).
+    pub dtmf: bool,
+    /// A node-to-node link (not a call): announcements reach it only as
+    /// [`Destination::AirAndLinks`].
+    pub link: bool,
 }
 
 /// Something Python must act on, produced by a tick or a received frame.
@@ -115,8 +127,19 @@ pub enum MediaEvent {
     MiniBeforeFull { callno: u16 },
     /// The leg's receiver keyed (`true`) or unkeyed, as its [`RxKeying`] defines it.
     RxKey { callno: u16, keyed: bool },
-    /// The local radio started (`true`) or stopped hearing audio from the conference: what its
-    /// transmitter has to send. Python keys the PTT on it (with the hang time).
+    /// An in-band DTMF digit was pressed in a member's received audio: a leg's (`callno`), or
+    /// the local radio's receiver (`None`). Reported once per press, about 40 ms after the
+    /// tone began.
+    Dtmf { callno: Option<u16>, digit: char },
+    /// An announcement clip started or finished playing.
+    Play(PlayerEvent),
+    /// Somebody started talking in the conference (a call, a link, the local radio, the
+    /// operator's key), or nobody has for [`ACTIVITY_HANG_MS`]. Announcements never count.
+    Activity { active: bool },
+    /// The local radio started (`true`) or stopped hearing audio from the conference (or its
+    /// parrot's playback, or the one announcement allowed to key it, the station ID under
+    /// `cw_keys_when_idle`): what its transmitter has to send. Python keys the PTT on it (with
+    /// the hang time). Other announcements are mixed into its output without keying it.
     LocalTx { on: bool },
 }
 
@@ -244,6 +267,10 @@ struct Leg {
     last_audio_ms: u64,
     /// The VOX gate is open until this time.
     vox_until_ms: u64,
+    /// In-band DTMF detection, when on for this leg.
+    inband: Option<InbandDtmf>,
+    /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
+    parrot: Option<Parrot>,
 }
 
 impl Leg {
@@ -286,12 +313,29 @@ pub struct Station {
     local_in: Option<Vec<i16>>,
     local_out: Vec<i16>,
     local_hears: bool,
+    /// In-band DTMF detection on the local radio's receive audio, when on.
+    local_dtmf: Option<InbandDtmf>,
     /// `local_hears` as last reported in a [`MediaEvent::LocalTx`].
     local_tx: bool,
     /// The local receiver has a carrier detector: its audio is heard only while keyed, never
     /// by its own level (the squelch tail and an open receiver's noise stay out).
     local_gated: bool,
     jitter_cfg: JitterConfig,
+    /// A frame of zeros: what a muted member puts in the conference.
+    silence: Vec<i16>,
+    /// Announcements mixed into the outputs.
+    player: Player,
+    player_events: Vec<PlayerEvent>,
+    /// The local output carries audio this tick (the radio is a member, or a clip plays).
+    local_speaker: bool,
+    /// Scratch: a leg's conference mix with the announcements added.
+    with_clips: Vec<i16>,
+    /// Whether the conference is active (reported on change), and until when it stays so.
+    active: bool,
+    active_until_ms: u64,
+    /// Parrot mode: every member talks to its own parrot instead of the conference.
+    parrot: Option<ParrotSettings>,
+    local_parrot: Option<Parrot>,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
@@ -306,6 +350,10 @@ pub enum MediaError {
     BadPayload(u16),
     /// The jitter buffer refused its configuration (a bug: the defaults are valid).
     Jitter,
+    /// In-band DTMF detection does not run at this station rate.
+    DtmfRate(u32),
+    /// The announcement player refused a clip.
+    Player(PlayerError),
 }
 
 impl std::fmt::Display for MediaError {
@@ -317,6 +365,8 @@ impl std::fmt::Display for MediaError {
                 write!(f, "voice payload for call {c} does not fit its codec")
             }
             MediaError::Jitter => write!(f, "jitter buffer configuration rejected"),
+            MediaError::DtmfRate(r) => write!(f, "in-band DTMF does not run at {r} Hz"),
+            MediaError::Player(e) => e.fmt(f),
         }
     }
 }
@@ -344,9 +394,19 @@ impl Station {
             local_in: None,
             local_out: vec![0; frame_len],
             local_hears: false,
+            local_dtmf: None,
             local_tx: false,
             local_gated: false,
             jitter_cfg: JitterConfig::default(),
+            silence: vec![0; frame_len],
+            player: Player::new(rate, frame_len),
+            player_events: Vec::new(),
+            local_speaker: false,
+            with_clips: Vec::with_capacity(frame_len),
+            active: false,
+            active_until_ms: 0,
+            parrot: None,
+            local_parrot: None,
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
         }
@@ -429,8 +489,94 @@ impl Station {
         &self.local_out
     }
 
+    /// Whether the local transmitter has something to send this tick: the conference gives
+    /// the local radio audio, or a clip allowed to key it plays (the station ID under
+    /// `cw_keys_when_idle`). Other announcements are mixed into the output without keying.
     pub fn local_hears_audio(&self) -> bool {
         self.local_hears
+    }
+
+    /// Whether the local output carries audio this tick: the local radio is a member, or an
+    /// announcement plays to it (to the monitor speaker even when the radio is not a member).
+    pub fn local_speaker(&self) -> bool {
+        self.local_speaker
+    }
+
+    /// Queue an announcement clip (station rate) to start at the next tick. A refused clip
+    /// still ends with a `Finished` event (not completed) in `events`, so nobody waits for it.
+    pub fn play(
+        &mut self,
+        id: u32,
+        pcm: Vec<i16>,
+        destination: Destination,
+        keys_local: bool,
+        events: &mut Vec<MediaEvent>,
+    ) -> Result<(), MediaError> {
+        self.player
+            .play(id, pcm, destination, keys_local)
+            .map_err(|e| {
+                events.push(MediaEvent::Play(PlayerEvent::Finished {
+                    id,
+                    completed: false,
+                }));
+                MediaError::Player(e)
+            })
+    }
+
+    /// Stop an announcement clip (its `Finished` event goes to `events`); unknown ids are
+    /// ignored (the clip may have just finished).
+    pub fn stop_playing(&mut self, id: u32, events: &mut Vec<MediaEvent>) {
+        self.player.stop(id, &mut self.player_events);
+        events.extend(self.player_events.drain(..).map(MediaEvent::Play));
+    }
+
+    fn inband(&self) -> Result<InbandDtmf, MediaError> {
+        InbandDtmf::new(self.rate).map_err(|_| MediaError::DtmfRate(self.rate))
+    }
+
+    /// Parrot mode (`Some`) or the conference (`None`). In parrot mode every member's audio goes
+    /// to its own parrot, which plays it back to that member alone (`rust/parrot.rs`);
+    /// announcements still play. Switching drops every recording.
+    pub fn set_parrot(&mut self, settings: Option<ParrotSettings>) {
+        self.parrot = settings;
+        let (rate, frame_len) = (self.rate, self.frame_len);
+        let make = || settings.map(|p| Parrot::new(rate, frame_len, p));
+        for leg in &mut self.legs {
+            leg.parrot = make();
+        }
+        self.local_parrot = make();
+    }
+
+    pub fn parrot(&self) -> Option<ParrotSettings> {
+        self.parrot
+    }
+
+    /// Turn in-band DTMF detection on the local radio's receive audio on or off.
+    pub fn set_local_dtmf(&mut self, on: bool) -> Result<(), MediaError> {
+        self.local_dtmf = match (on, self.local_dtmf.take()) {
+            (true, Some(kept)) => Some(kept),
+            (true, None) => Some(self.inband()?),
+            (false, _) => None,
+        };
+        Ok(())
+    }
+
+    /// Turn in-band DTMF detection on a leg's received audio on or off.
+    pub fn set_leg_dtmf(&mut self, callno: u16, on: bool) -> Result<(), MediaError> {
+        let idx = *self
+            .by_callno
+            .get(&callno)
+            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let fresh = if on { Some(self.inband()?) } else { None };
+        if let Some(leg) = self.legs.get_mut(idx) {
+            leg.spec.dtmf = on;
+            if !on {
+                leg.inband = None;
+            } else if leg.inband.is_none() {
+                leg.inband = fresh;
+            }
+        }
+        Ok(())
     }
 
     pub fn add_leg(&mut self, spec: LegSpec, now_ms: u64) -> Result<(), MediaError> {
@@ -457,6 +603,14 @@ impl Station {
             rx_keyed: false,
             last_audio_ms: 0,
             vox_until_ms: 0,
+            inband: if spec.dtmf {
+                Some(self.inband()?)
+            } else {
+                None
+            },
+            parrot: self
+                .parrot
+                .map(|p| Parrot::new(self.rate, self.frame_len, p)),
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);
@@ -631,11 +785,22 @@ impl Station {
             + self.decoded.capacity()
             + self.resampled.capacity()
             + self.local_out.capacity()
+            + self.with_clips.capacity()
+            + self.player.capacity_samples()
             + self
                 .legs
                 .iter()
-                .map(|l| l.last_pcm.capacity() + l.pcm.capacity())
+                .map(|l| {
+                    l.last_pcm.capacity()
+                        + l.pcm.capacity()
+                        + l.inband.as_ref().map_or(0, InbandDtmf::capacity_samples)
+                        + l.parrot.as_ref().map_or(0, Parrot::capacity_samples)
+                })
                 .sum::<usize>()
+            + self
+                .local_dtmf
+                .as_ref()
+                .map_or(0, InbandDtmf::capacity_samples)
     }
 
     pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {
@@ -648,34 +813,87 @@ impl Station {
         self.conference.begin_tick();
         self.pull_legs(now_ms, out);
         if let Some(slot) = self.local_slot {
-            match self.local_in.take() {
-                Some(pcm) => {
-                    let _ = self.conference.put(slot, &pcm);
+            let local_in = self.local_in.take();
+            let muted = match self.local_dtmf.as_mut() {
+                Some(ib) => ib.frame(local_in.as_deref(), &self.silence, |digit| {
+                    out.events.push(MediaEvent::Dtmf {
+                        callno: None,
+                        digit,
+                    })
+                }),
+                None => false,
+            };
+            // Parrot mode takes what the local radio says when it is a member; the operator's
+            // key still talks to everyone.
+            let parrot = self.local_parrot.as_mut().filter(|_| self.local_member);
+            if let Some(parrot) = parrot {
+                let frame = local_in
+                    .as_deref()
+                    .map(|pcm| if muted { &self.silence[..] } else { pcm });
+                parrot.tick(now_ms, frame);
+            } else {
+                match local_in {
+                    Some(pcm) => {
+                        let frame = if muted { &self.silence } else { &pcm };
+                        let _ = self.conference.put(slot, frame);
+                    }
+                    None if self.local_keyed => {
+                        // Keyed with no microphone frame this tick: send silence rather than
+                        // break the talk spurt.
+                        self.decoded.clear();
+                        self.decoded.resize(self.frame_len, 0);
+                        let _ = self.conference.put(slot, &self.decoded);
+                    }
+                    None => {}
                 }
-                None if self.local_keyed => {
-                    // Keyed with no microphone frame this tick: send silence rather than
-                    // break the talk spurt.
-                    self.decoded.clear();
-                    self.decoded.resize(self.frame_len, 0);
-                    let _ = self.conference.put(slot, &self.decoded);
-                }
-                None => {}
             }
         }
         self.conference.mix();
+        self.track_activity(now_ms, &mut out.events);
+        self.player.tick(&mut self.player_events);
+        out.events
+            .extend(self.player_events.drain(..).map(MediaEvent::Play));
         self.push_legs(now_ms, out);
         self.local_hears = false;
+        self.local_out.fill(0);
         if let (Some(slot), true) = (self.local_slot, self.local_member) {
             self.local_hears = self.conference.hears_audio(slot);
             if let Ok(o) = self.conference.output(slot) {
                 self.local_out.copy_from_slice(o);
             }
         }
+        if let Some(clips) = self.player.local() {
+            add_saturating(&mut self.local_out, clips);
+        }
+        // The local radio's own parrot plays back to it like conference audio would.
+        let echo = self.local_member
+            && match self.local_parrot.as_ref().and_then(Parrot::output) {
+                Some(echo) => {
+                    add_saturating(&mut self.local_out, echo);
+                    true
+                }
+                None => false,
+            };
+        self.local_hears |= self.player.keys_local() || echo;
+        self.local_speaker = self.local_member || self.player.local().is_some();
         if self.local_hears != self.local_tx {
             self.local_tx = self.local_hears;
             out.events.push(MediaEvent::LocalTx {
                 on: self.local_hears,
             });
+        }
+    }
+
+    fn track_activity(&mut self, now_ms: u64, events: &mut Vec<MediaEvent>) {
+        if self.conference.talkers() > 0 {
+            self.active_until_ms = now_ms + ACTIVITY_HANG_MS;
+            if !self.active {
+                self.active = true;
+                events.push(MediaEvent::Activity { active: true });
+            }
+        } else if self.active && now_ms >= self.active_until_ms {
+            self.active = false;
+            events.push(MediaEvent::Activity { active: false });
         }
     }
 
@@ -757,8 +975,30 @@ impl Station {
                 }
                 RxKeying::Control => ready && leg.rx_keyed,
             };
-            if mixed && leg.spec.mode.receives() {
-                let _ = self.conference.put(leg.slot, &leg.pcm);
+            let heard = mixed && leg.spec.mode.receives();
+            let muted = match leg.inband.as_mut() {
+                Some(ib) => {
+                    let callno = leg.spec.callno;
+                    ib.frame(heard.then_some(&leg.pcm[..]), &self.silence, |digit| {
+                        out.events.push(MediaEvent::Dtmf {
+                            callno: Some(callno),
+                            digit,
+                        })
+                    })
+                }
+                None => false,
+            };
+            // A muted tone still holds the talk spurt: silence, not a gap that would unkey
+            // the links in the middle of a command.
+            let frame = if muted {
+                &self.silence[..]
+            } else {
+                &leg.pcm[..]
+            };
+            if let Some(parrot) = leg.parrot.as_mut() {
+                parrot.tick(now_ms, heard.then_some(frame));
+            } else if heard {
+                let _ = self.conference.put(leg.slot, frame);
             }
         }
     }
@@ -767,9 +1007,20 @@ impl Station {
         // Listeners that hear the plain conference (not a mix-minus of their own), in the same
         // codec at the station rate, get the same bytes: one encode per codec and tick, one
         // payload buffer shared by all their datagrams (Asterisk's softmix does the same).
-        let mut shared: Vec<(Codec, usize)> = Vec::new();
+        // Calls and links may hear different announcements, and a parrot's echo is its leg's
+        // own, so the key is (codec, link) and an echoing leg never shares.
+        let mut shared: Vec<((Codec, bool), usize)> = Vec::new();
         for leg in &mut self.legs {
-            let hears = leg.spec.mode.transmits() && self.conference.hears_audio(leg.slot);
+            let transmits = leg.spec.mode.transmits();
+            // Announcements reach calls (to_air) and, only when asked, the links.
+            let clips = match (transmits, leg.spec.link) {
+                (false, _) => None,
+                (true, false) => self.player.air(),
+                (true, true) => self.player.links(),
+            };
+            let echo = leg.parrot.as_ref().and_then(Parrot::output);
+            let hears = transmits
+                && (self.conference.hears_audio(leg.slot) || clips.is_some() || echo.is_some());
             let elapsed = now_ms.saturating_sub(leg.ts_origin_ms);
             // Timestamps advance in whole frames so the peer's jitter buffer sees a steady clock.
             let ts = leg
@@ -788,10 +1039,22 @@ impl Station {
             let Ok(mix) = self.conference.output(leg.slot) else {
                 continue;
             };
+            let mix = if clips.is_some() || echo.is_some() {
+                self.with_clips.clear();
+                self.with_clips.extend_from_slice(mix);
+                for extra in [clips, echo].into_iter().flatten() {
+                    add_saturating(&mut self.with_clips, extra);
+                }
+                &self.with_clips[..]
+            } else {
+                mix
+            };
             let codec = leg.spec.codec;
             let stateless_edge = matches!(leg.tx_edge, Edge::Same);
-            let shareable = stateless_edge && self.conference.hears_total(leg.slot);
-            let payload = match shared.iter().find(|(c, _)| *c == codec) {
+            let shareable =
+                stateless_edge && echo.is_none() && self.conference.hears_total(leg.slot);
+            let key = (codec, leg.spec.link);
+            let payload = match shared.iter().find(|(k, _)| *k == key) {
                 Some(&(_, i)) if shareable => i,
                 _ => {
                     let i = if stateless_edge {
@@ -802,7 +1065,7 @@ impl Station {
                         out.encode_payload(codec, &self.resampled)
                     };
                     if shareable {
-                        shared.push((codec, i));
+                        shared.push((key, i));
                     }
                     i
                 }
@@ -836,6 +1099,13 @@ impl Station {
     }
 }
 
+/// `acc[i] += add[i]`, saturated.
+fn add_saturating(acc: &mut [i16], add: &[i16]) {
+    for (a, b) in acc.iter_mut().zip(add) {
+        *a = a.saturating_add(*b);
+    }
+}
+
 /// Make a resampled frame exactly `len` samples (a resampler's first call may be short by its
 /// start-up delay; never longer in steady state).
 fn fit(buf: &mut Vec<i16>, len: usize) {
@@ -861,6 +1131,8 @@ mod tests {
             mode: LegMode::Transceive,
             keying: RxKeying::Always,
             call_ts_ms: 1000,
+            dtmf: false,
+            link: false,
         }
     }
 
@@ -1243,10 +1515,12 @@ mod tests {
         let mut st = Station::new(16000, true);
         let codecs = [Codec::Ulaw, Codec::Alaw, Codec::Slin, Codec::Slin16];
         for c in 0..8u16 {
-            st.add_leg(spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]), 0)
-                .expect("leg");
+            let mut leg = spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]);
+            leg.dtmf = c % 2 == 0;
+            st.add_leg(leg, 0).expect("leg");
         }
         st.set_local_radio(true);
+        st.set_local_dtmf(true).expect("local dtmf");
         let wires: Vec<Vec<u8>> = codecs
             .iter()
             .map(|c| {
@@ -1652,5 +1926,456 @@ mod tests {
             codec.decode(out.payload(d), &mut pcm).expect("decode");
         }
         pcm
+    }
+
+    fn dtmf_events(out: &TickOutput) -> Vec<(Option<u16>, char)> {
+        out.events
+            .iter()
+            .filter_map(|e| match e {
+                MediaEvent::Dtmf { callno, digit } => Some((*callno, *digit)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `digits` from the project's generator, `on_ms` tones and `off_ms` gaps, starting `lead`
+    /// samples into the first frame, then silence, cut into 20 ms frames.
+    fn dtmf_frames(rate: u32, digits: &str, on_ms: u32, off_ms: u32, lead: usize) -> Vec<Vec<i16>> {
+        let mut g = crate::dtmf::DtmfGenerator::new(rate).expect("generator");
+        let per = |ms: u32| (rate * ms / 1000) as usize;
+        let mut sig = vec![0i16; per(40) + lead];
+        for d in digits.chars() {
+            g.start(d, on_ms, -10.0).expect("digit");
+            let mut t = vec![0i16; per(on_ms + GENERATOR_TAIL_MS)];
+            let _ = g.fill(&mut t);
+            sig.extend_from_slice(&t);
+            sig.extend(std::iter::repeat_n(0, per(off_ms)));
+        }
+        sig.extend(std::iter::repeat_n(0, per(200)));
+        let n = (rate / 50) as usize;
+        sig.chunks(n)
+            .map(|c| {
+                let mut f = c.to_vec();
+                f.resize(n, 0);
+                f
+            })
+            .collect()
+    }
+
+    /// The generator's envelope adds this much after the key-down time.
+    const GENERATOR_TAIL_MS: u32 = 5;
+
+    /// Runs of non-zero samples in `x`, in samples.
+    fn bursts(x: &[i16]) -> Vec<usize> {
+        let mut runs = Vec::new();
+        let (mut run, mut gap) = (0usize, 0usize);
+        for &v in x {
+            if v != 0 {
+                // Two tones cross zero together now and then: a short zero run is not a gap.
+                run += gap + 1;
+                gap = 0;
+            } else if run > 0 {
+                gap += 1;
+                if gap > 8 {
+                    runs.push(run);
+                    run = 0;
+                    gap = 0;
+                }
+            }
+        }
+        if run > 0 {
+            runs.push(run);
+        }
+        runs
+    }
+
+    #[test]
+    fn inband_tones_are_muted_and_what_leaks_is_measured() {
+        for (rate, codec) in [(8000u32, Codec::Slin), (16000, Codec::Slin16)] {
+            let n = (rate / 50) as usize;
+            let mut worst = 0usize;
+            let mut total = 0usize;
+            let mut tones = 0usize;
+            for lead in (0..n).step_by(n / 20) {
+                let mut st = Station::new(rate, true);
+                let mut talker = spec(300, 9700, codec);
+                talker.dtmf = true;
+                st.add_leg(talker, 0).expect("talker");
+                st.add_leg(spec(301, 9701, codec), 0).expect("listener");
+                let mut out = TickOutput::default();
+                let mut got = String::new();
+                let mut heard_pcm = Vec::new();
+                let digits = "*32000#ABCD1456789";
+                for (k, frame) in dtmf_frames(rate, digits, 50, 50, lead).iter().enumerate() {
+                    let now = k as u64 * 20;
+                    feed(&mut st, 300, codec, frame, 100 + k as u32 * 20, now);
+                    out.clear();
+                    st.tick(now, &mut out);
+                    for (c, d) in dtmf_events(&out) {
+                        assert_eq!(c, Some(300));
+                        got.push(d);
+                    }
+                    heard_pcm.extend(heard(&out, 301, addr(9701), codec).unwrap_or(vec![0; n]));
+                }
+                assert_eq!(got, digits, "rate {rate} lead {lead}");
+                // The far end hears only short onsets: no detector sees a digit in them.
+                let mut far = crate::dtmf::DtmfDetector::new(rate).expect("detector");
+                let _ = far.process(&heard_pcm);
+                assert_eq!(far.stats().presses, 0, "rate {rate} lead {lead}");
+                for b in bursts(&heard_pcm) {
+                    worst = worst.max(b);
+                    total += b;
+                }
+                tones += digits.len();
+            }
+            let ms = |s: usize| s as f64 * 1000.0 / f64::from(rate);
+            println!(
+                "in-band DTMF at {rate} Hz: leaked onset at most {:.1} ms, {:.1} ms on average",
+                ms(worst),
+                ms(total) / tones as f64
+            );
+            assert!(ms(worst) <= 20.0, "{} ms leaked", ms(worst));
+        }
+    }
+
+    #[test]
+    fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
+        let rate = 8000;
+        let mut st = Station::new(rate, true);
+        st.set_local_radio(true);
+        st.set_local_dtmf(true).expect("local");
+        st.add_leg(spec(310, 9710, Codec::Slin), 0).expect("leg");
+        let mut out = TickOutput::default();
+        let mut got = Vec::new();
+        let mut heard_pcm = Vec::new();
+        for (k, frame) in dtmf_frames(rate, "*70", 60, 60, 37).iter().enumerate() {
+            st.put_local(frame);
+            out.clear();
+            st.tick(k as u64 * 20, &mut out);
+            got.extend(dtmf_events(&out));
+            heard_pcm.extend(heard(&out, 310, addr(9710), Codec::Slin).unwrap_or_default());
+        }
+        assert_eq!(got, vec![(None, '*'), (None, '7'), (None, '0')]);
+        let mut far = crate::dtmf::DtmfDetector::new(rate).expect("detector");
+        let _ = far.process(&heard_pcm);
+        assert_eq!(far.stats().presses, 0);
+
+        // Off for the local radio, on for the leg afterwards.
+        st.set_local_dtmf(false).expect("off");
+        st.set_leg_dtmf(310, true).expect("leg on");
+        assert_eq!(st.set_leg_dtmf(999, true), Err(MediaError::NoSuchLeg(999)));
+        let mut got = Vec::new();
+        let base = 100;
+        for (k, frame) in dtmf_frames(rate, "5", 60, 60, 0).iter().enumerate() {
+            let now = (base + k) as u64 * 20;
+            st.put_local(frame);
+            feed(&mut st, 310, Codec::Slin, frame, 100 + k as u32 * 20, now);
+            out.clear();
+            st.tick(now, &mut out);
+            got.extend(dtmf_events(&out));
+        }
+        assert_eq!(got, vec![(Some(310), '5')]);
+    }
+
+    fn play_events(out: &TickOutput) -> Vec<PlayerEvent> {
+        out.events
+            .iter()
+            .filter_map(|e| match e {
+                MediaEvent::Play(p) => Some(*p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn announcements_reach_their_destinations_only() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(400, 9800, Codec::Slin), 0).expect("call");
+        let mut link = spec(401, 9801, Codec::Slin);
+        link.link = true;
+        link.keying = RxKeying::Voice;
+        st.add_leg(link, 0).expect("link");
+        let mut monitor = spec(402, 9802, Codec::Slin);
+        monitor.mode = LegMode::ReceiveOnly;
+        st.add_leg(monitor, 0).expect("monitored link");
+        let clip = |n: usize| tone(1000.0, 8000, 0).repeat(n);
+        let mut out = TickOutput::default();
+        let mut events = Vec::new();
+        let mut now = 0u64;
+        let mut run = |st: &mut Station, ticks: usize, f: &mut dyn FnMut(&TickOutput, &Station)| {
+            for _ in 0..ticks {
+                out.clear();
+                st.tick(now, &mut out);
+                now += 20;
+                f(&out, st);
+            }
+        };
+
+        // to_monitor: the local output only, with the local radio out of the conference.
+        st.play(1, clip(3), Destination::Monitor, false, &mut events)
+            .expect("monitor");
+        let mut ticks_heard = 0;
+        run(&mut st, 4, &mut |out, st| {
+            assert!(out.datagrams.is_empty());
+            assert!(!out
+                .events
+                .iter()
+                .any(|e| matches!(e, MediaEvent::FullVoice { .. })));
+            if st.local_speaker() {
+                ticks_heard += 1;
+                assert!(tone_db(st.local_output(), 1000.0, 8000) > -1.0);
+                assert!(!st.local_hears_audio(), "a monitor clip keys nothing");
+            }
+        });
+        assert_eq!(ticks_heard, 3);
+
+        // to_air: the calls and the local output, not the links; the transmitter stays unkeyed.
+        st.play(2, clip(3), Destination::Air, false, &mut events)
+            .expect("air");
+        let mut started = Vec::new();
+        run(&mut st, 4, &mut |out, st| {
+            if let Some(pcm) = heard(out, 400, addr(9800), Codec::Slin) {
+                assert!(tone_db(&pcm, 1000.0, 8000) > -1.0);
+                started.push(play_events(out));
+            }
+            assert!(heard(out, 401, addr(9801), Codec::Slin).is_none());
+            assert!(heard(out, 402, addr(9802), Codec::Slin).is_none());
+            assert!(!st.local_hears_audio());
+        });
+        assert_eq!(started.len(), 3);
+        assert_eq!(started[0], vec![PlayerEvent::Started { id: 2 }]);
+        assert_eq!(
+            started[2],
+            vec![PlayerEvent::Finished {
+                id: 2,
+                completed: true
+            }]
+        );
+
+        // to_air_and_links: the transceive link too, as a talk spurt; keys_local keys the
+        // local transmitter while it plays.
+        st.play(3, clip(2), Destination::AirAndLinks, true, &mut events)
+            .expect("links");
+        let mut link_frames = 0;
+        let mut keyed = 0;
+        run(&mut st, 3, &mut |out, st| {
+            if heard(out, 401, addr(9801), Codec::Slin).is_some() {
+                link_frames += 1;
+            }
+            assert!(heard(out, 402, addr(9802), Codec::Slin).is_none());
+            if st.local_hears_audio() {
+                keyed += 1;
+            }
+        });
+        assert_eq!((link_frames, keyed), (2, 2));
+        assert!(events.is_empty());
+    }
+
+    #[test]
+    fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
+        let mut st = Station::new(16000, true);
+        st.add_leg(spec(410, 9810, Codec::Slin16), 0)
+            .expect("talker");
+        st.add_leg(spec(411, 9811, Codec::Ulaw), 0)
+            .expect("listener");
+        let mut events = Vec::new();
+        st.play(
+            7,
+            tone(1500.0, 16000, 0).repeat(10),
+            Destination::Air,
+            false,
+            &mut events,
+        )
+        .expect("play");
+        let mut out = TickOutput::default();
+        let mut both = 0;
+        for n in 0..8usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                410,
+                Codec::Slin16,
+                &tone(500.0, 16000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            out.clear();
+            st.tick(now, &mut out);
+            if let Some(pcm) = heard(&out, 411, addr(9811), Codec::Ulaw) {
+                if tone_db(&pcm, 500.0, 8000) > -2.0 && tone_db(&pcm, 1500.0, 8000) > -2.0 {
+                    both += 1;
+                }
+            }
+        }
+        assert!(
+            both >= 6,
+            "{both} frames carried the talker and the announcement"
+        );
+        let too_long = vec![0i16; 16 * 200_000];
+        assert!(matches!(
+            st.play(8, too_long, Destination::Air, false, &mut events),
+            Err(MediaError::Player(PlayerError::TooLong { .. }))
+        ));
+        assert_eq!(
+            events,
+            vec![MediaEvent::Play(PlayerEvent::Finished {
+                id: 8,
+                completed: false
+            })]
+        );
+        events.clear();
+        st.stop_playing(7, &mut events);
+        assert_eq!(
+            events,
+            vec![MediaEvent::Play(PlayerEvent::Finished {
+                id: 7,
+                completed: false
+            })]
+        );
+    }
+
+    #[test]
+    fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(420, 9820, Codec::Slin), 0).expect("talker");
+        let mut events = Vec::new();
+        st.play(
+            1,
+            tone(700.0, 8000, 0).repeat(5),
+            Destination::Air,
+            false,
+            &mut events,
+        )
+        .expect("play");
+        let mut out = TickOutput::default();
+        let mut edges = Vec::new();
+        for n in 0..80usize {
+            let now = n as u64 * 20;
+            // Talks for frames 10..30 with a 100 ms pause (a breath) in the middle.
+            if (10..30).contains(&n) && !(18..23).contains(&n) {
+                feed(
+                    &mut st,
+                    420,
+                    Codec::Slin,
+                    &tone(500.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            for e in &out.events {
+                if let MediaEvent::Activity { active } = e {
+                    edges.push((*active, n));
+                }
+            }
+        }
+        let kinds: Vec<bool> = edges.iter().map(|e| e.0).collect();
+        assert_eq!(kinds, vec![true, false], "{edges:?}");
+        let quiet_at = edges[1].1;
+        // The last talk frame plays out around frame 30; the hang adds 25 ticks.
+        assert!((30 + 24..=30 + 30).contains(&quiet_at), "{edges:?}");
+    }
+
+    fn parrot_settings() -> ParrotSettings {
+        ParrotSettings {
+            playback_delay_ms: 100,
+            silence_gap_ms: 100,
+            vox_threshold_db: -40.0,
+        }
+    }
+
+    #[test]
+    fn in_parrot_mode_each_member_hears_only_itself_back() {
+        let mut st = Station::new(8000, true);
+        st.add_leg(spec(430, 9830, Codec::Slin), 0).expect("a");
+        st.set_parrot(Some(parrot_settings()));
+        st.add_leg(spec(431, 9831, Codec::Slin), 0)
+            .expect("b, added in parrot mode");
+        let mut out = TickOutput::default();
+        let (mut a_back, mut b_heard) = (Vec::new(), 0);
+        let mut a_sent = Vec::new();
+        for n in 0..40usize {
+            let now = n as u64 * 20;
+            if (2..12).contains(&n) {
+                let f = tone(900.0, 8000, n);
+                a_sent.extend_from_slice(&f);
+                feed(&mut st, 430, Codec::Slin, &f, 100 + n as u32 * 20, now);
+            }
+            out.clear();
+            st.tick(now, &mut out);
+            if let Some(pcm) = heard(&out, 430, addr(9830), Codec::Slin) {
+                a_back.push((n, pcm));
+            }
+            if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
+                b_heard += 1;
+            }
+            assert!(!out
+                .events
+                .iter()
+                .any(|e| matches!(e, MediaEvent::Activity { .. })));
+        }
+        assert_eq!(b_heard, 0, "nobody else hears a parrot");
+        let back: Vec<i16> = a_back.iter().flat_map(|(_, f)| f.clone()).collect();
+        // The preroll (silence), the ten frames sample for sample, then the jitter buffer's
+        // fading concealment (what the conference would have mixed too) and the start of the
+        // quiet that ended the recording.
+        let frames = back.len() / 160;
+        let fade = crate::jitter::CONCEAL_FADE_FRAMES as usize;
+        let tail = crate::parrot::TAIL_FRAMES;
+        assert!(
+            (PREROLL + 10..=PREROLL + 10 + fade + tail).contains(&frames),
+            "{frames}"
+        );
+        assert_eq!(&back[PREROLL * 160..(PREROLL + 10) * 160], &a_sent[..]);
+        // Talk ends at frame 11, plays out of the jitter buffer a few ticks later and fades;
+        // then 100 ms of quiet (5 ticks) end the recording, and it plays 100 ms later.
+        let first = a_back[0].0;
+        assert!((11 + 10..=11 + 10 + 2 + fade).contains(&first), "{first}");
+
+        // Back to the conference: b hears a again, live.
+        st.set_parrot(None);
+        let mut b_live = 0;
+        for n in 40..50usize {
+            let now = n as u64 * 20;
+            feed(
+                &mut st,
+                430,
+                Codec::Slin,
+                &tone(900.0, 8000, n),
+                100 + n as u32 * 20,
+                now,
+            );
+            out.clear();
+            st.tick(now, &mut out);
+            if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
+                b_live += 1;
+            }
+        }
+        assert!(b_live >= 8);
+        assert!(st.parrot().is_none());
+    }
+
+    const PREROLL: usize = crate::parrot::PREROLL_FRAMES;
+
+    #[test]
+    fn the_local_radio_parrots_too_when_it_is_a_member() {
+        let mut st = Station::new(16000, true);
+        st.set_local_radio(true);
+        st.set_parrot(Some(parrot_settings()));
+        let mut out = TickOutput::default();
+        let mut back = 0;
+        for n in 0..40usize {
+            if (2..8).contains(&n) {
+                st.put_local(&tone(600.0, 16000, n));
+            }
+            out.clear();
+            st.tick(n as u64 * 20, &mut out);
+            if st.local_speaker() && tone_db(st.local_output(), 600.0, 16000) > -1.0 {
+                back += 1;
+                assert!(st.local_hears_audio());
+            }
+        }
+        assert_eq!(back, 6);
     }
 }

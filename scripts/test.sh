@@ -9,12 +9,16 @@ cd "$(dirname "$0")/.."
 # PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
 # status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
 # systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
-# (packaging/systemd), and tmux, the real 80x24 terminal the `node tui` test types into.
+# (packaging/systemd), tmux, the real 80x24 terminal the `node tui` test types into, and
+# espeak-ng and sox: the TTS binary the announcements are tested with, speech for DTMF talk-off,
+# and an independent DTMF tone generator.
 missing=()
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v tmux >/dev/null || missing+=(tmux)
+command -v espeak-ng >/dev/null || missing+=(espeak-ng)
+command -v sox >/dev/null || missing+=(sox)
 ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportaudio2)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then

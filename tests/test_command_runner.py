@@ -176,3 +176,28 @@ def test_whole_strings_run_only_when_enabled_or_authorized() -> None:
         ]
 
     run(scenario, enabled=False)
+
+
+def test_a_digit_heard_both_as_a_frame_and_as_tones_counts_once() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        # A phone that sends IAX2 DTMF frames and leaves the tones in its audio: each key
+        # press arrives twice, the tones about 100 ms after the frame (or before it).
+        for d in "*70":
+            ctl.commands.digit("call 4", 4, d)
+            ctl.commands.digit("call 4", 4, d, inband=True)
+        ctl.commands.digit("local", None, "5", inband=True)
+        ctl.commands.digit("local", None, "5")
+        # Repeated digits from one path are all kept.
+        for d in "*1*1":
+            ctl.commands.digit("call 5", 5, d, inband=True)
+        events = dtmf_events(sub)
+        assert [(e["call"], e["digit"]) for e in events] == [
+            (4, "*"),
+            (4, "7"),
+            (4, "0"),
+            (None, "5"),
+            *((5, d) for d in "*1*1"),
+        ]
+        assert events[2]["command"] == "*70 status"
+
+    run(scenario)

@@ -86,7 +86,10 @@ def test_defaults_are_the_documented_safe_values() -> None:
         "registered",
         "register_failed",
         "answered",
+        "link_connected",
+        "link_disconnected",
     }
+    assert c.announce.to_links is False
     assert all(
         e == AnnounceEventConfig(enabled=False, destination="to_monitor")
         for e in c.announce.events.values()
@@ -198,6 +201,7 @@ destination = "to_air"
 [dtmf]
 enabled = true
 inter_digit_timeout_ms = 2500
+inband_sources = ["local", "calls"]
 
 [links]
 nodes_file = "extnodes.txt"
@@ -261,7 +265,10 @@ def test_full_file(tmp_path: Path) -> None:
         enabled=True, destination="to_air"
     )
     assert config.announce.events["answered"] == AnnounceEventConfig()
-    assert config.dtmf == DtmfConfig(enabled=True, inter_digit_timeout_ms=2500)
+    assert config.dtmf == DtmfConfig(
+        enabled=True, inter_digit_timeout_ms=2500, inband_sources=("calls", "local")
+    )
+    assert config.dtmf.inband_on("local") and not config.dtmf.inband_on("links")
     assert dict(config.links) == {"2001": LinkConfig(shape="wt-guest"), "2002": LinkConfig()}
     assert config.nodes_file == tmp_path / "extnodes.txt"
     assert config.portal == PortalConfig(
@@ -603,6 +610,9 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "100 to 60000",
     ),
     (MINIMAL + "[announce]\ncw_wpm = 100\n", "announce.cw_wpm", "5 to 60"),
+    (MINIMAL + "[dtmf]\ninband_sources = ['radio']\n", "dtmf.inband_sources[0]", "local"),
+    (MINIMAL + "[dtmf]\ninband_sources = 'calls'\n", "dtmf.inband_sources", "links"),
+    (MINIMAL + "[dtmf]\ninband = 'yes'\n", "dtmf.inband", "true, false"),
     (MINIMAL + "[announce]\ncw_tone_hz = 5000.0\n", "announce.cw_tone_hz", "200.0 to 3400.0"),
     (MINIMAL + "[parrot]\nvox_threshold_db = 3.0\n", "parrot.vox_threshold_db", "-96.0 to 0.0"),
     # bad enum values
@@ -611,7 +621,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     ("[listener]\nauth = 'md5'\n[control]\n", "listener.auth", "required, optional, off"),
     ("[listener]\ncalltoken = 'yes'\n[control]\n", "listener.calltoken", "required, auto, off"),
     (MINIMAL + "[secrets]\nsource = 'vault'\n", "secrets.source", "env, control, config"),
-    (MINIMAL + "[bridge]\nmode = 'parrot'\n", "bridge.mode", "handset, bridge, conference"),
+    (MINIMAL + "[bridge]\nmode = 'echo'\n", "bridge.mode", "conference, parrot"),
     (MINIMAL + "[audio]\nbackend = 'alsa'\n", "audio.backend", "cpal, none"),
     (
         MINIMAL + "[audio]\ndevice_rate = 44100\n",
@@ -902,7 +912,7 @@ valid_docs = st.fixed_dictionaries(
         ),
         "secrets": optional_keys(source=st.sampled_from(["env", "control", "config"])),
         "bridge": optional_keys(
-            mode=st.sampled_from(["handset", "bridge", "conference"]),
+            mode=st.sampled_from(["handset", "bridge", "conference", "parrot"]),
             mix_minus=st.booleans(),
             include_local_radio=st.booleans(),
         ),
@@ -915,7 +925,12 @@ valid_docs = st.fixed_dictionaries(
             tx_gain_db=st.floats(-40.0, 20.0),
         ),
         "dtmf": optional_keys(
-            enabled=st.booleans(), inter_digit_timeout_ms=st.integers(100, 60000)
+            enabled=st.booleans(),
+            inter_digit_timeout_ms=st.integers(100, 60000),
+            inband=st.booleans(),
+            inband_sources=st.sets(st.sampled_from(["calls", "links", "local"])).map(
+                lambda chosen: [s for s in ("calls", "links", "local") if s in chosen]
+            ),
         ),
         "ami": optional_keys(
             enabled=st.booleans(),
@@ -937,6 +952,7 @@ valid_docs = st.fixed_dictionaries(
             cw_wpm=st.integers(5, 60),
             cw_tone_hz=st.floats(200.0, 3400.0),
             cw_keys_when_idle=st.booleans(),
+            to_links=st.booleans(),
             events=optional_keys(
                 **{
                     e: optional_keys(
@@ -949,6 +965,8 @@ valid_docs = st.fixed_dictionaries(
                         "registered",
                         "register_failed",
                         "answered",
+                        "link_connected",
+                        "link_disconnected",
                     )
                 }
             ),

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
-from node.events import Dtmf, EventBus, Hangup, IncomingCall, Registered, RegisterFailed, Snapshot
+from node.events import (
+    AnnouncementFinished,
+    AnnouncementStarted,
+    Dtmf,
+    EventBus,
+    Hangup,
+    IncomingCall,
+    Registered,
+    RegisterFailed,
+    Snapshot,
+)
 
 
 def test_wire_forms_follow_the_spec() -> None:
@@ -22,6 +32,15 @@ def test_wire_forms_follow_the_spec() -> None:
     assert Hangup(reason="peer hung up").to_json() == {"event": "hangup", "reason": "peer hung up"}
     assert Dtmf(call=7, digit="5").to_json() == {"event": "dtmf", "call": 7, "digit": "5"}
     assert Dtmf(call=7, digit="3", command="*32000").to_json()["command"] == "*32000"
+    assert AnnouncementStarted(kind="id").to_json() == {
+        "event": "announcement_started",
+        "kind": "id",
+    }
+    assert AnnouncementFinished(kind="command", completed=False).to_json() == {
+        "event": "announcement_finished",
+        "kind": "command",
+        "completed": False,
+    }
 
 
 def test_every_subscriber_gets_every_event_then_shutdown() -> None:

@@ -15,6 +15,7 @@ __all__ = [
     "DeviceError",
     "DevicePort",
     "Downsampler",
+    "DtmfDetector",
     "Engine",
     "EngineError",
     "FrameError",
@@ -22,6 +23,7 @@ __all__ = [
     "Interpolator",
     "MiniFrame",
     "MixerError",
+    "ToneError",
     "TrunkFrame",
     "Upsampler",
     "VideoFrame",
@@ -30,13 +32,18 @@ __all__ = [
     "alaw_decode_many",
     "alaw_encode",
     "compress_subclass",
+    "cw_pcm",
     "decode_codec_prefs",
+    "dtmf_pcm",
     "encode_codec_prefs",
     "parse",
+    "resample_pcm",
     "slin16_from_wire",
     "slin16_to_wire",
     "slin_from_wire",
     "slin_to_wire",
+    "tone_pcm",
+    "tone_sequence_pcm",
     "ulaw_decode",
     "ulaw_decode_many",
     "ulaw_encode",
@@ -280,7 +287,9 @@ _Addr: TypeAlias = tuple[str, int]
 #: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
 #: | ("spurt_ended", callno, ts)
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("local_tx", on) | ("vox", open) | ("command_failed", message)
+#: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
+#: | ("play_started", id) | ("play_finished", id, completed) | ("activity", active)
+#: | ("local_tx", on) | ("vox", open) | ("command_failed", message)
 _EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
@@ -322,8 +331,16 @@ class Engine:
         mode: str = "transceive",
         call_ts_ms: int = 0,
         keying: str = "always",
+        dtmf: bool = False,
+        link: bool = False,
     ) -> None: ...
     def set_leg_keying(self, callno: int, keying: str) -> None: ...
+    def set_leg_dtmf(self, callno: int, on: bool) -> None: ...
+    def set_local_dtmf(self, on: bool) -> None: ...
+    def play(self, id: int, pcm: _Buffer, destination: str, keys_local: bool = False) -> None:
+        """Mix `pcm` (int16 at the station rate) into "to_monitor", "to_air" or
+        "to_air_and_links" from the next tick, as clip `id`."""
+    def stop_playing(self, id: int) -> None: ...
     def remove_leg(self, callno: int) -> None: ...
     def set_leg_mode(self, callno: int, mode: str) -> None: ...
     def set_leg_codec(self, callno: int, format: int) -> None: ...
@@ -332,6 +349,15 @@ class Engine:
         self, callno: int, kind: str, value: int, ts: int, payload: bytes = ...
     ) -> None: ...
     def set_mix_minus(self, on: bool) -> None: ...
+    def set_parrot(
+        self,
+        on: bool,
+        playback_delay_ms: int,
+        silence_gap_ms: int,
+        vox_threshold_db: float,
+    ) -> None:
+        """Parrot mode: each member's audio recorded and played back to it alone; off: the
+        conference."""
     def set_local_radio(self, on: bool) -> None: ...
     def set_local_keyed(self, on: bool) -> None: ...
     def set_local_gated(self, on: bool) -> None: ...
@@ -461,3 +487,53 @@ class Conference:
         """Members that talked in the last tick."""
 
 # --- end mixer ---
+
+# --- tones ---
+# Tones, CW and DTMF rendered to PCM (native-endian int16 at `rate`), and the DTMF detector.
+
+class ToneError(ValueError):
+    """A tone, CW or DTMF parameter out of range, or a rate a tone kernel does not run at."""
+
+def cw_pcm(rate: int, text: str, wpm: int, tone_hz: float, level_dbfs: float) -> bytes:
+    """Morse of `text` at `wpm` (PARIS timing: a dot is 1200/wpm ms) as a `tone_hz` sine
+    peaking at `level_dbfs`, 5 ms raised-cosine keying. Characters CW cannot send are skipped."""
+
+def tone_pcm(rate: int, freq_hz: float, duration_ms: int, level_dbfs: float) -> bytes:
+    """A tone of `duration_ms` (at half amplitude) peaking at `level_dbfs`, 5 ms ramps."""
+
+def tone_sequence_pcm(rate: int, steps: list[tuple[float, float, int]], level_dbfs: float) -> bytes:
+    """`(freq1_hz, freq2_hz, ms)` steps (0 Hz for none, both 0 a pause), each tone peaking at
+    `level_dbfs`, click-free: a repeater's courtesy tone."""
+
+def dtmf_pcm(
+    rate: int,
+    digits: str,
+    level_dbfs: float,
+    on_ms: int = 100,
+    off_ms: int = 100,
+    twist_db: float = 0.0,
+) -> bytes:
+    """DTMF `digits`, `on_ms` tones and `off_ms` gaps, each digit peaking at `level_dbfs`
+    with its low tone `twist_db` above the high one."""
+
+def resample_pcm(pcm: _Buffer, from_rate: int, to_rate: int, gain_db: float = 0.0) -> bytes:
+    """A whole clip at `from_rate` converted to `to_rate` (rational polyphase, 160/441 for
+    22050 -> 8000 Hz), scaled by `gain_db`. CodecError for rates it cannot convert."""
+
+@final
+class DtmfDetector:
+    """The media path's streaming DTMF detector (docs/dtmf.md) at 8000 or 16000 Hz."""
+
+    def __new__(cls, rate: int) -> DtmfDetector: ...
+    def process(self, pcm: _Buffer) -> list[tuple[str, str]]:
+        """Feed PCM of any length; the events completed, ("pressed" | "released", digit)."""
+    @property
+    def current(self) -> str | None:
+        """The digit held down now."""
+    @property
+    def rate(self) -> int: ...
+    def stats(self) -> dict[str, int]:
+        """Windows, hits, presses, and windows rejected by each test."""
+    def reset(self) -> None: ...
+
+# --- end tones ---

@@ -111,8 +111,9 @@ source = "env"
 
 # The conference bridge; the topology can be changed live with POST /bridge.
 #[bridge]
-# "handset" (1:1 with the local radio), "bridge" (pure conference, local radio off) or
-# "conference" (same mix-minus engine).
+# "handset" (1:1 with the local radio), "bridge" (pure conference, local radio off),
+# "conference" (same mix-minus engine), or (EXTENSION) "parrot" (each member hears what it said
+# played back, tuned by [parrot]).
 #mode = "bridge"
 # Each member hears everyone but itself; false gives a full mix.
 #mix_minus = true
@@ -151,6 +152,9 @@ source = "env"
 # EXTENSION. The text of the station ID (1-32 of A-Z, 0-9, / and space), e.g. "W1AW".
 # Required when a periodic ID is enabled.
 #callsign = ""
+# EXTENSION. Also send "to_air" announcements of events and commands over the transceive links,
+# which KEYS THEM. The station ID and link connect/disconnect announcements never go to links.
+#to_links = false
 
 # Text-to-speech through an external binary.
 #[announce.tts]
@@ -180,6 +184,14 @@ source = "env"
 #[announce.events.answered]
 #enabled = false
 #destination = "to_monitor"
+# EXTENSION. Link connects and disconnects, ours and those other nodes report ("node 2000
+# connected"), as AllStarLink nodes announce them.
+#[announce.events.link_connected]
+#enabled = false
+#destination = "to_monitor"
+#[announce.events.link_disconnected]
+#enabled = false
+#destination = "to_monitor"
 
 # DTMF command execution (*1 disconnect, *2 monitor, *3 connect + node number). Off by default
 # because it lets ANY connected member command the links.
@@ -187,6 +199,12 @@ source = "env"
 #enabled = false
 # Time allowed between the digits of a * sequence, in milliseconds (100-60000).
 #inter_digit_timeout_ms = 3000
+# EXTENSION. Also decode DTMF tones in the received audio (digits typed on a radio or an analog
+# phone), muting them from the conference so they do not go out over the links. Digits are
+# reported as events even when enabled = false; only commands need enabled.
+#inband = true
+# EXTENSION. Whose audio is listened to: "calls", "links", "local" (the local radio's receiver).
+#inband_sources = ["calls", "links", "local"]
 
 # Node-to-node links. A node number is looked up in this order: the address given with the
 # command, then nodes_file, then DNS.
@@ -267,6 +285,12 @@ source = "env"
 #vox_threshold_db = -35.0
 #vox_attack_ms = 40
 #vox_release_ms = 800
+# The courtesy tone played on the transmitter when a received transmission ends: steps of
+# [first Hz, second Hz, ms] (0 Hz for none, both 0 a pause; at most 16), e.g.
+# [[880, 0, 80], [660, 0, 80]]; [] for none.
+#courtesy_tone = []
+# Its peak level in dBFS (-60.0-0.0).
+#courtesy_tone_level_db = -18.0
 
 # EXTENSION. The Asterisk Manager Interface subset Allmon3 and Supermon poll (RptStatus XStat and
 # SawStat, rpt stats/lstats/nodes/xnode, rpt cmd ilink, rpt fun). Its password comes from the

@@ -34,6 +34,31 @@ log = logging.getLogger(__name__)
 #: What running one command gave: the text to show, or the refusal.
 Outcome = tuple[Command, str | CommandError]
 
+#: A digit that arrives both ways from one source within this many seconds counts once.
+ECHO_WINDOW_S = 0.5
+
+
+class _Echoes:
+    """A phone may send a digit as an IAX2 DTMF frame and leave its tones in the audio too;
+    the in-band detector then hears the same key press. The second of the two arrivals (either
+    order: frames come at once, tones after the jitter buffer and 40 ms of detection) is an echo.
+    Repeated digits from one path are never merged."""
+
+    def __init__(self) -> None:
+        #: (source, inband) -> (digit, when) of the last arrival not matched yet.
+        self._last: dict[tuple[str, bool], tuple[str, float]] = {}
+
+    def is_echo(self, source: str, digit: str, inband: bool, now: float) -> bool:
+        other = self._last.get((source, not inband))
+        if other is not None and other[0] == digit and now - other[1] <= ECHO_WINDOW_S:
+            del self._last[(source, not inband)]
+            return True
+        if len(self._last) > 256:
+            # Sources of ended calls: nothing older than the window matters.
+            self._last = {k: v for k, v in self._last.items() if now - v[1] <= ECHO_WINDOW_S}
+        self._last[(source, inband)] = (digit, now)
+        return False
+
 
 class CommandRunner:
     """The DTMF sources of one controller, and the executor of link commands."""
@@ -46,6 +71,7 @@ class CommandRunner:
         self._mappers: dict[str, CommandMapper] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._echoes = _Echoes()
         self._file_nodes: tuple[tuple[Path, int, int], frozenset[str]] | None = None
         #: Commands executed since start, today (local date) and the last one, for AMI stats.
         self.executed_total = 0
@@ -63,9 +89,14 @@ class CommandRunner:
 
     # --- digits from calls and links ----------------------------------------------------------
 
-    def digit(self, source: str, call: int | None, digit: str) -> None:
-        """One digit from `source` (e.g. "call 5"); `call` is the call id the event shows."""
+    def digit(self, source: str, call: int | None, digit: str, *, inband: bool = False) -> None:
+        """One digit from `source` (e.g. "call 5", "local"); `call` is the call id the event
+        shows; `inband` when it was decoded from tones in the audio (one key press that also
+        came as an IAX2 DTMF frame counts once)."""
         bus = self._controller.bus
+        if self._echoes.is_echo(source, digit, inband, self._controller.now()):
+            log.debug("DTMF %s from %s came as a frame and as tones; counted once", digit, source)
+            return
         if not self.enabled:
             bus.publish(Dtmf(call=call, digit=digit))
             return
@@ -185,6 +216,7 @@ class CommandRunner:
         elif kind == "status":
             entries = [str(e) for e in ctl.links.network_entries()]
             result = f"links: {', '.join(entries)}" if entries else "no links"
+            ctl.announce_status(entries)
         else:
             raise CommandError(f"unknown command kind {kind!r}", 400)
         self._count(command)

@@ -86,7 +86,7 @@ Answer = Literal["auto", "manual"]
 Auth = Literal["required", "optional", "off"]
 CallToken = Literal["required", "auto", "off"]
 SecretSource = Literal["env", "control", "config"]
-BridgeMode = Literal["handset", "bridge", "conference"]
+BridgeMode = Literal["handset", "bridge", "conference", "parrot"]
 AudioBackend = Literal["cpal", "none"]
 CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
 IdMode = Literal["cw", "tts", "off"]
@@ -102,12 +102,14 @@ ANSWERS: tuple[str, ...] = ("auto", "manual")
 AUTHS: tuple[str, ...] = ("required", "optional", "off")
 CALLTOKENS: tuple[str, ...] = ("required", "auto", "off")
 SECRET_SOURCES: tuple[str, ...] = ("env", "control", "config")
-BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference")
+BRIDGE_MODES: tuple[str, ...] = ("handset", "bridge", "conference", "parrot")
 AUDIO_BACKENDS: tuple[str, ...] = ("cpal", "none")
 #: `[audio] rx_gain_db` / `tx_gain_db` bounds (the Rust device edge enforces the same).
 GAIN_DB_MIN, GAIN_DB_MAX = -40.0, 20.0
 CODEC_POLICIES: tuple[str, ...] = ("ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16")
 ID_MODES: tuple[str, ...] = ("cw", "tts", "off")
+#: Where in-band DTMF can be decoded: plain calls, links, the local radio's receiver.
+INBAND_SOURCES: tuple[str, ...] = ("calls", "links", "local")
 DESTINATIONS: tuple[str, ...] = ("to_air", "to_monitor")
 LINK_SHAPES: tuple[str, ...] = ("standard", "wt-guest")
 REGISTER_METHODS: tuple[str, ...] = ("iax2", "http")
@@ -126,13 +128,17 @@ CARRIER_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio", "vox")
 CM108_BUTTONS: tuple[str, ...] = ("vol_up", "vol_down", "mute_play", "mute_rec")
 SERIAL_PTT_PINS: tuple[str, ...] = ("rts", "dtr")
 SERIAL_CARRIER_PINS: tuple[str, ...] = ("cts", "dsr", "cd")
-EVENT_NAMES: tuple[str, ...] = (
+#: The spec's announced events.
+SPEC_EVENT_NAMES: tuple[str, ...] = (
     "incoming_call",
     "hangup",
     "registered",
     "register_failed",
     "answered",
 )
+#: `[announce.events.<name>]` names: the spec's, and (extension) link connects and disconnects,
+#: ours and those other nodes report in `T` telemetry, as AllStarLink nodes announce them.
+EVENT_NAMES: tuple[str, ...] = (*SPEC_EVENT_NAMES, "link_connected", "link_disconnected")
 
 _NODE_ID = re.compile(r"[0-9]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -380,6 +386,9 @@ class AnnounceConfig:
     cw_keys_when_idle: bool = False
     #: *Extension.* The text of the station ID (sent in CW or spoken by TTS).
     callsign: str = ""
+    #: *Extension.* Also send `to_air` announcements of events and commands over the transceive
+    #: links (which keys them). The station ID and link telemetry never go to links.
+    to_links: bool = False
     tts: TtsConfig = field(default_factory=TtsConfig)
     #: Every event name is present; events not in the file hold the defaults (disabled).
     events: Mapping[str, AnnounceEventConfig] = field(default_factory=_default_events)
@@ -391,6 +400,16 @@ class DtmfConfig:
 
     enabled: bool = False
     inter_digit_timeout_ms: int = 3000
+    #: *Extension.* Decode DTMF tones in received audio (and mute them from the conference), as
+    #: well as IAX2 DTMF frames. Digits are reported whether or not `enabled` runs commands.
+    inband: bool = True
+    #: *Extension.* Which members' audio in-band detection runs on (a subset of
+    #: `INBAND_SOURCES`).
+    inband_sources: tuple[str, ...] = INBAND_SOURCES
+
+    def inband_on(self, source: str) -> bool:
+        """Whether in-band DTMF is decoded on `source` ("calls", "links" or "local")."""
+        return self.inband and source in self.inband_sources
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -480,6 +499,11 @@ class RadioConfig:
     vox_attack_ms: int = 40
     #: `carrier = "vox"`: how long it must stay below to close.
     vox_release_ms: int = 800
+    #: The courtesy tone played on the transmitter when a received transmission (the carrier)
+    #: ends: `(first Hz, second Hz, ms)` steps, 0 Hz for none, both 0 a pause; empty for none.
+    courtesy_tone: tuple[tuple[float, float, int], ...] = ()
+    #: Peak level of the courtesy tone (dBFS).
+    courtesy_tone_level_db: float = -18.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -686,6 +710,24 @@ class _Reader:
             # The value itself is not repeated: it may be a secret pasted into the wrong key.
             self.fail(dotted, "is not one of the accepted values", choices)
         return value
+
+    def choices(
+        self,
+        table: Mapping[str, Any],
+        name: str,
+        key: str,
+        default: tuple[str, ...],
+        choices: tuple[str, ...],
+    ) -> tuple[str, ...]:
+        """An array of distinct values out of `choices`, kept in the order of `choices`."""
+        dotted = f"{name}.{key}"
+        value = table.get(key, list(default))
+        if type(value) is not list:
+            self.fail(dotted, f"must be an array, got {_toml_type(value)}", choices)
+        for i, item in enumerate(value):
+            if type(item) is not str or item not in choices:
+                self.fail(f"{dotted}[{i}]", "is not one of the accepted values", choices)
+        return tuple(c for c in choices if c in value)
 
     def node_id(self, value: object, dotted: str) -> str:
         if type(value) is int and value >= 0:
@@ -997,6 +1039,7 @@ def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
         "cw_tone_hz",
         "cw_keys_when_idle",
         "callsign",
+        "to_links",
         "tts",
         "events",
     )
@@ -1014,6 +1057,7 @@ def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
         cw_tone_hz=r.number(t, "announce", "cw_tone_hz", d.cw_tone_hz, 200.0, 3400.0),
         cw_keys_when_idle=r.boolean(t, "announce", "cw_keys_when_idle", d.cw_keys_when_idle),
         callsign=callsign,
+        to_links=r.boolean(t, "announce", "to_links", d.to_links),
         tts=_parse_tts(r, t["tts"]) if "tts" in t else d.tts,
         events=_parse_events(r, t["events"]) if "events" in t else d.events,
     )
@@ -1036,12 +1080,14 @@ def _parse_announce(r: _Reader, raw: object) -> AnnounceConfig:
 
 def _parse_dtmf(r: _Reader, raw: object) -> DtmfConfig:
     d = DtmfConfig()
-    t = r.table(raw, "dtmf", ("enabled", "inter_digit_timeout_ms"))
+    t = r.table(raw, "dtmf", ("enabled", "inter_digit_timeout_ms", "inband", "inband_sources"))
     return DtmfConfig(
         enabled=r.boolean(t, "dtmf", "enabled", d.enabled),
         inter_digit_timeout_ms=r.integer(
             t, "dtmf", "inter_digit_timeout_ms", d.inter_digit_timeout_ms, 100, 60000
         ),
+        inband=r.boolean(t, "dtmf", "inband", d.inband),
+        inband_sources=r.choices(t, "dtmf", "inband_sources", d.inband_sources, INBAND_SOURCES),
     )
 
 
@@ -1225,7 +1271,33 @@ def _parse_radio(r: _Reader, raw: object) -> RadioConfig:
         vox_threshold_db=r.number(t, "radio", "vox_threshold_db", d.vox_threshold_db, -80.0, 0.0),
         vox_attack_ms=r.integer(t, "radio", "vox_attack_ms", d.vox_attack_ms, 0, 10000),
         vox_release_ms=r.integer(t, "radio", "vox_release_ms", d.vox_release_ms, 0, 10000),
+        courtesy_tone=_courtesy_tone(r, t),
+        courtesy_tone_level_db=r.number(
+            t, "radio", "courtesy_tone_level_db", d.courtesy_tone_level_db, -60.0, 0.0
+        ),
     )
+
+
+_COURTESY_FORM = "an array of [first Hz, second Hz, ms] steps, e.g. [[880, 0, 80], [660, 0, 80]]"
+
+
+def _courtesy_tone(r: _Reader, t: Mapping[str, Any]) -> tuple[tuple[float, float, int], ...]:
+    raw = t.get("courtesy_tone", [])
+    if type(raw) is not list or len(raw) > 16:
+        r.fail("radio.courtesy_tone", "must be an array of at most 16 steps", _COURTESY_FORM)
+    steps = []
+    for i, step in enumerate(raw):
+        key = f"radio.courtesy_tone[{i}]"
+        if type(step) is not list or len(step) != 3:
+            r.fail(key, "must be [first Hz, second Hz, ms]", _COURTESY_FORM)
+        f1, f2, ms = step
+        for hz in (f1, f2):
+            if type(hz) not in (int, float) or not (hz == 0 or 20 <= hz <= 3500):
+                r.fail(key, "a frequency is out of range", "0 (none) or 20-3500 Hz")
+        if type(ms) is not int or not 1 <= ms <= 5000:
+            r.fail(key, "the length is out of range", "an integer from 1 to 5000 ms")
+        steps.append((float(f1), float(f2), ms))
+    return tuple(steps)
 
 
 _DEVICE_HINT = {

@@ -19,13 +19,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from node._core import tone_sequence_pcm
 from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
+from node.announce.announcer import Announcer
 from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
 from node.events import (
+    AnnouncementFinished,
+    AnnouncementStarted,
     EventBus,
     Hangup,
     IncomingCall,
@@ -69,6 +73,9 @@ DSTAR_REFUSAL = (
 WT_USER = "allstar-public"
 WT_SECRET = "allstar"  # published in ASL3's iax.conf: it is no secret
 WT_EXTENSION = "s"
+
+#: The player's kind for the radio's courtesy tone (no `announcement_*` events).
+COURTESY = "courtesy"
 
 LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
 
@@ -189,6 +196,8 @@ class Controller:
         self._stop_requested: Callable[[], None] | None = None
         #: DTMF digit sources and the link commands they complete.
         self.commands = CommandRunner(self)
+        #: Station ID and announcements (`[announce] enabled`), created by `attach`.
+        self.announcer: Announcer | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self.stopping = asyncio.Event()
@@ -212,6 +221,9 @@ class Controller:
         radio's PTT and carrier detect."""
         self._transport = transport
         self._bridge = bridge
+        bridge.set_local_dtmf(self.config.dtmf.inband_on("local"))
+        if self.config.announce.enabled:
+            self.announcer = Announcer(self.config.announce, bridge, self.node_id, self._clock)
         self._stop_requested = request_stop
         self.http_registration = http_registration
         self.statpost = statpost
@@ -228,6 +240,11 @@ class Controller:
 
     def now(self) -> float:
         return self._clock()
+
+    @property
+    def bridge_mode(self) -> str | None:
+        """The bridge topology's mode (None before the media bridge runs)."""
+        return None if self._bridge is None else self._bridge.topology.mode
 
     # --- state --------------------------------------------------------------------------------
 
@@ -300,6 +317,7 @@ class Controller:
             "legs": {str(callno): stats for callno, stats in engine.jitter_stats()},
             "link_texts": dict(self.links.text_counts),
             "events": {"subscribers": self.bus.subscriber_count, "dropped": self.bus.dropped},
+            "announce": None if self.announcer is None else self.announcer.stats(),
         }
 
     def _changed(self) -> None:
@@ -360,9 +378,11 @@ class Controller:
                 seen = format_addr(event.apparent_addr) or "an address it did not say"
                 log.info("registered; the registrar sees us at %s", seen)
                 self.bus.publish(Registered())
+                self._announce("registered")
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
                 self.bus.publish(RegisterFailed(reason=event.reason))
+                self._announce("register_failed")
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
         if events:
@@ -448,6 +468,16 @@ class Controller:
             elif kind == "control":
                 _, callno, (ckind, value), _ts, _payload = event
                 log.debug("call %d: %s %s played out", callno, ckind, value)
+            elif kind == "dtmf":
+                # Tones decoded in a call's, a link's or the local radio's received audio.
+                _, callno, digit = event
+                source = "local" if callno is None else f"call {callno}"
+                self.commands.digit(source, callno, digit, inband=True)
+            elif kind in ("play_started", "play_finished"):
+                self._playback_event(event)
+            elif kind == "activity":
+                if self.announcer is not None:
+                    self.announcer.activity(bool(event[1]))
             elif kind == "local_tx":
                 if self.radio is not None:
                     self.radio.tx_demand(event[1])
@@ -456,6 +486,30 @@ class Controller:
                     self.radio.vox_changed(event[1])
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
+
+    def _announce(self, name: str, *, peer: str = "", node: str = "") -> None:
+        """`[announce.events.<name>]`: the announcer plays it when enabled."""
+        if self.announcer is not None:
+            self.announcer.event(name, peer=peer, node=node)
+
+    def announce_status(self, entries: list[str]) -> None:
+        """`*70`: announce the link list (with `[announce] enabled`)."""
+        if self.announcer is not None:
+            self.announcer.status(entries)
+
+    def _playback_event(self, event: tuple[Any, ...]) -> None:
+        """An announcement started or ended in the engine: `announcement_*` events."""
+        if self._bridge is None:
+            return
+        started = event[0] == "play_started"
+        completed = bool(event[2]) if not started else True
+        kind = self._bridge.playback_event(started, event[1], completed)
+        if kind is None or kind == COURTESY:
+            return  # a courtesy tone is no announcement
+        if started:
+            self.bus.publish(AnnouncementStarted(kind=kind))
+        else:
+            self.bus.publish(AnnouncementFinished(kind=kind, completed=completed))
 
     def _on_call_event(self, event: Any) -> bool:
         """Update state and media for one event; True when the snapshot changed."""
@@ -490,6 +544,7 @@ class Controller:
             info.state = "ringing" if self.endpoint.inbound.answer == "manual" else "setup"
             log.info("incoming call %d from %s (%s)", event.callno, peer, info.codec)
             self.bus.publish(IncomingCall(from_=peer))
+            self._announce("incoming_call", peer=peer)
             return True
         if info is None:
             return False
@@ -512,8 +567,10 @@ class Controller:
                     call.format,
                     call.timestamp(now),
                     keying="vox",
+                    dtmf=self.config.dtmf.inband_on("calls"),
                 )
                 info.media = True
+                self._announce("answered", peer=info.peer)
             return True
         if isinstance(event, c.DtmfReceived):
             self.commands.digit(f"call {event.callno}", event.callno, event.digit)
@@ -550,6 +607,8 @@ class Controller:
         self.calls.pop(info.callno, None)
         log.info("call %d with %s ended: %s", info.callno, info.peer, reason)
         self.bus.publish(Hangup(reason=reason))
+        if not self.stopping.is_set():
+            self._announce("hangup")
 
     # --- links --------------------------------------------------------------------------------
 
@@ -588,6 +647,8 @@ class Controller:
                     call.timestamp(now),
                     mode=mode,
                     keying="voice",
+                    dtmf=self.config.dtmf.inband_on("links"),
+                    link=True,
                 )
                 self._link_legs.add(event.callno)
                 codec = CODEC_NAMES.get(call.format)
@@ -660,6 +721,7 @@ class Controller:
             self.statpost.links_changed()
         if isinstance(event, ln.LinkConnected):
             log.info("link to node %s up (%s, %s)", event.node, event.mode.value, event.direction)
+            self._announce("link_connected", node=event.node)
             self.bus.publish(
                 Link(
                     kind="connected",
@@ -671,6 +733,8 @@ class Controller:
             )
         elif isinstance(event, ln.LinkDisconnected):
             log.info("link to node %s down: %s", event.node, event.reason)
+            if not self.stopping.is_set():
+                self._announce("link_disconnected", node=event.node)
             self.bus.publish(
                 Link(kind="disconnected", node=event.node, call=event.callno, reason=event.reason)
             )
@@ -683,6 +747,8 @@ class Controller:
         elif isinstance(event, ln.TelemetryReceived):
             tel = event.telemetry
             log.info("telemetry from node %s: %s %s", tel.source, tel.token, ",".join(tel.args))
+            if self.announcer is not None:
+                self.announcer.telemetry(tel.token, tel.args)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -862,8 +928,11 @@ class Controller:
         """The radio's squelch opened or closed: key or release the carrier's hold on the
         local source, exactly as POST /key and POST /unkey do."""
         if not opened:
+            held = "carrier" in self._keyed_by
             self.bus.publish(Radio(kind="carrier", on=False))
             self.unkey("carrier dropped", source="carrier")
+            if held:
+                self._courtesy_tone()
             self._changed()
             return
         try:
@@ -874,6 +943,18 @@ class Controller:
         else:
             self.bus.publish(Radio(kind="carrier", on=True))
         self._changed()
+
+    def _courtesy_tone(self) -> None:
+        """A received transmission that keyed the node ended: the courtesy tone goes out on the
+        local transmitter (keying it through the hang time), never to the calls or links, as
+        app_rpt plays its courtesy tones on the local transmitter only."""
+        steps = self.config.radio.courtesy_tone
+        if not steps or self._bridge is None:
+            return
+        pcm = tone_sequence_pcm(
+            self._bridge.rate, list(steps), self.config.radio.courtesy_tone_level_db
+        )
+        self._bridge.play(pcm, "to_monitor", COURTESY, keys_transmitter=True)
 
     def _on_ptt(self, change: PttChange) -> None:
         """The radio's transmitter keyed or released (the conference's audio, the hang time,
@@ -1073,6 +1154,8 @@ class Controller:
         if self.config.register is not None and self.secrets.node_secret() is not None:
             self.register()
         self._apply_links(self.links.start(self.now()))
+        if self.announcer is not None:
+            self.announcer.start()
 
     def stat_report(self) -> StatReport:
         """What a status post reports (`[statpost]`): the adjacent links and the operator's
@@ -1123,6 +1206,8 @@ class Controller:
             # The transmitter first: nothing that fails below may leave it keyed.
             self.radio.close()
         self.commands.close()
+        if self.announcer is not None:
+            self.announcer.close()
         self.unkey("node shutting down")
         for task in self._tasks:
             task.cancel()

@@ -274,6 +274,7 @@ class RunningNode:
             rx_delay_ms=config.radio.rx_audio_delay_ms,
             vox=radio.vox,
             gated=radio.gated,
+            parrot=config.parrot,
         )
         try:
             bridge.start_audio()

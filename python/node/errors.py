@@ -21,6 +21,7 @@ __all__ = [
     "RadioError",
     "RemoteProtocolError",
     "StartError",
+    "TtsError",
 ]
 
 
@@ -100,6 +101,13 @@ class StartError(NodeError):
 
     The message names the configuration key involved and is safe to show the operator.
     """
+
+
+class TtsError(NodeError):
+    """The text-to-speech binary did not give usable audio: missing, failed, too slow, or its
+    output is not 16-bit PCM WAV. The announcement falls back to CW; the message (binary,
+    exit status or time-out, never the text of an error stream beyond a short excerpt) is
+    logged."""
 
 
 class RadioError(NodeError):

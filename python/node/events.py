@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 __all__ = [
+    "AnnouncementFinished",
+    "AnnouncementStarted",
     "Dtmf",
     "Event",
     "EventBus",
@@ -112,6 +114,28 @@ class Dtmf(Event):
         if self.command is not None:
             body["command"] = self.command
         return body
+
+
+@dataclass(frozen=True, slots=True)
+class AnnouncementStarted(Event):
+    """An announcement began playing (its first 20 ms frame went out)."""
+
+    name: ClassVar[str] = "announcement_started"
+    #: "id" (station ID), "event" (`[announce.events.*]`, link connects and disconnects),
+    #: "command" (the answer to a DTMF command such as `*70`), or "telemetry" (tones other
+    #: parts of the node play, e.g. courtesy tones).
+    kind: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AnnouncementFinished(Event):
+    """An announcement ended."""
+
+    name: ClassVar[str] = "announcement_finished"
+    #: As in `AnnouncementStarted`.
+    kind: str = ""
+    #: False when it was cut short (stopped, or refused by the engine) rather than played out.
+    completed: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
 use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
+use crate::parrot::ParrotSettings;
+use crate::player::{Destination, PlayerEvent};
 use crate::vox::VoxConfig;
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
@@ -176,7 +178,9 @@ impl PyEngine {
     /// Engine events since the last call, oldest first, as tuples naming their kind:
     /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
-    /// ("rx_key", callno, keyed), ("local_tx", on), ("vox", open), ("command_failed", message).
+    /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
+    /// ("play_started", id), ("play_finished", id, completed), ("activity", active),
+    /// ("local_tx", on), ("vox", open), ("command_failed", message).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -216,6 +220,18 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::RxKey { callno, keyed }) => {
                     out.append(("rx_key", callno, keyed))?
                 }
+                EngineEvent::Media(MediaEvent::Dtmf { callno, digit }) => {
+                    out.append(("dtmf", callno, digit.to_string()))?
+                }
+                EngineEvent::Media(MediaEvent::Play(PlayerEvent::Started { id })) => {
+                    out.append(("play_started", id))?
+                }
+                EngineEvent::Media(MediaEvent::Play(PlayerEvent::Finished { id, completed })) => {
+                    out.append(("play_finished", id, completed))?
+                }
+                EngineEvent::Media(MediaEvent::Activity { active }) => {
+                    out.append(("activity", active))?
+                }
                 EngineEvent::Media(MediaEvent::LocalTx { on }) => out.append(("local_tx", on))?,
                 EngineEvent::Vox(open) => out.append(("vox", open))?,
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
@@ -227,7 +243,9 @@ impl PyEngine {
     /// Start the media leg of a call: mini frames from (peer, peer_callno) go to its jitter
     /// buffer, and the conference is sent to it encoded with `format`. `keying` is how its
     /// received audio keys it: "always", "vox" (plain calls), "voice" or "control" (links).
-    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always"))]
+    /// `dtmf` decodes in-band DTMF in its received audio ("dtmf" events) and mutes the tones.
+    /// `link` marks a node-to-node link, which announcements reach only as "to_air_and_links".
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false))]
     #[allow(clippy::too_many_arguments)]
     fn add_leg(
         &self,
@@ -238,6 +256,8 @@ impl PyEngine {
         mode: &str,
         call_ts_ms: u32,
         keying: &str,
+        dtmf: bool,
+        link: bool,
     ) -> PyResult<()> {
         let spec = LegSpec {
             callno,
@@ -247,6 +267,8 @@ impl PyEngine {
             mode: mode_from_str(mode)?,
             keying: keying_from_str(keying)?,
             call_ts_ms,
+            dtmf,
+            link,
         };
         Ok(self.inner.command(Command::AddLeg(spec))?)
     }
@@ -301,6 +323,71 @@ impl PyEngine {
             ts,
             payload,
         })?)
+    }
+
+    /// Decode in-band DTMF in a leg's received audio (and mute the tones), or stop.
+    fn set_leg_dtmf(&self, callno: u16, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLegDtmf(callno, on))?)
+    }
+
+    /// Decode in-band DTMF in the local radio's receive audio (and mute the tones), or stop.
+    fn set_local_dtmf(&self, on: bool) -> PyResult<()> {
+        Ok(self.inner.command(Command::SetLocalDtmf(on))?)
+    }
+
+    /// Play `pcm` (native-endian int16 at the station rate) from the next tick, as clip `id`
+    /// (the caller's number; "play_started"/"play_finished" events carry it). `destination`:
+    /// "to_monitor" (the local radio's output only), "to_air" (the local radio's output and the
+    /// calls), "to_air_and_links" (and the transceive links: this keys them). `keys_local` lets
+    /// the clip key the local transmitter: only for the station ID under cw_keys_when_idle.
+    #[pyo3(signature = (id, pcm, destination, keys_local = false))]
+    fn play(
+        &self,
+        id: u32,
+        pcm: &Bound<'_, PyAny>,
+        destination: &str,
+        keys_local: bool,
+    ) -> PyResult<()> {
+        let destination = match destination {
+            "to_monitor" => Destination::Monitor,
+            "to_air" => Destination::Air,
+            "to_air_and_links" => Destination::AirAndLinks,
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "destination {destination:?} (accepted: to_monitor, to_air, to_air_and_links)"
+                )))
+            }
+        };
+        let pcm = super::codec::with_bytes(pcm, super::tones::samples_of)?;
+        Ok(self.inner.command(Command::Play {
+            id,
+            pcm,
+            destination,
+            keys_local,
+        })?)
+    }
+
+    /// Stop clip `id` now (a "play_finished" event with completed False follows).
+    fn stop_playing(&self, id: u32) -> PyResult<()> {
+        Ok(self.inner.command(Command::StopPlay(id))?)
+    }
+
+    /// Parrot mode (`on`): every member's audio is recorded (VOX at `vox_threshold_db`, ended
+    /// by `silence_gap_ms` of quiet, at most 30 s) and played back to it alone after
+    /// `playback_delay_ms`; off: the conference.
+    fn set_parrot(
+        &self,
+        on: bool,
+        playback_delay_ms: u32,
+        silence_gap_ms: u32,
+        vox_threshold_db: f64,
+    ) -> PyResult<()> {
+        let settings = on.then_some(ParrotSettings {
+            playback_delay_ms,
+            silence_gap_ms,
+            vox_threshold_db,
+        });
+        Ok(self.inner.command(Command::SetParrot(settings))?)
     }
 
     fn set_mix_minus(&self, on: bool) -> PyResult<()> {

@@ -30,6 +30,12 @@ create_exception!(
 );
 create_exception!(
     _core,
+    ToneError,
+    PyValueError,
+    "A tone, CW or DTMF parameter out of range, or a rate a tone kernel does not run at."
+);
+create_exception!(
+    _core,
     EngineError,
     PyOSError,
     "The engine thread or its socket failed (bind, send, or use after close)."
@@ -42,5 +48,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CodecError", py.get_type::<CodecError>())?;
     m.add("MixerError", py.get_type::<MixerError>())?;
     m.add("DeviceError", py.get_type::<DeviceError>())?;
+    m.add("ToneError", py.get_type::<ToneError>())?;
     Ok(())
 }

@@ -10,6 +10,7 @@ mod engine;
 mod errors;
 mod frame;
 mod mixer;
+mod tones;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -20,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     engine::register(m)?;
     mixer::register(m)?;
     device::register(m)?;
+    tones::register(m)?;
     Ok(())
 }

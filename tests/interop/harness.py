@@ -23,9 +23,15 @@ from tests.conftest import require_tool
 from tests.node_process import NodeProcess, free_port
 
 __all__ = [
+    "LINK_SECRET",
+    "NODE_A",
+    "NODE_B",
+    "NODE_SECRETS",
     "Capture",
     "EventWatcher",
     "free_udp_port",
+    "link_state",
+    "node_pair",
     "register_section",
     "running_node",
     "wait_until",
@@ -79,6 +85,62 @@ def running_node(
             with suppress(subprocess.TimeoutExpired):
                 node.proc.wait(timeout=10)
         node.kill()
+
+
+#: Two nodes that register with a test registrar and link to each other (`node_pair`).
+NODE_A, NODE_B = "2001", "2002"
+NODE_SECRETS = {NODE_A: "reg-pass-a", NODE_B: "reg-pass-b"}
+#: The peer secret A and B authenticate their link with.
+LINK_SECRET = "link-secret-pair"
+
+
+@contextmanager
+def node_pair(
+    workdir: Path,
+    registrar: Any,
+    *,
+    a_sections: str = "",
+    a_listener: str = "",
+    a_env: dict[str, str] | None = None,
+    codec_policy: str = "prefer_slin16",
+) -> Iterator[tuple[NodeProcess, NodeProcess]]:
+    """Node B (`NODE_B`), then node A (`NODE_A`) with `[links.<NODE_B>]` at B's address; both
+    registered with `registrar` (which must know `NODE_SECRETS`), both knowing the link secret,
+    DNS off. `a_sections` adds sections to A (not `[links]`). Yields (a, b)."""
+    with running_node(
+        workdir,
+        "b",
+        codec_policy=codec_policy,
+        sections=register_section(registrar, NODE_B) + "[links]\ndns = false\n",
+        env={
+            "NET_NODE": NODE_B,
+            "NET_SECRET": NODE_SECRETS[NODE_B],
+            f"NET_PEER_{NODE_A}": LINK_SECRET,
+        },
+    ) as b:
+        host, port = b.udp_addr
+        links = f'[links]\ndns = false\n\n[links.{NODE_B}]\naddr = "{host}:{port}"\n'
+        env = {
+            "NET_NODE": NODE_A,
+            "NET_SECRET": NODE_SECRETS[NODE_A],
+            f"NET_PEER_{NODE_B}": LINK_SECRET,
+            **(a_env or {}),
+        }
+        with running_node(
+            workdir,
+            "a",
+            codec_policy=codec_policy,
+            listener=a_listener,
+            sections=register_section(registrar, NODE_A) + a_sections + links,
+            env=env,
+        ) as a:
+            yield a, b
+
+
+def link_state(node: NodeProcess, peer: str) -> str | None:
+    """The state of `node`'s link to `peer` in its snapshot; None when there is none."""
+    links = node.get("/status").json()["links"]
+    return next((li["state"] for li in links if li["node"] == peer), None)
 
 
 def register_section(registrar: Any, node_id: str) -> str:

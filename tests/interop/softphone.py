@@ -117,13 +117,15 @@ def band_levels_db(
 
 @dataclass
 class _Talker:
-    """The tone a call sends, on its own 20 ms schedule."""
+    """What a call sends, on its own 20 ms schedule: the phone's tone, or a PCM recording (at the
+    call's rate) that ends the talk spurt when it runs out."""
 
     fmt: int
     next_at: float
     ts: int
     sample: int = 0
     last_full_hi: int | None = None
+    pcm: np.ndarray | None = None
 
 
 @dataclass
@@ -132,9 +134,30 @@ class Recording:
 
     fmt: int | None = None
     frames: dict[int, bytes] = field(default_factory=dict)
+    #: When each frame arrived (`time.monotonic()`), by timestamp.
+    arrived: dict[int, float] = field(default_factory=dict)
     full_voice: int = 0
     mini: int = 0
     last_ts: int = 0
+
+    def spurts(self, gap_ms: int = 100) -> list[tuple[float, np.ndarray]]:
+        """The talk spurts heard: (arrival time of the first frame, audio), split where the
+        timestamps jump by more than `gap_ms`."""
+        out: list[tuple[float, np.ndarray]] = []
+        start: int | None = None
+        chunks: list[bytes] = []
+        last = 0
+        for ts in sorted(self.frames):
+            if start is not None and ts - last > gap_ms:
+                out.append((self.arrived[start], np.frombuffer(b"".join(chunks), np.int16)))
+                start, chunks = None, []
+            if start is None:
+                start = ts
+            chunks.append(self.frames[ts])
+            last = ts
+        if start is not None:
+            out.append((self.arrived[start], np.frombuffer(b"".join(chunks), np.int16)))
+        return out
 
     def pcm(self, skip_ms: int = 0) -> np.ndarray:
         """The received audio in timestamp order (native int16), without the first `skip_ms`."""
@@ -178,6 +201,8 @@ class Softphone:
         self.recordings: dict[int, Recording] = {}
         self.sent_full_voice = 0
         self.sent_mini = 0
+        #: When the last frame of a `send_pcm` recording went out (`time.monotonic()`), per call.
+        self.finished_sending: dict[int, float] = {}
         self.errors: list[str] = []
         self._talkers: dict[int, _Talker] = {}
         self._cond = threading.Condition(threading.RLock())
@@ -236,6 +261,26 @@ class Softphone:
         with self._cond:
             for digit in digits:
                 self._apply(self.endpoint.send_dtmf(callno, time.monotonic(), digit))
+
+    def send_pcm(self, callno: int, pcm: np.ndarray) -> None:
+        """Talk `pcm` (int16 at the call's codec rate) on an answered call, 20 ms per frame in
+        real time (the last frame padded with silence), then fall silent. Replaces whatever the
+        call was sending."""
+        with self._cond:
+            call = self.endpoint.call(callno)
+            if call is None or call.format is None:
+                raise ValueError(f"call {callno} is not answered")
+            now = time.monotonic()
+            ts = call.timestamp(now)
+            self._talkers[callno] = _Talker(
+                call.format, now, max(ts, 1), pcm=np.asarray(pcm, dtype=np.int16)
+            )
+
+    def sending(self, callno: int) -> bool:
+        """Whether the call is still sending a PCM recording given to `send_pcm`."""
+        with self._cond:
+            talker = self._talkers.get(callno)
+            return talker is not None and talker.pcm is not None
 
     def stop_talking(self, callno: int) -> None:
         """End the tone on the call (and unkey it when the phone keys)."""
@@ -317,6 +362,7 @@ class Softphone:
         rec.last_ts = ts
         try:
             rec.frames[ts] = _decode(fmt, payload)
+            rec.arrived.setdefault(ts, time.monotonic())
         except ValueError as exc:
             self.errors.append(f"undecodable voice at ts {ts}: {exc}")
 
@@ -341,9 +387,17 @@ class Softphone:
             while talker.next_at <= now:
                 rate = rate_of(talker.fmt)
                 n = rate * FRAME_MS // 1000
-                t = (talker.sample + np.arange(n)) / rate
-                assert self.tone_hz is not None
-                pcm = (self.amplitude * np.sin(2 * np.pi * self.tone_hz * t)).astype(np.int16)
+                if talker.pcm is not None:
+                    pcm = talker.pcm[talker.sample : talker.sample + n]
+                    if len(pcm) == 0:
+                        del self._talkers[callno]
+                        self.finished_sending[callno] = now
+                        break
+                    pcm = np.pad(pcm, (0, n - len(pcm)))
+                else:
+                    t = (talker.sample + np.arange(n)) / rate
+                    assert self.tone_hz is not None
+                    pcm = (self.amplitude * np.sin(2 * np.pi * self.tone_hz * t)).astype(np.int16)
                 payload = _encode(talker.fmt, pcm.tobytes())
                 hi = talker.ts >> 16
                 if talker.last_full_hi != hi:

@@ -13,108 +13,82 @@ from pathlib import Path
 import pytest
 
 from tests.interop.harness import (
+    LINK_SECRET,
+    NODE_A,
+    NODE_B,
+    NODE_SECRETS,
     EventWatcher,
+    link_state,
     node_log,
-    register_section,
-    running_node,
+    node_pair,
     wait_until,
 )
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
-from tests.node_process import NodeProcess
 
-NODE_A, NODE_B, PHONE_P = "2001", "2002", "3001"
-REG = {NODE_A: "reg-pass-a", NODE_B: "reg-pass-b"}
-LINK_SECRET = "link-secret-dtmf"
+PHONE_P = "3001"
 PHONE_SECRET = "phone-pass-p"
 
 
 @pytest.fixture
 def registrar() -> Iterator[Registrar]:
-    with Registrar(REG) as reg:
+    with Registrar(NODE_SECRETS) as reg:
         yield reg
 
 
-def link_state(node: NodeProcess, peer: str) -> str | None:
-    links = node.get("/status").json()["links"]
-    return next((li["state"] for li in links if li["node"] == peer), None)
-
-
 def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Registrar) -> None:
-    with running_node(
-        tmp_path,
-        "b",
-        codec_policy="ulaw_only",
-        sections=register_section(registrar, NODE_B) + "[links]\ndns = false\n",
-        env={"NET_NODE": NODE_B, "NET_SECRET": REG[NODE_B], f"NET_PEER_{NODE_A}": LINK_SECRET},
-    ) as b:
-        host, port = b.udp_addr
-        extra = (
-            "[dtmf]\nenabled = true\ninter_digit_timeout_ms = 3000\n\n"
-            # Nothing but loopback: no node-number lookups in DNS.
-            f'[links]\ndns = false\n\n[links.{NODE_B}]\naddr = "{host}:{port}"\n'
+    with (
+        node_pair(
+            tmp_path,
+            registrar,
+            codec_policy="ulaw_only",
+            a_sections="[dtmf]\nenabled = true\ninter_digit_timeout_ms = 3000\n\n",
+            a_env={f"NET_PEER_{PHONE_P}": PHONE_SECRET},
+        ) as (a, b),
+        Softphone(codec_policy="ulaw_only", name="P") as p,
+    ):
+        events = EventWatcher(a)
+        cp = p.dial(a.udp_addr, "1", username=PHONE_P, secret=PHONE_SECRET)
+        assert p.wait_for(lambda s: s.answered(cp))
+        call = next(c["id"] for c in a.get("/status").json()["calls"] if c["peer"] == PHONE_P)
+
+        # *3 2002: the number ends at its last digit (node 2002 has a configured address
+        # and no other known node starts with 2002).
+        since = len(events.events)
+        p.send_dtmf(cp, f"*3{NODE_B}")
+        connected = events.wait_for(
+            lambda e: e["event"] == "link" and e["kind"] == "connected", since=since
         )
-        with (
-            running_node(
-                tmp_path,
-                "a",
-                codec_policy="ulaw_only",
-                sections=register_section(registrar, NODE_A) + extra,
-                env={
-                    "NET_NODE": NODE_A,
-                    "NET_SECRET": REG[NODE_A],
-                    f"NET_PEER_{NODE_B}": LINK_SECRET,
-                    f"NET_PEER_{PHONE_P}": PHONE_SECRET,
-                },
-            ) as a,
-            Softphone(codec_policy="ulaw_only", name="P") as p,
-        ):
-            events = EventWatcher(a)
-            cp = p.dial(a.udp_addr, "1", username=PHONE_P, secret=PHONE_SECRET)
-            assert p.wait_for(lambda s: s.answered(cp))
-            call = next(c["id"] for c in a.get("/status").json()["calls"] if c["peer"] == PHONE_P)
+        assert connected["node"] == NODE_B and connected["direction"] == "outbound"
+        assert connected["mode"] == "transceive"
+        wait_until("the link up on B", lambda: link_state(b, NODE_A) == "up")
+        digits = [e for e in events.named("dtmf") if e["call"] == call]
+        assert [e["digit"] for e in digits] == list(f"*3{NODE_B}")
+        assert [e.get("command") for e in digits] == [None] * 5 + [f"*3{NODE_B} connect {NODE_B}"]
 
-            # *3 2002: the number ends at its last digit (node 2002 has a configured address
-            # and no other known node starts with 2002).
-            since = len(events.events)
-            p.send_dtmf(cp, f"*3{NODE_B}")
-            connected = events.wait_for(
-                lambda e: e["event"] == "link" and e["kind"] == "connected", since=since
-            )
-            assert connected["node"] == NODE_B and connected["direction"] == "outbound"
-            assert connected["mode"] == "transceive"
-            wait_until("the link up on B", lambda: link_state(b, NODE_A) == "up")
-            digits = [e for e in events.named("dtmf") if e["call"] == call]
-            assert [e["digit"] for e in digits] == list(f"*3{NODE_B}")
-            assert [e.get("command") for e in digits] == [None] * 5 + [
-                f"*3{NODE_B} connect {NODE_B}"
-            ]
+        # *10: disconnect the last node named.
+        since = len(events.events)
+        p.send_dtmf(cp, "*10")
+        gone = events.wait_for(
+            lambda e: e["event"] == "link" and e["kind"] == "disconnected", since=since
+        )
+        assert gone["node"] == NODE_B
+        assert link_state(a, NODE_B) is None
+        wait_until("the link gone from B", lambda: link_state(b, NODE_A) is None)
+        last = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
+        assert last == {
+            "event": "dtmf",
+            "call": call,
+            "digit": "0",
+            "command": f"*10 disconnect {NODE_B}",
+        }
 
-            # *10: disconnect the last node named.
-            since = len(events.events)
-            p.send_dtmf(cp, "*10")
-            gone = events.wait_for(
-                lambda e: e["event"] == "link" and e["kind"] == "disconnected", since=since
-            )
-            assert gone["node"] == NODE_B
-            assert link_state(a, NODE_B) is None
-            wait_until("the link gone from B", lambda: link_state(b, NODE_A) is None)
-            last = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
-            assert last == {
-                "event": "dtmf",
-                "call": call,
-                "digit": "0",
-                "command": f"*10 disconnect {NODE_B}",
-            }
-
-            # An unknown sequence is reported, and nothing happens.
-            since = len(events.events)
-            p.send_dtmf(cp, "*9")
-            unknown = events.wait_for(
-                lambda e: e["event"] == "dtmf" and e.get("command"), since=since
-            )
-            assert unknown["command"] == "*9 unknown"
-            assert a.get("/status").json()["links"] == []
+        # An unknown sequence is reported, and nothing happens.
+        since = len(events.events)
+        p.send_dtmf(cp, "*9")
+        unknown = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
+        assert unknown["command"] == "*9 unknown"
+        assert a.get("/status").json()["links"] == []
 
     log = node_log(a)
     assert f"DTMF *3{NODE_B} connect {NODE_B} from call {call}: linking node {NODE_B}" in log

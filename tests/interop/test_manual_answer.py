@@ -70,8 +70,10 @@ def test_ring_then_answer_then_operator_hangup(node: NodeProcess) -> None:
 def test_ring_then_reject_and_call_limit(node: NodeProcess) -> None:
     with Softphone(name="a") as a, Softphone(name="b") as b, Softphone(name="c") as c:
         first = a.dial(node.udp_addr, "1999", calling_number="2001")
-        second = b.dial(node.udp_addr, "1999", calling_number="2002")
+        # One after the other, so that b's is the most recently started call whatever the
+        # scheduling of the two call-token rounds.
         assert a.wait_for(lambda p: bool(p.events_of(CallRinging, first)))
+        second = b.dial(node.udp_addr, "1999", calling_number="2002")
         assert b.wait_for(lambda p: bool(p.events_of(CallRinging, second)))
         # max_calls = 2: a third caller is refused at setup with a cause.
         third = c.dial(node.udp_addr, "1999", calling_number="2003")

@@ -39,6 +39,9 @@ JITTER_SUMS = (
     "resyncs",
 )
 JITTER_LEVELS = ("target_ms", "delay_ms", "jitter_ms")
+#: IAX_LOAD_DTMF=1 runs in-band DTMF detection on every leg (`[dtmf] inband`), to measure its
+#: cost against a run without.
+DTMF = os.environ.get("IAX_LOAD_DTMF") == "1"
 
 
 @dataclass
@@ -64,6 +67,8 @@ class Node:
             "spurts_ended": 0,
             "mini_before_full": 0,
             "control_events": 0,
+            "activity_edges": 0,
+            "dtmf_digits": 0,
             "wakeups": 0,
         }
     )
@@ -125,6 +130,10 @@ class Node:
             self.counts["rx_key_edges"] += 1
         elif kind == "control":
             self.counts["control_events"] += 1
+        elif kind == "activity":
+            self.counts["activity_edges"] += 1
+        elif kind == "dtmf":
+            self.counts["dtmf_digits"] += 1
         elif kind == "command_failed":
             self.failures.append(str(event[1]))
         else:
@@ -136,7 +145,7 @@ class Node:
             leg = Leg(first_callno + i, int(peer_callno), (str(host), int(port)))
             self.legs[leg.callno] = leg
             self.engine.add_leg(
-                leg.callno, leg.peer_callno, leg.addr, 0x4, "transceive", CALL_TS_MS
+                leg.callno, leg.peer_callno, leg.addr, 0x4, "transceive", CALL_TS_MS, dtmf=DTMF
             )
             callnos.append(leg.callno)
         return callnos

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
-from node._core import Engine, ulaw_encode
+import numpy as np
+import pytest
+
+from node._core import Engine, MiniFrame, parse, ulaw_decode, ulaw_encode
+from node.errors import CommandError
 from node.iax2.constants import ControlSubclass, Format
 from node.media.bridge import MediaBridge, Topology
 
@@ -33,3 +38,79 @@ def test_a_radio_key_pushed_by_the_controller_plays_out_in_order_with_the_audio(
         assert not [e for e in events if e[0] == "command_failed"]
     finally:
         engine.stop()
+
+
+def _received(sock: socket.socket, seconds: float) -> list[bytes]:
+    got = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            got.append(sock.recv(4096))
+        except BlockingIOError:
+            time.sleep(0.005)
+    return got
+
+
+def _voice(datagrams: list[bytes]) -> np.ndarray:
+    """The µ-law audio of every mini frame received, in order (the engine hands full voice
+    frames to Python instead of sending them)."""
+    pcm = b""
+    for data in datagrams:
+        frame = parse(data)
+        assert isinstance(frame, MiniFrame)
+        pcm += ulaw_decode(frame.payload)
+    return np.frombuffer(pcm, dtype=np.int16)
+
+
+def test_announcements_reach_calls_and_links_only_as_asked() -> None:
+    engine = Engine("127.0.0.1:0")
+    call, link = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))
+    try:
+        for s in (call, link):
+            s.bind(("127.0.0.1", 0))
+            s.setblocking(False)
+        bridge = MediaBridge(engine, Topology())
+        bridge.add_leg(7, 9, call.getsockname(), int(Format.ULAW), 0)
+        bridge.add_leg(8, 10, link.getsockname(), int(Format.ULAW), 0, keying="voice", link=True)
+        ended: list[bool] = []
+        clip = bridge.tone_pcm(1000.0, 200, -10.0)
+        assert len(clip) == 2 * (1600 + 40)
+        first = bridge.play(clip, "to_air", "event", on_ended=ended.append)
+        heard_call, heard_link = _received(call, 0.6), _received(link, 0.05)
+        events = engine.drain_events()
+        # The full voice frames went to Python as events; the minis straight to the call.
+        full = [e for e in events if e[0] == "full_voice"]
+        assert [e[1] for e in full] == [7]
+        assert heard_link == []
+        audio = np.concatenate(
+            [np.frombuffer(ulaw_decode(full[0][4]), np.int16), _voice(heard_call)]
+        )
+        assert len(audio) == 160 * 11
+        peak = 20 * np.log10(np.abs(audio.astype(float)).max() / 32767)
+        assert abs(peak - -10.0) < 0.5
+        plays = [e for e in events if e[0].startswith("play_")]
+        assert plays == [("play_started", first), ("play_finished", first, True)]
+        assert bridge.playback_event(True, first) == "event"
+        assert bridge.playback_event(False, first, True) == "event"
+        assert ended == [True]
+        assert bridge.playback_event(False, first, True) is None
+
+        # Asked for: the links hear it too (and are keyed by it).
+        second = bridge.play(clip, "to_air_and_links", "event")
+        assert len(_voice(_received(link, 0.6))) > 0
+        engine.drain_events()
+        # Cut short: ends not completed.
+        third = bridge.play(clip * 20, "to_monitor", "id", on_ended=ended.append)
+        time.sleep(0.1)
+        bridge.stop_playing(third)
+        time.sleep(0.1)
+        finished = [e for e in engine.drain_events() if e[0] == "play_finished"]
+        assert finished == [("play_finished", third, False)]
+        assert bridge.playback_event(False, third, False) == "id" and ended == [True, False]
+        assert second != third
+        with pytest.raises(CommandError, match="to_air_and_links"):
+            bridge.play(clip, "everywhere", "event")  # type: ignore[arg-type]
+    finally:
+        engine.stop()
+        call.close()
+        link.close()

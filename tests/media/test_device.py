@@ -15,9 +15,12 @@ from node._core import (
     Decimator,
     DeviceError,
     Downsampler,
+    DtmfDetector,
     Engine,
     EngineError,
     Interpolator,
+    dtmf_pcm,
+    resample_pcm,
     ulaw_decode,
     ulaw_encode,
 )
@@ -30,6 +33,18 @@ FORMAT_ULAW = 0x4
 
 def pcm(b: bytes) -> np.ndarray:
     return np.frombuffer(b, np.int16)
+
+
+def mini_payloads(peer: socket.socket) -> list[bytes]:
+    """The µ-law payloads of the mini frames waiting on a call's socket (non-blocking)."""
+    payloads = []
+    while True:
+        try:
+            data = peer.recv(2048)
+        except BlockingIOError:
+            return payloads
+        if len(data) == 164 and not data[0] & 0x80:
+            payloads.append(data[4:])
 
 
 # --- the converters -----------------------------------------------------------------------------
@@ -167,13 +182,7 @@ def test_audio_flows_both_ways_between_a_48k_card_and_a_call(engine: Engine) -> 
                 frame = ulaw_encode(call_tone[k * 160 : (k + 1) * 160].tobytes())
                 bridge.push_voice(1, FORMAT_ULAW, 20 + 20 * k, frame)
             played.append(port.exchange(radio[i * 960 : (i + 1) * 960]))
-            while True:
-                try:
-                    data = peer.recv(2048)
-                except BlockingIOError:
-                    break
-                if len(data) == 164 and not data[0] & 0x80:
-                    received.append(data[4:])
+            received += mini_payloads(peer)
             wait = start + (i + 1) * 0.010 - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
@@ -237,3 +246,40 @@ def test_the_bridge_runs_the_null_device_at_48k_and_reports_both_directions(
     finally:
         bridge.close()
     assert bridge.audio()["running"] is False
+
+
+def test_dtmf_on_the_radios_receiver_is_decoded_and_kept_off_the_call(engine: Engine) -> None:
+    """In-band DTMF on the local radio: tones captured by a 48 kHz card reach the engine's
+    detector at 8 kHz (events with call None) and the call on the conference hears none of
+    them. The test plays the sound card, paced by the clock."""
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    peer.setblocking(False)
+    bridge = MediaBridge(engine, Topology(mode="handset"))
+    bridge.set_local_dtmf(True)
+    port = engine.open_device(48000)
+    try:
+        bridge.add_leg(1, 2, peer.getsockname(), FORMAT_ULAW, 0)
+        tones = dtmf_pcm(8000, "*70#", -10.0, 80, 80)
+        radio = resample_pcm(b"\x00\x00" * 800 + tones + b"\x00\x00" * 2400, 8000, 48000)
+        events, heard = [], []
+        start = time.monotonic()
+        for i in range(len(radio) // 480):
+            port.exchange(radio[i * 480 : (i + 1) * 480])
+            events += engine.drain_events()
+            heard += [pcm(ulaw_decode(p)) for p in mini_payloads(peer)]
+            wait = start + (i + 1) * 0.005 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        time.sleep(0.1)
+        events += engine.drain_events()
+    finally:
+        port.close()
+        peer.close()
+    assert [e for e in events if e[0] == "dtmf"] == [("dtmf", None, d) for d in "*70#"]
+    # The call heard the radio while it sent tones (muted: silence, not gaps), and no digit.
+    # Each spurt's first frame is a full voice frame the engine hands to Python.
+    heard += [pcm(ulaw_decode(e[4])) for e in events if e[0] == "full_voice"]
+    assert len(heard) >= 16
+    detector = DtmfDetector(8000)
+    assert detector.process(np.concatenate(heard).tobytes()) == []

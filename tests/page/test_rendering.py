@@ -290,7 +290,7 @@ def test_event_list_is_newest_first_bounded_and_plain_text(
         re.compile(r"DTMF time-out on call 4 \(command \*3200 connect 200\)$")
     )
     scripted.send({"event": "dtmf", "call": None, "digit": "7"})
-    expect(loc("#events li").first).to_have_text(re.compile(r"DTMF 7 over AMI$"))
+    expect(loc("#events li").first).to_have_text(re.compile(r"DTMF 7 from the local radio or AMI$"))
     assert loc("#events img, #conn-rows b").count() == 0
     assert view.page.evaluate("window.__pwned") is None
     expect(loc("#no-events")).to_be_hidden()

@@ -104,3 +104,42 @@ def test_the_dstar_guard_refuses_a_carrier_too(tmp_path: Path) -> None:
         time.sleep(0.3)
         assert "VOICE" not in peer.received[start:] and "RADIO_KEY" not in peer.received[start:]
         assert not [e for e in events.named("link") if e["kind"] == "keyed"]
+
+
+def test_courtesy_tone_keys_the_transmitter_after_a_received_transmission(tmp_path: Path) -> None:
+    with (
+        FakeHidraw() as hid,
+        ScriptedNode("1998") as peer,
+        node_1999(
+            tmp_path,
+            peer,
+            f'[radio]\nptt = "cm108"\nptt_device = "{hid.path}"\ncarrier = "cm108"\n'
+            "hang_time_ms = 300\ncourtesy_tone = [[880, 0, 100], [0, 0, 50], [660, 0, 100]]\n\n"
+            '[bridge]\nmode = "conference"\ninclude_local_radio = true\n',
+        ) as node,
+    ):
+        assert node.post("/link", json={"action": "connect", "node": "1998"}).status_code == 200
+        peer.wait_call()
+        events = EventWatcher(node)
+        hid.send_input(VOL_DOWN)
+        events.wait_for(lambda e: e["event"] == "link" and e.get("keyed") is True)
+        time.sleep(0.3)
+        start = len(peer.received)
+        minis = peer.minis
+        hid.send_input(0)
+        dropped = events.wait_for(
+            lambda e: e["event"] == "radio" and e["kind"] == "carrier" and not e["on"]
+        )
+        # The tone keys our transmitter (it was not keyed: a node does not hear its own
+        # receiver), then the hang time releases it.
+        on = events.wait_for(lambda e: e["event"] == "radio" and e["kind"] == "ptt" and e["on"])
+        off = events.wait_for(
+            lambda e: e["event"] == "radio" and e["kind"] == "ptt" and not e["on"]
+        )
+        held = events.arrival(off) - events.arrival(on)
+        assert 0.45 < held < 1.5, held  # 250 ms of tone + 300 ms hang time (+ ticks)
+        assert events.arrival(on) >= events.arrival(dropped)
+        # On the transmitter only: nothing more reached the link than the end of our spurt.
+        time.sleep(0.3)
+        assert "VOICE" not in peer.received[start:] and peer.minis - minis < 5
+        assert not events.named("announcement_started")

@@ -435,6 +435,7 @@ class AmiServer:
             rx_keyed=rx,
             tx_keyed=tx,
             flags=rpt.Flags(
+                parrot=ctl.bridge_mode == "parrot",
                 link_functions_disabled=dtmf_off,
                 user_functions_disabled=dtmf_off,
                 incoming_disabled=not ctl.listening,

@@ -11,28 +11,38 @@ Topologies (spec `[bridge]`):
 - `bridge`: a pure conference of the calls and links; the local radio is off.
 - `conference`: the same mix-minus engine; the local radio is a member when
   `include_local_radio` is true.
+- `parrot` (extension, tuned by `[parrot]`): no conference; whatever a member says is recorded
+  and played back to that member alone (`rust/parrot.rs`). The local radio takes part when
+  `include_local_radio` is true.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from node._core import DeviceError, DevicePort, Engine
-from node.config import GAIN_DB_MAX, GAIN_DB_MIN
+from node._core import DeviceError, DevicePort, Engine, cw_pcm, resample_pcm, tone_pcm
+from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig
 from node.errors import CommandError
 from node.media.audio import AudioDevice, open_audio
 
-__all__ = ["Keying", "LegMode", "MediaBridge", "Topology"]
+__all__ = ["Destination", "Keying", "LegMode", "MediaBridge", "PlaybackEnded", "Topology"]
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["handset", "bridge", "conference"]
-MODES: tuple[str, ...] = ("handset", "bridge", "conference")
+Mode = Literal["handset", "bridge", "conference", "parrot"]
+MODES: tuple[str, ...] = ("handset", "bridge", "conference", "parrot")
 LegMode = Literal["transceive", "receive_only", "transmit_only"]
 #: How a leg's received audio keys it (see `rust/media.rs` RxKeying).
 Keying = Literal["always", "vox", "voice", "control"]
+#: Where an announcement is heard (docs/media.md, "The announcement player").
+Destination = Literal["to_monitor", "to_air", "to_air_and_links"]
+DESTINATIONS: tuple[str, ...] = ("to_monitor", "to_air", "to_air_and_links")
+#: Called once when a playback ends: True when it played out, False when it was cut short.
+PlaybackEnded = Callable[[bool], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +54,9 @@ class Topology:
     @property
     def local_radio(self) -> bool:
         """Whether the local radio is a conference member under this topology."""
-        return self.mode == "handset" or (self.mode == "conference" and self.include_local_radio)
+        return self.mode == "handset" or (
+            self.mode in ("conference", "parrot") and self.include_local_radio
+        )
 
     @property
     def effective_mix_minus(self) -> bool:
@@ -75,11 +87,14 @@ class MediaBridge:
         rx_delay_ms: int = 0,
         vox: tuple[float, int, int] | None = None,
         gated: bool = False,
+        parrot: ParrotConfig | None = None,
     ) -> None:
         """`rx_delay_ms`, `vox` and `gated` come from `[radio]` (see `node.radio.Radio`): the
-        received audio's delay, VOX on it, and whether it is heard only while keyed."""
+        received audio's delay, VOX on it, and whether it is heard only while keyed; `parrot`
+        tunes the `parrot` topology."""
         self._engine = engine
         self._topology = topology
+        self._parrot = parrot if parrot is not None else ParrotConfig()
         self._rx_delay_ms, self._vox = rx_delay_ms, vox
         engine.set_local_gated(gated)
         self._backend = backend
@@ -88,6 +103,9 @@ class MediaBridge:
         self._gains = {"rx_gain_db": rx_gain_db, "tx_gain_db": tx_gain_db}
         self._device: AudioDevice | None = None
         self._port: DevicePort | None = None
+        #: Playbacks in the engine: id -> (kind, called when it ends).
+        self._playing: dict[int, tuple[str, PlaybackEnded | None]] = {}
+        self._ids = itertools.count(1)
         self._apply(topology)
 
     # --- topology ----------------------------------------------------------------------------
@@ -120,6 +138,82 @@ class MediaBridge:
     def _apply(self, topology: Topology) -> None:
         self._engine.set_mix_minus(topology.effective_mix_minus)
         self._engine.set_local_radio(topology.local_radio)
+        p = self._parrot
+        self._engine.set_parrot(
+            topology.mode == "parrot",
+            p.playback_delay_ms,
+            p.silence_gap_ms,
+            p.vox_threshold_db,
+        )
+
+    # --- announcements ------------------------------------------------------------------------
+
+    @property
+    def rate(self) -> int:
+        """The station rate every PCM handed to `play` must have."""
+        return self._engine.rate
+
+    def play(
+        self,
+        pcm: bytes,
+        destination: Destination,
+        kind: str,
+        *,
+        keys_transmitter: bool = False,
+        on_ended: PlaybackEnded | None = None,
+    ) -> int:
+        """Mix `pcm` (native int16 at the station rate, at most 2 minutes) into `destination`
+        from the next 20 ms tick; returns the playback's id.
+
+        `destination`: "to_monitor" (the local radio's output only, whatever the topology),
+        "to_air" (the local radio's output and every call, never a link), "to_air_and_links"
+        (the transceive links too, which keys them: only for what the operator asked to go out
+        on the network). `kind` names what plays in the `announcement_started` /
+        `announcement_finished` events ("id", "event", "command", "telemetry"). Several
+        playbacks mix; none counts as a talker. `keys_transmitter` lets it key the local
+        transmitter: only the station ID under `[announce] cw_keys_when_idle` may.
+        `on_ended(completed)` is called once when it ends (from `playback_event`).
+        """
+        if destination not in DESTINATIONS:
+            raise CommandError(
+                f"unknown destination {destination!r} (accepted: {', '.join(DESTINATIONS)})", 400
+            )
+        playback = next(self._ids) & 0xFFFFFFFF
+        self._playing[playback] = (kind, on_ended)
+        self._engine.play(playback, pcm, destination, keys_transmitter)
+        return playback
+
+    def stop_playing(self, playback: int) -> None:
+        """Cut a playback short (it ends with completed False); unknown ids are ignored."""
+        if playback in self._playing:
+            self._engine.stop_playing(playback)
+
+    def playback_event(self, started: bool, playback: int, completed: bool = True) -> str | None:
+        """An engine "play_started"/"play_finished" event: the playback's kind (None for one
+        this bridge did not start); on the finish, `on_ended` is called and the id forgotten."""
+        if started:
+            entry = self._playing.get(playback)
+            return None if entry is None else entry[0]
+        entry = self._playing.pop(playback, None)
+        if entry is None:
+            return None
+        kind, on_ended = entry
+        if on_ended is not None:
+            on_ended(completed)
+        return kind
+
+    def cw_pcm(self, text: str, wpm: int, tone_hz: float, level_dbfs: float) -> bytes:
+        """CW of `text` at the station rate (PARIS timing: a dot is 1200/wpm ms)."""
+        return cw_pcm(self.rate, text, wpm, tone_hz, level_dbfs)
+
+    def tone_pcm(self, freq_hz: float, duration_ms: int, level_dbfs: float) -> bytes:
+        """A tone of `duration_ms` at the station rate, with 5 ms ramps."""
+        return tone_pcm(self.rate, freq_hz, duration_ms, level_dbfs)
+
+    def to_station_rate(self, pcm: bytes, rate: int, gain_db: float = 0.0) -> bytes:
+        """`pcm` (native int16 at `rate`, e.g. a TTS binary's 22050 Hz) resampled to the
+        station rate, with `gain_db` applied."""
+        return resample_pcm(pcm, rate, self.rate, gain_db)
 
     # --- legs --------------------------------------------------------------------------------
 
@@ -132,8 +226,13 @@ class MediaBridge:
         call_ts_ms: int,
         mode: LegMode = "transceive",
         keying: Keying = "always",
+        dtmf: bool = False,
+        link: bool = False,
     ) -> None:
-        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying)
+        """Start a call's media; `dtmf` decodes in-band DTMF in what it sends us (engine
+        "dtmf" events) and mutes the tones from the conference; `link` marks a node-to-node
+        link, which announcements reach only as "to_air_and_links"."""
+        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf, link)
 
     def remove_leg(self, callno: int) -> None:
         self._engine.remove_leg(callno)
@@ -143,6 +242,10 @@ class MediaBridge:
 
     def set_leg_keying(self, callno: int, keying: Keying) -> None:
         self._engine.set_leg_keying(callno, keying)
+
+    def set_local_dtmf(self, on: bool) -> None:
+        """Decode in-band DTMF in the local radio's receive audio (and mute the tones)."""
+        self._engine.set_local_dtmf(on)
 
     def set_local_keyed(self, keyed: bool) -> None:
         """The operator's push-to-talk: the local source talks into every call and transceive

@@ -145,7 +145,7 @@ class NodePrompt(ModalScreen[tuple[str, str | None] | None]):
         self.dismiss(None)
 
 
-BRIDGE_MODES = ("handset", "bridge", "conference")
+BRIDGE_MODES = ("handset", "bridge", "conference", "parrot")
 
 
 class BridgeDialog(ModalScreen[dict[str, Any] | None]):

@@ -148,8 +148,9 @@
       case "register_failed":
         return `Registration failed${reason(ev.reason)}`;
       case "dtmf": {
-        // No call: digits sent over AMI (rpt fun); no digit: the inter-digit time-out.
-        const where = ev.call == null ? "over AMI" : `on call ${ev.call}`;
+        // No call: tones on the local radio's receiver, or digits sent over AMI (rpt fun);
+        // no digit: the inter-digit time-out.
+        const where = ev.call == null ? "from the local radio or AMI" : `on call ${ev.call}`;
         const what = ev.digit ? `DTMF ${ev.digit}` : "DTMF time-out";
         return `${what} ${where}${ev.command ? ` (command ${ev.command})` : ""}`;
       }

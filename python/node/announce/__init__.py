@@ -1,0 +1,1 @@
+"""Station ID and announcements: the schedule, the phrases, the TTS binary, the runner."""

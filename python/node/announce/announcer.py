@@ -1,0 +1,284 @@
+"""The announcer: the periodic station ID and the event announcements, rendered and played one
+after another through the engine's player (`MediaBridge.play`).
+
+The controller calls it (all methods return at once): `activity` with the conference's talker
+edges (the engine's "activity" events), `event` for `[announce.events.<name>]` events, `telemetry`
+for `T` telemetry from other nodes, `status` for `*70`. What plays:
+
+- the station ID: kind `id`, `to_air` (never the links), keys the local transmitter only with
+  `cw_keys_when_idle`; CW (`id_mode = "cw"`) or speech (`"tts"`);
+- `[announce.events.*]`: kind `event`, the event's `destination` (with `to_links`, `to_air` goes
+  over the links too, except link connects and disconnects); speech with `[announce.tts]`
+  enabled, else CW;
+- `*70`'s link status: kind `command`, `to_air` (and the links with `to_links`), as events.
+
+Speech comes from the TTS binary (`tts.py`); a binary that fails or takes longer than
+`timeout_ms` is logged and counted, and the announcement goes out in CW instead: the node never
+waits on it longer than that. Announcements play in turn; the ID goes ahead of the waiting ones.
+docs/announce.md describes levels, timing and politeness.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import collections
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from node.announce.phrases import (
+    Phrase,
+    event_phrase,
+    station_id,
+    status_phrase,
+    telemetry_phrase,
+)
+from node.announce.schedule import IdTimer
+from node.announce.tts import render
+from node.config import SPEC_EVENT_NAMES, AnnounceConfig
+from node.errors import NodeError, TtsError
+from node.media.bridge import Destination, MediaBridge
+
+__all__ = ["CW_DBFS", "ID_CW_DBFS", "MAX_QUEUED", "SPEECH_PEAK_DBFS", "Announcer"]
+
+log = logging.getLogger(__name__)
+
+#: Peak level of the CW station ID: app_rpt's `idamplitude` 2048 of a 16-bit tone peak.
+ID_CW_DBFS = -24.0
+#: Peak level of other CW (event announcements in CW, the fallback): app_rpt's telemetry
+#: `amplitude` 4096.
+CW_DBFS = -18.0
+#: Speech is brought to this peak before `[announce.tts] gain_db`: the network's nominal voice
+#: peak (3 kHz deviation, research/allstar.md §8).
+SPEECH_PEAK_DBFS = -13.0
+#: Announcements waiting beyond this many: the oldest non-ID one is dropped.
+MAX_QUEUED = 8
+#: How long past its length a playback may take to report its end before it is given up.
+PLAYBACK_GRACE_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    kind: str
+    phrase: Phrase
+    destination: Destination
+    #: Render with the TTS binary (CW when it fails); else CW.
+    speak: bool
+    cw_dbfs: float
+    #: May key the local transmitter (the ID under cw_keys_when_idle only).
+    keys: bool = False
+
+
+def _peak_dbfs(pcm: bytes) -> float:
+    samples = array.array("h", pcm)
+    peak = max(max(samples, default=0), -min(samples, default=0))
+    return 20 * math.log10(peak / 32767) if peak else -math.inf
+
+
+class Announcer:
+    """Station ID and announcements for one node (see the module docs)."""
+
+    def __init__(
+        self,
+        config: AnnounceConfig,
+        bridge: MediaBridge,
+        node_id: str | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._bridge = bridge
+        self._me = node_id
+        self._clock = clock
+        periodic = config.id_mode != "off" and config.id_interval_secs > 0 and config.callsign
+        self.id_timer = IdTimer(config.id_interval_secs, clock()) if periodic else None
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._task: asyncio.Task[None] | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._handle_at: float | None = None
+        self._closed = False
+        self.played = 0
+        self.dropped = 0
+        self.tts_failures = 0
+        self.last_tts_failure: str | None = None
+
+    # --- inputs (the controller) --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Arm the ID timer (in the running loop)."""
+        self._arm()
+
+    def activity(self, active: bool) -> None:
+        """The conference got a talker, or has had none for the engine's activity hang."""
+        if self.id_timer is not None:
+            self.id_timer.activity(active, self._clock())
+            self._arm()
+
+    def event(self, name: str, *, peer: str = "", node: str = "") -> None:
+        """An `[announce.events.<name>]` event happened: announce it if it is enabled."""
+        cfg = self.config.events.get(name)
+        if cfg is None or not cfg.enabled:
+            return
+        phrase = event_phrase(name, peer=peer, node=node, me=self._me or "")
+        self._announce("event", phrase, self._destination(cfg.destination, name))
+
+    def telemetry(self, token: str, args: Iterable[str]) -> None:
+        """`T` telemetry another node sent over a link (CONNECTED, REMDISC, CONNFAIL)."""
+        found = telemetry_phrase(token, args, self._me)
+        if found is None:
+            return
+        name, phrase = found
+        cfg = self.config.events.get(name)
+        if cfg is not None and cfg.enabled:
+            self._announce("event", phrase, self._destination(cfg.destination, name))
+
+    def status(self, entries: Iterable[str]) -> None:
+        """`*70`: say which nodes are linked."""
+        self._announce("command", status_phrase(entries), self._destination("to_air", "command"))
+
+    def stats(self) -> dict[str, object]:
+        """For `GET /stats`: what played, what was dropped, TTS failures, the next ID."""
+        timer = self.id_timer
+        deadline = timer.next_deadline() if timer is not None else None
+        return {
+            "played": self.played,
+            "queued": len(self._queue),
+            "dropped": self.dropped,
+            "tts_failures": self.tts_failures,
+            "last_tts_failure": self.last_tts_failure,
+            "id_owed": timer.owed if timer is not None else False,
+            "next_id_in_s": None if deadline is None else round(deadline - self._clock(), 1),
+        }
+
+    def close(self) -> None:
+        self._closed = True
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._queue.clear()
+
+    # --- queueing -----------------------------------------------------------------------------
+
+    def _destination(self, configured: str, name: str) -> Destination:
+        if configured == "to_monitor":
+            return "to_monitor"
+        # The operator's to_links sends events and command answers over the links too; link
+        # telemetry and the ID never (every node announces those for itself).
+        if self.config.to_links and name in (*SPEC_EVENT_NAMES, "command"):
+            return "to_air_and_links"
+        return "to_air"
+
+    def _announce(self, kind: str, phrase: Phrase, destination: Destination) -> None:
+        speak = self.config.tts.enabled
+        self._enqueue(_Item(kind, phrase, destination, speak, CW_DBFS))
+
+    def _enqueue(self, item: _Item, *, first: bool = False) -> None:
+        if self._closed:
+            return
+        if len(self._queue) >= MAX_QUEUED:
+            victim = next((i for i in self._queue if i.kind != "id"), None)
+            if victim is not None:
+                self._queue.remove(victim)
+                self.dropped += 1
+                log.warning("announcement queue full: dropped %r", victim.phrase.speech)
+        if first:
+            self._queue.appendleft(item)
+        else:
+            self._queue.append(item)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    # --- the station ID -----------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        timer = self.id_timer
+        at = timer.next_deadline() if timer is not None and not self._closed else None
+        if at == self._handle_at:
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._handle_at = at
+        if at is not None:
+            # loop.time() and the clock are both CLOCK_MONOTONIC.
+            self._handle = asyncio.get_running_loop().call_at(at, self._id_due)
+
+    def _id_due(self) -> None:
+        self._handle = None
+        self._handle_at = None
+        timer = self.id_timer
+        if timer is not None and timer.timer(self._clock()):
+            cfg = self.config
+            self._enqueue(
+                _Item(
+                    "id",
+                    station_id(cfg.callsign),
+                    "to_air",
+                    speak=cfg.id_mode == "tts",
+                    cw_dbfs=ID_CW_DBFS,
+                    keys=cfg.cw_keys_when_idle,
+                ),
+                first=True,
+            )
+        self._arm()
+
+    # --- playing ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while self._queue and not self._closed:
+            item = self._queue.popleft()
+            try:
+                await self._play(item)
+            except asyncio.CancelledError:
+                raise
+            except (NodeError, OSError, ValueError) as exc:
+                # The media path refused (engine stopped, bad audio): this announcement is
+                # lost, the next ones still play.
+                log.warning("announcement %r not played: %s", item.phrase.speech, exc)
+
+    async def _render(self, item: _Item) -> bytes:
+        cfg = self.config
+        if item.speak:
+            try:
+                speech = await render(cfg.tts, item.phrase.speech)
+            except TtsError as exc:
+                self.tts_failures += 1
+                self.last_tts_failure = str(exc)
+                log.warning("TTS failed (%s); sending %r in CW instead", exc, item.phrase.cw)
+            else:
+                gain = SPEECH_PEAK_DBFS - _peak_dbfs(speech.pcm) + cfg.tts.gain_db
+                if math.isfinite(gain):
+                    return self._bridge.to_station_rate(speech.pcm, speech.rate, gain)
+                log.warning("TTS wrote only silence; sending %r in CW", item.phrase.cw)
+        return self._bridge.cw_pcm(item.phrase.cw, cfg.cw_wpm, cfg.cw_tone_hz, item.cw_dbfs)
+
+    async def _play(self, item: _Item) -> None:
+        pcm = await self._render(item)
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[bool] = loop.create_future()
+
+        def on_ended(completed: bool) -> None:
+            if not ended.done():
+                ended.set_result(completed)
+
+        if item.kind == "id" and self.id_timer is not None:
+            self.id_timer.identified(self._clock())
+            self._arm()
+        playback = self._bridge.play(
+            pcm, item.destination, item.kind, keys_transmitter=item.keys, on_ended=on_ended
+        )
+        self.played += 1
+        log.info("announcing (%s, %s): %s", item.kind, item.destination, item.phrase.speech)
+        length = len(pcm) / 2 / self._bridge.rate
+        try:
+            await asyncio.wait_for(ended, length + PLAYBACK_GRACE_S)
+        except asyncio.TimeoutError:
+            log.warning("announcement %d did not report its end; stopping it", playback)
+            self._bridge.stop_playing(playback)
