@@ -1,8 +1,8 @@
 //! The engine: the one thread that owns the IAX2 UDP socket.
 //!
 //! Datagrams come and go through a [`Transport`] (`transport.rs`: batched `recvmmsg` and
-//! `sendmmsg` on a UDP socket), so the socket I/O is one small interface another transport can
-//! implement. Every datagram is parsed here, in Rust. Malformed datagrams are counted and
+//! `sendmmsg` on a UDP socket, or `wireguard.rs`: the same through a userspace WireGuard
+//! tunnel), so the socket I/O is one small interface. Every datagram is parsed here, in Rust. Malformed datagrams are counted and
 //! dropped. Full frames (signalling, and the rare full voice frame) are queued for Python, which
 //! drains them in batches when the wakeup descriptor becomes readable; mini and trunk voice
 //! frames stay in Rust and never cost a Python call. Python sends through [`Engine::send_to`], which writes straight
@@ -34,7 +34,7 @@ use crate::jitter::{ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
-use crate::transport::{OutDatagram, RecvBatch, Transport, UdpTransport};
+use crate::transport::{OutDatagram, RecvBatch, Transport, TunnelStats, UdpTransport};
 
 /// Datagrams in one tick from which the engine counts as busy and drains on a timer.
 pub const BUSY_DATAGRAMS: u64 = 32;
@@ -56,6 +56,10 @@ const LATENESS_WINDOW: usize = 3000;
 /// Ticks between two publications of the legs' jitter statistics. Their readers (a PONG per
 /// call every 21 s, `GET /stats`) are rare, so half a second old is fresh enough.
 const STATS_EVERY_TICKS: u32 = 25;
+
+/// Ticks between two calls of the transport's upkeep ([`Transport::maintain`]: a tunnel's
+/// handshake and keepalive timers, which count in seconds).
+const MAINTAIN_EVERY_TICKS: u32 = 5;
 
 /// Frames of local microphone or speaker audio buffered between the device and the engine.
 const LOCAL_QUEUE_FRAMES: usize = 4;
@@ -285,6 +289,8 @@ pub enum EngineEvent {
     Vox(bool),
     /// A command that could not be applied (e.g. it names a leg that is gone).
     CommandFailed(String),
+    /// The transport's tunnel changed state (see [`Engine::tunnel`]).
+    TunnelChanged,
 }
 
 /// Tick timing, for the counters: how late each tick ran against its deadline.
@@ -536,6 +542,8 @@ struct Worker {
     /// Datagrams read since the last tick, and whether the last tick had enough to be busy.
     tick_datagrams: u64,
     busy: bool,
+    /// Ticks since the transport's last upkeep.
+    maintain_age: u32,
 }
 
 impl Worker {
@@ -756,6 +764,14 @@ impl Worker {
                 self.tick(self.now_ms(next_tick));
                 self.busy = self.tick_datagrams >= BUSY_DATAGRAMS;
                 self.tick_datagrams = 0;
+                self.maintain_age += 1;
+                if self.maintain_age >= MAINTAIN_EVERY_TICKS {
+                    self.maintain_age = 0;
+                    if self.shared.transport.maintain() {
+                        self.shared
+                            .emit(std::iter::once(EngineEvent::TunnelChanged));
+                    }
+                }
                 let mut stats = lock(&self.shared.ticks);
                 stats.record(late);
                 next_tick += TICK;
@@ -888,6 +904,7 @@ impl Engine {
             stats_legs: 0,
             tick_datagrams: 0,
             busy: false,
+            maintain_age: 0,
         };
         let thread = std::thread::Builder::new()
             .name("iax-engine".into())
@@ -1014,6 +1031,11 @@ impl Engine {
             sndbuf_bytes: t.sndbuf,
             ..self.shared.counters.snapshot()
         }
+    }
+
+    /// The tunnel's health when the transport is a tunnel (`[wireguard]`), else None.
+    pub fn tunnel(&self) -> Option<TunnelStats> {
+        self.shared.transport.tunnel()
     }
 
     /// What waits in the engine's queues now: full frames and events for Python, commands

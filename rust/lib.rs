@@ -12,6 +12,7 @@ pub mod fir;
 pub mod frame;
 pub mod ie;
 pub mod inband;
+pub mod ipv4;
 pub mod jitter;
 pub mod level;
 pub mod media;
@@ -24,6 +25,7 @@ pub mod resample;
 pub mod tone;
 pub mod transport;
 pub mod vox;
+pub mod wireguard;
 
 #[cfg(test)]
 mod test_signal;

@@ -3,8 +3,9 @@
 //! The engine thread reads what arrived in batches ([`Transport::recv_batch`]) and sends each
 //! tick's output in batches ([`Transport::send_batch`]); Python's signalling goes out one
 //! datagram at a time from its own thread ([`Transport::send_to`]). Nothing else in the engine
-//! touches a socket, so another transport (a userspace WireGuard tunnel that must see every
-//! datagram in and out) implements this trait and slots in at [`crate::engine::Engine::start_with`].
+//! touches a socket, so another transport (the userspace WireGuard tunnel of `wireguard.rs`,
+//! which must see every datagram in and out) implements this trait and slots in at
+//! [`crate::engine::Engine::start_with`].
 //!
 //! [`UdpTransport`] is the plain UDP socket, on Linux:
 //! - `recvmmsg` fills up to [`BATCH`] datagrams per call, each with the kernel's receive time
@@ -180,6 +181,53 @@ pub struct TransportStats {
     pub gso: bool,
 }
 
+/// Where a tunnel stands with its peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunnelState {
+    /// No session and no handshake under way (not started yet, or given up until traffic or
+    /// the keepalive asks for one).
+    Down,
+    /// Handshake initiations sent, no answer yet.
+    Handshaking,
+    /// A session is established: datagrams flow.
+    Up,
+}
+
+impl TunnelState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TunnelState::Down => "down",
+            TunnelState::Handshaking => "handshaking",
+            TunnelState::Up => "up",
+        }
+    }
+}
+
+/// A tunnel's health, for the snapshot and the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelStats {
+    pub state: TunnelState,
+    /// Where the peer is reached (configured, or learnt from its last authenticated packet).
+    pub endpoint: Option<SocketAddr>,
+    /// Time since the current session's handshake; None without a session.
+    pub last_handshake: Option<Duration>,
+    /// Handshakes completed, and initiations sent.
+    pub handshakes: u64,
+    pub handshake_attempts: u64,
+    /// Bytes of outer datagrams sent, and of authenticated ones received.
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+    /// Outer datagrams dropped: garbage, or not authenticated by the peer's key.
+    pub dropped_outer: u64,
+    /// Authenticated packets dropped: not IPv4/UDP to our address and port, or from a source
+    /// outside the allowed IPs.
+    pub dropped_inner: u64,
+    /// Datagrams not sent: their destination is outside the allowed IPs.
+    pub no_route: u64,
+    /// Our public key (derived from the private one; not secret).
+    pub public_key: [u8; 32],
+}
+
 /// Datagram I/O of one engine. Every method takes `&self`: the engine thread receives and sends
 /// ticks while Python's thread sends signalling.
 pub trait Transport: Send + Sync {
@@ -194,6 +242,15 @@ pub trait Transport: Send + Sync {
     /// Send one datagram now.
     fn send_to(&self, data: &[u8], to: SocketAddr) -> io::Result<()>;
     fn stats(&self) -> TransportStats;
+    /// Periodic upkeep (a tunnel's handshake and keepalive timers), called by the engine thread
+    /// every few ticks; true when [`Transport::tunnel`]'s state changed since the last call.
+    fn maintain(&self) -> bool {
+        false
+    }
+    /// The tunnel's health, for a transport that is a tunnel.
+    fn tunnel(&self) -> Option<TunnelStats> {
+        None
+    }
 }
 
 /// The plain UDP socket.
