@@ -207,6 +207,8 @@ impl TunnelState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TunnelStats {
     pub state: TunnelState,
+    /// The outer socket's address (what the peer's endpoint names).
+    pub listen: SocketAddr,
     /// Where the peer is reached (configured, or learnt from its last authenticated packet).
     pub endpoint: Option<SocketAddr>,
     /// Time since the current session's handshake; None without a session.

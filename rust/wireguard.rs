@@ -60,6 +60,7 @@ const PADDING: usize = 16;
 const MAX_FLUSH: usize = 512;
 
 /// How a node's tunnel is set up. `Debug` never shows the keys.
+#[derive(Clone)]
 pub struct WgConfig {
     pub private_key: StaticSecret,
     pub peer_public_key: PublicKey,
@@ -554,6 +555,7 @@ impl Transport for WgTransport {
         let c = st.counts;
         Some(TunnelStats {
             state: Self::state_of(&st),
+            listen: self.outer.local_addr(),
             endpoint: st.endpoint,
             last_handshake: st.tunn.time_since_last_handshake(),
             handshakes: c.handshakes,

@@ -38,6 +38,7 @@ from node.config import (
     SecretsConfig,
     StatpostConfig,
     TtsConfig,
+    WireGuardConfig,
     iter_template_keys,
     load_config,
     write_template,
@@ -279,6 +280,57 @@ def test_full_file(tmp_path: Path) -> None:
     )
 
 
+#: A public key (wg(8)'s example) and a [wireguard] section holding the required keys.
+WG_PEER_KEY = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+WG = (
+    "[wireguard]\naddress = '10.8.0.2'\nprivate_key_env = 'WG_KEY'\n"
+    f"peer_public_key = '{WG_PEER_KEY}'\nallowed_ips = ['10.8.0.0/24']\n"
+)
+
+
+def test_wireguard_section(tmp_path: Path) -> None:
+    assert load_text(tmp_path, MINIMAL).wireguard is None
+    config = load_text(
+        tmp_path,
+        MINIMAL
+        + "[wireguard]\naddress = '10.8.0.2/24'\nprivate_key_env = 'WG_KEY'\n"
+        + f"peer_public_key = ' {WG_PEER_KEY}'\nendpoint = '192.0.2.1:51820'\n"
+        + "allowed_ips = ['10.8.0.1/24', '192.0.2.7', '0.0.0.0/0']\nlisten_port = 51821\n"
+        + "persistent_keepalive = 0\npreshared_key_env = 'WG_PSK'\n",
+    )
+    assert config.wireguard == WireGuardConfig(
+        address="10.8.0.2",
+        private_key_env="WG_KEY",
+        peer_public_key=WG_PEER_KEY,
+        listen_port=51821,
+        endpoint=Address("192.0.2.1", 51820),
+        # Host bits cleared, as wg(8) reads them; a bare address is one host.
+        allowed_ips=("10.8.0.0/24", "192.0.2.7/32", "0.0.0.0/0"),
+        persistent_keepalive=0,
+        preshared_key_env="WG_PSK",
+    )
+    # The defaults: any outer port, no endpoint (wait for the peer), keepalive on.
+    wg = load_text(tmp_path, MINIMAL + WG).wireguard
+    assert wg is not None
+    assert (wg.listen_port, wg.endpoint, wg.persistent_keepalive) == (0, None, 25)
+    assert wg.preshared_key_env is None
+    # An empty preshared_key_env means none, as in the template's prose.
+    wg = load_text(tmp_path, MINIMAL + WG + "preshared_key_env = ''\n").wireguard
+    assert wg is not None and wg.preshared_key_env is None
+
+
+def test_wireguard_with_http_registration_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="node.config"):
+        load_text(tmp_path, MINIMAL + HTTP_REG + WG)
+    assert "method = iax2 registers through the tunnel" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="node.config"):
+        load_text(tmp_path, MINIMAL + "[register]\npeer = '10.8.0.1:4569'\nnode_id = '2000'\n" + WG)
+    assert "tunnel" not in caplog.text
+
+
 def test_ami_section(tmp_path: Path) -> None:
     config = load_text(
         tmp_path,
@@ -509,8 +561,18 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
     }
     assert config.portal is not None
     assert config.statpost == StatpostConfig()
+    assert config.wireguard == WireGuardConfig(
+        address="10.8.0.2",
+        private_key_env="WG_PRIVATE_KEY",
+        peer_public_key=WG_PEER_KEY,
+        endpoint=Address("hub.example.net", 51820),
+        allowed_ips=("10.8.0.0/24",),
+        preshared_key_env="WG_PRESHARED_KEY",
+    )
     assert (
-        dataclasses.replace(config, register=None, links={}, portal=None, statpost=None)
+        dataclasses.replace(
+            config, register=None, links={}, portal=None, statpost=None, wireguard=None
+        )
         == NodeConfig()
     )
 
@@ -693,6 +755,29 @@ BAD: list[tuple[str, str | None, str | None]] = [
         "portal.credential_env",
         "PORTAL_PASSWORD",
     ),
+    # [wireguard]
+    (MINIMAL + "[wireguard]\naddress = '10.0.0.1'\n", "wireguard.private_key_env", None),
+    (MINIMAL + WG.replace("allowed_ips", "allowed"), "wireguard.allowed", "allowed_ips"),
+    (MINIMAL + WG + "mtu = 1420\n", "wireguard.mtu", "listen_port"),
+    (MINIMAL + WG.replace("'10.8.0.2'", "'fd00::2'"), "wireguard.address", "10.8.0.2"),
+    (MINIMAL + WG.replace("'10.8.0.2'", "'10.8.0'"), "wireguard.address", "10.8.0.2"),
+    (MINIMAL + WG.replace("'10.8.0.2'", "'0.0.0.0'"), "wireguard.address", "10.8.0.2"),
+    (MINIMAL + WG.replace("'10.8.0.2'", "'127.0.0.1'"), "wireguard.address", "10.8.0.2"),
+    (MINIMAL + WG.replace("'10.8.0.2'", "2"), "wireguard.address", None),
+    (MINIMAL + WG.replace("'WG_KEY'", "'2KEY'"), "wireguard.private_key_env", "WG_PRIVATE_KEY"),
+    (MINIMAL + WG.replace(WG_PEER_KEY, "abc"), "wireguard.peer_public_key", "base64"),
+    (MINIMAL + WG.replace(WG_PEER_KEY, "A" * 42 + "=="), "wireguard.peer_public_key", "base64"),
+    (MINIMAL + WG.replace(WG_PEER_KEY, WG_PEER_KEY[:-1]), "wireguard.peer_public_key", None),
+    (MINIMAL + WG.replace("['10.8.0.0/24']", "[]"), "wireguard.allowed_ips", "0.0.0.0/0"),
+    (MINIMAL + WG.replace("['10.8.0.0/24']", "'10.8.0.0/24'"), "wireguard.allowed_ips", None),
+    (MINIMAL + WG.replace("'10.8.0.0/24'", "'10.8.0.0/33'"), "wireguard.allowed_ips[0]", None),
+    (MINIMAL + WG.replace("'10.8.0.0/24'", "'fd00::/64'"), "wireguard.allowed_ips[0]", "IPv4"),
+    (MINIMAL + WG.replace("'10.8.0.0/24'", "24"), "wireguard.allowed_ips[0]", "10.8.0.0/24"),
+    (MINIMAL + WG + "endpoint = 'hub'\n", "wireguard.endpoint", "host:port"),
+    (MINIMAL + WG + "endpoint = 'hub:0'\n", "wireguard.endpoint", "1 to 65535"),
+    (MINIMAL + WG + "listen_port = 70000\n", "wireguard.listen_port", "0 to 65535"),
+    (MINIMAL + WG + "persistent_keepalive = -1\n", "wireguard.persistent_keepalive", "65535"),
+    (MINIMAL + WG + "preshared_key_env = 'a-b'\n", "wireguard.preshared_key_env", "WG_"),
     # cross-section rules
     (MINIMAL + "[links.2000]\nshape = 'wt-guest'\n", "links.2000.shape", "[portal]"),
     (MINIMAL + "[secrets]\nsource = 'env'\nsecret = 'x'\n", "secrets.secret", None),
@@ -833,6 +918,11 @@ def test_string_values_are_never_echoed_in_errors(tmp_path: Path) -> None:
         MINIMAL + HTTP_REG + f"[statpost]\nurl = 'http://s.org/?{canary}'\n",
         MINIMAL + f"[links]\ndns_domain = '{canary}!'\n",
         MINIMAL + f"[links]\ndns_servers = ['{canary}']\n",
+        MINIMAL + WG.replace(WG_PEER_KEY, canary),
+        MINIMAL + WG.replace("'10.8.0.2'", f"'{canary}'"),
+        MINIMAL + WG.replace("'WG_KEY'", f"'{canary}!'"),
+        MINIMAL + WG.replace("'10.8.0.0/24'", f"'{canary}'"),
+        MINIMAL + WG + f"endpoint = '{canary}'\n",
     ]
     for text in cases:
         with pytest.raises(ConfigError) as info:

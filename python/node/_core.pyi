@@ -27,6 +27,7 @@ __all__ = [
     "TrunkFrame",
     "Upsampler",
     "VideoFrame",
+    "WireGuard",
     "__version__",
     "alaw_decode",
     "alaw_decode_many",
@@ -48,6 +49,7 @@ __all__ = [
     "ulaw_decode_many",
     "ulaw_encode",
     "uncompress_subclass",
+    "wg_public_key",
 ]
 
 __version__: str
@@ -289,13 +291,39 @@ _Addr: TypeAlias = tuple[str, int]
 #: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
 #: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
 #: | ("play_started", id) | ("play_finished", id, completed) | ("activity", active)
-#: | ("local_tx", on) | ("vox", open) | ("command_failed", message)
+#: | ("local_tx", on) | ("vox", open) | ("command_failed", message) | ("tunnel_changed",)
 _EngineEvent: TypeAlias = tuple[Any, ...]
+
+@final
+class WireGuard:
+    """The settings of a userspace WireGuard tunnel to one peer; pass to
+    `Engine(wireguard=...)`. `address` is ours inside the tunnel ("ip:port", IPv4), `listen`
+    where the outer socket binds, `endpoint` the peer's outer "ip:port" (None: wait for the
+    peer), `allowed_ips` IPv4 networks, `persistent_keepalive` seconds (0: off). Keys are the
+    raw 32 bytes; the repr never shows them. ValueError for a malformed setting."""
+
+    def __new__(
+        cls,
+        private_key: bytes,
+        peer_public_key: bytes,
+        address: str,
+        listen: str,
+        endpoint: str | None,
+        allowed_ips: list[str],
+        persistent_keepalive: int = 0,
+        preshared_key: bytes | None = None,
+    ) -> WireGuard: ...
+    @property
+    def address(self) -> _Addr: ...
+
+def wg_public_key(private_key: bytes) -> bytes:
+    """The public key (32 bytes) of a WireGuard private key (32 bytes), as `wg pubkey` does."""
 
 @final
 class Engine:
     """Binds `bind` ("host:port", port 0 for any) and starts the engine thread; the socket
-    buffers are sized for `legs` legs."""
+    buffers are sized for `legs` legs. With `wireguard`, every datagram goes through that
+    tunnel (which binds its own outer socket) and `local_addr` is the tunnel address."""
 
     def __new__(
         cls,
@@ -304,6 +332,7 @@ class Engine:
         mix_minus: bool = True,
         queue_limit: int = 4096,
         legs: int = 64,
+        wireguard: WireGuard | None = None,
     ) -> Engine: ...
     @property
     def local_addr(self) -> _Addr: ...
@@ -319,6 +348,10 @@ class Engine:
     def send_to(self, data: bytes, addr: _Addr) -> None: ...
     def counters(self) -> dict[str, int]: ...
     def queue_depths(self) -> dict[str, int]: ...
+    def tunnel(self) -> dict[str, Any] | None:
+        """The WireGuard tunnel's health, None without one: state ("down", "handshaking",
+        "up"), listen (the outer socket's "ip:port"), endpoint, last_handshake_s, handshakes, handshake_attempts, rx_bytes, tx_bytes,
+        dropped_outer, dropped_inner, no_route, public_key (bytes)."""
     def tick_stats(self) -> dict[str, int]: ...
     def jitter_stats(self) -> list[tuple[int, dict[str, int]]]: ...
     def leg_jitter_stats(self, callno: int) -> dict[str, int] | None: ...

@@ -327,5 +327,31 @@ source = "env"
 # dBFS (-96.0-0.0).
 #vox_threshold_db = -40.0
 
-# Tunnel (userspace WireGuard) section: not available in this release; plain UDP is used.
+# The tunnel section: with [wireguard], every IAX2 datagram (calls, links, registration,
+# inbound) goes through a userspace WireGuard tunnel to one peer (a hub, or another node), with
+# no TUN device and no root; without it, plain UDP. Set up in docs/wireguard.md. Example values:
+#[wireguard]
+# Our IPv4 address inside the tunnel (wg-quick's Address; a /prefix is accepted and ignored).
+# The node's IAX2 port there is [listener] bind's port (4569 when that is 0).
+#address = "10.8.0.2"
+# The NAME of the environment variable holding our private key (base64, from `wg genkey` or
+# `node wg-keygen`); never the key itself.
+#private_key_env = "WG_PRIVATE_KEY"
+# The peer's public key (base64).
+#peer_public_key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+# The peer's outer address, "<host>:<port>" (a name is resolved at start). Leave it out to wait
+# for the peer to make contact (it is then learnt, and followed as it moves).
+#endpoint = "hub.example.net:51820"
+# IPv4 networks sent into the tunnel and accepted from it; ["0.0.0.0/0"] sends everything
+# (registration too) through the peer.
+#allowed_ips = ["10.8.0.0/24"]
+# The outer UDP port (0-65535; 0 picks a free one, fine when this node dials its peer). It
+# binds on [listener] bind's address.
+#listen_port = 0
+# Seconds between keepalives (0-65535, 0 off). With keepalives the tunnel also keeps itself up:
+# it handshakes at start and again whenever the session lapses, which a node behind NAT or CGNAT
+# needs to stay reachable.
+#persistent_keepalive = 25
+# The NAME of an environment variable holding a preshared key (base64), if the peer uses one.
+#preshared_key_env = "WG_PRESHARED_KEY"
 """

@@ -30,6 +30,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 from node.errors import ConfigError
 from node.iax2.endpoint import MAX_CALLS
 from node.secrets import Secret
+from node.wireguard import KEY_FORMAT, decode_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,6 +65,7 @@ __all__ = [
     "SecretsConfig",
     "StatpostConfig",
     "TtsConfig",
+    "WireGuardConfig",
     "iter_template_keys",
     "load_config",
     "write_template",
@@ -519,6 +521,29 @@ class PortalConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WireGuardConfig:
+    """`[wireguard]` (optional; the spec's "Tunnel section"): every IAX2 datagram goes through a
+    userspace WireGuard tunnel to one peer. Absent: plain UDP. See docs/wireguard.md."""
+
+    #: Our IPv4 address inside the tunnel; the node's IAX2 port there is `[listener] bind`'s.
+    address: str
+    #: The NAME of the environment variable holding our private key (base64, `wg genkey`).
+    private_key_env: str
+    #: The peer's public key (base64).
+    peer_public_key: str
+    #: The outer UDP port (0: any free port, the usual choice when the node dials its peer).
+    listen_port: int = 0
+    #: The peer's outer address; None to wait until the peer makes contact.
+    endpoint: Address | None = None
+    #: IPv4 networks routed into the tunnel and accepted from it (`a.b.c.d/prefix`).
+    allowed_ips: tuple[str, ...]
+    #: Seconds between keepalives (0: off); with it the tunnel also keeps itself up.
+    persistent_keepalive: int = 25
+    #: The NAME of the environment variable holding a preshared key (base64), or None.
+    preshared_key_env: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ParrotConfig:
     """`[parrot]`: tuning for parrot mode; harmless otherwise."""
 
@@ -557,6 +582,8 @@ class NodeConfig:
     statpost: StatpostConfig | None = None
     portal: PortalConfig | None = None
     parrot: ParrotConfig = field(default_factory=ParrotConfig)
+    #: `[wireguard]`: None when the section is absent (plain UDP).
+    wireguard: WireGuardConfig | None = None
     #: The file this was loaded from; None for a config built in code. Not part of equality.
     path: Path | None = field(default=None, compare=False)
 
@@ -594,6 +621,7 @@ _SECTIONS: tuple[str, ...] = (
     "portal",
     "parrot",
     "statpost",
+    "wireguard",
 )
 _TOP_KEYS: tuple[str, ...] = ("codec_policy",)
 _REQUIRED_SECTIONS: tuple[str, ...] = ("listener", "control")
@@ -1371,6 +1399,84 @@ def _parse_portal(r: _Reader, raw: object) -> PortalConfig:
     return PortalConfig(user=user, node=node, credential_env=env, url=url)
 
 
+_WG_KEYS: tuple[str, ...] = (
+    "address",
+    "private_key_env",
+    "peer_public_key",
+    "listen_port",
+    "endpoint",
+    "allowed_ips",
+    "persistent_keepalive",
+    "preshared_key_env",
+)
+_WG_REQUIRED: tuple[str, ...] = ("address", "private_key_env", "peer_public_key", "allowed_ips")
+
+
+def _env_name(r: _Reader, t: Mapping[str, Any], name: str, key: str, example: str) -> str:
+    value = r.string(t, name, key, "")
+    if not _ENV_NAME.fullmatch(value):
+        r.fail(
+            f"{name}.{key}",
+            "must be the NAME of an environment variable (not the key itself)",
+            f"letters, digits and _, not starting with a digit, e.g. {example}",
+        )
+    return value
+
+
+def _parse_wireguard(r: _Reader, raw: object) -> WireGuardConfig:
+    d = "wireguard"
+    t = r.table(raw, d, _WG_KEYS, required=_WG_REQUIRED)
+    # wg-quick writes `Address = 10.8.0.2/24`; the prefix routes nothing here (allowed_ips do).
+    text = r.string(t, d, "address", "")
+    try:
+        address = ipaddress.IPv4Interface(text).ip
+    except ValueError:
+        r.fail(
+            "wireguard.address",
+            "is not an IPv4 address (the tunnel carries IPv4)",
+            "e.g. 10.8.0.2 (a /prefix, as wg-quick writes it, is accepted and ignored)",
+        )
+    if address.is_unspecified or address.is_multicast or address.is_loopback:
+        r.fail("wireguard.address", "must be a unicast address", "e.g. 10.8.0.2")
+    peer_key = r.string(t, d, "peer_public_key", "")
+    try:
+        decode_key(peer_key)
+    except ValueError:
+        r.fail("wireguard.peer_public_key", "is not a WireGuard public key", KEY_FORMAT)
+    raw_ips = t["allowed_ips"]
+    form = 'a non-empty array of IPv4 networks, e.g. ["10.8.0.0/24"] or ["0.0.0.0/0"]'
+    if type(raw_ips) is not list or not raw_ips:
+        r.fail("wireguard.allowed_ips", "must be a non-empty array", form)
+    nets: list[str] = []
+    for i, item in enumerate(raw_ips):
+        key = f"wireguard.allowed_ips[{i}]"
+        if type(item) is not str:
+            r.fail(key, f"must be a string, got {_toml_type(item)}", form)
+        try:
+            net = ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            r.fail(key, "is not an IP network", form)
+        if net.version != 4:
+            r.fail(key, "is an IPv6 network; the tunnel carries IPv4 only", form)
+        nets.append(str(net))
+    endpoint = None
+    if "endpoint" in t:
+        endpoint = r.address(t, d, "endpoint", None, bind=False)
+    preshared = None
+    if t.get("preshared_key_env", ""):
+        preshared = _env_name(r, t, d, "preshared_key_env", "WG_PRESHARED_KEY")
+    return WireGuardConfig(
+        address=str(address),
+        private_key_env=_env_name(r, t, d, "private_key_env", "WG_PRIVATE_KEY"),
+        peer_public_key=peer_key.strip(),
+        listen_port=r.integer(t, d, "listen_port", 0, 0, 65535),
+        endpoint=endpoint,
+        allowed_ips=tuple(nets),
+        persistent_keepalive=r.integer(t, d, "persistent_keepalive", 25, 0, 65535),
+        preshared_key_env=preshared,
+    )
+
+
 def _parse_parrot(r: _Reader, raw: object) -> ParrotConfig:
     d = ParrotConfig()
     t = r.table(raw, "parrot", ("playback_delay_ms", "silence_gap_ms", "vox_threshold_db"))
@@ -1442,6 +1548,7 @@ def load_config(path: str | os.PathLike[str]) -> NodeConfig:
         statpost=_parse_statpost(r, doc["statpost"]) if "statpost" in doc else None,
         portal=_parse_portal(r, doc["portal"]) if "portal" in doc else None,
         parrot=_parse_parrot(r, doc["parrot"]) if "parrot" in doc else ParrotConfig(),
+        wireguard=_parse_wireguard(r, doc["wireguard"]) if "wireguard" in doc else None,
         path=file,
     )
     if config.statpost is not None and config.register is None:
@@ -1490,6 +1597,14 @@ def _warn_risky(config: NodeConfig) -> None:
             bridge.mode,
             str(bridge.include_local_radio).lower(),
         )
+    reg = config.register
+    if config.wireguard is not None and reg is not None and reg.method == "http":
+        log.warning(
+            "%s: [wireguard] with register.method = http: the registrar sees the address the "
+            "HTTPS request leaves from, not the tunnel's, and nodes that check source addresses "
+            "refuse calls from the tunnel; method = iax2 registers through the tunnel",
+            where,
+        )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
             "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
@@ -1515,6 +1630,7 @@ def iter_template_keys() -> Iterator[str]:
         (RadioConfig, "radio"),
         (AmiConfig, "ami"),
         (StatpostConfig, "statpost"),
+        (WireGuardConfig, "wireguard"),
     ):
         for f in dataclasses.fields(cls):
             yield f"{name}.{f.name}"

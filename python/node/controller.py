@@ -59,6 +59,7 @@ from node.radio.transmitter import PttChange
 from node.registration_status import format_addr, registration_json
 from node.reload import ReloadPlan, plan_reload
 from node.secrets import PeersChange, SecretStore
+from node.wireguard import tunnel_json, tunnel_stats
 
 __all__ = ["DSTAR_REFUSAL", "CallInfo", "Controller", "Reloaded"]
 
@@ -287,6 +288,7 @@ class Controller:
             "links": self.links.snapshot(now),
             "tx": self._tx_json(now),
             "registration": self.registration_status(),
+            "tunnel": self._tunnel_json(),
         }
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
@@ -294,6 +296,13 @@ class Controller:
         if self.radio is not None:
             snap["radio"] = self.radio.snapshot()
         return snap
+
+    def _tunnel_json(self) -> dict[str, Any] | None:
+        transport = self._transport
+        if transport is None:
+            return None
+        host, port = transport.local_addr
+        return tunnel_json(transport.tunnel(), f"{host}:{port}")
 
     def _tx_json(self, now: float) -> dict[str, Any]:
         timeout = self.config.keying.tx_timeout_secs
@@ -318,6 +327,7 @@ class Controller:
             "link_texts": dict(self.links.text_counts),
             "events": {"subscribers": self.bus.subscriber_count, "dropped": self.bus.dropped},
             "announce": None if self.announcer is None else self.announcer.stats(),
+            "tunnel": tunnel_stats(self._transport.tunnel()),
         }
 
     def _changed(self) -> None:
@@ -486,6 +496,15 @@ class Controller:
                     self.radio.vox_changed(event[1])
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
+            elif kind == "tunnel_changed":
+                tunnel = self._tunnel_json()
+                if tunnel is not None:
+                    log.info(
+                        "WireGuard tunnel %s (peer endpoint %s)",
+                        tunnel["state"],
+                        tunnel["endpoint"] or "unknown",
+                    )
+                self._changed()
 
     def _announce(self, name: str, *, peer: str = "", node: str = "") -> None:
         """`[announce.events.<name>]`: the announcer plays it when enabled."""

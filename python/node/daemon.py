@@ -45,6 +45,7 @@ from node.media.bridge import MediaBridge, Topology
 from node.radio.radio import Radio
 from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
+from node.wireguard import TunnelSettings, encode_key, tunnel_settings
 
 __all__ = [
     "EXIT_CONFIG",
@@ -191,6 +192,35 @@ PORT_IN_USE_HINT = (
 )
 
 
+async def _tunnel(config: NodeConfig, secrets: SecretStore) -> TunnelSettings | None:
+    """`[wireguard]` ready for the engine, its endpoint's name resolved (once, at start)."""
+    wg = config.wireguard
+    if wg is None:
+        return None
+    endpoint = None
+    if wg.endpoint is not None:
+        host, port = wg.endpoint.as_tuple()
+        want = socket.AF_INET6 if ":" in config.listener.bind.host else socket.AF_INET
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_DGRAM
+            )
+        except OSError as exc:
+            raise StartError(
+                f"cannot resolve the WireGuard peer (wireguard.endpoint = {wg.endpoint}): {exc}"
+            ) from None
+        addrs = [info[4] for info in infos if info[0] == want]
+        if not addrs:
+            family = "IPv6" if want == socket.AF_INET6 else "IPv4"
+            raise StartError(
+                f"the WireGuard peer (wireguard.endpoint = {wg.endpoint}) has no {family} "
+                f"address, and the tunnel's socket binds {config.listener.bind.host}"
+            )
+        ip, port = addrs[0][0], addrs[0][1]
+        endpoint = f"[{ip}]:{port}" if want == socket.AF_INET6 else f"{ip}:{port}"
+    return tunnel_settings(config, secrets, endpoint)
+
+
 def _bind_error(what: str, key: str, value: object, exc: BaseException) -> StartError:
     text = f"cannot open {what} ({key} = {value}): {exc}"
     if (isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE) or "in use" in str(exc):
@@ -233,6 +263,7 @@ class RunningNode:
         topology = Topology(
             config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
         )
+        tunnel = await _tunnel(config, self.secrets)
         try:
             transport = EngineTransport(
                 str(config.listener.bind),
@@ -242,8 +273,13 @@ class RunningNode:
                 mix_minus=topology.effective_mix_minus,
                 # Inbound calls, plus the links and outbound calls the node places itself.
                 legs=config.listener.max_calls + len(config.links) + 16,
+                tunnel=tunnel,
             )
         except EngineError as exc:
+            if tunnel is not None:
+                raise _bind_error(
+                    "the WireGuard socket", "wireguard.listen_port", tunnel.listen, exc
+                ) from None
             raise _bind_error(
                 "the IAX2 socket", "listener.bind", config.listener.bind, exc
             ) from None
@@ -340,10 +376,19 @@ class RunningNode:
         )
         self._http = asyncio.create_task(self._server.serve(sockets=[ctl_sock]))
         host, port = transport.local_addr
+        stats = transport.tunnel()
+        if stats is not None:
+            log.info(
+                "WireGuard: UDP %s, peer endpoint %s, our public key %s",
+                stats["listen"],
+                stats["endpoint"] or "(learnt when the peer makes contact)",
+                encode_key(stats["public_key"]),
+            )
         log.info(
-            "IAX2 listening on %s:%d (UDP); control channel on http://%s",
+            "IAX2 listening on %s:%d (%s); control channel on http://%s",
             host,
             port,
+            "inside the WireGuard tunnel" if stats is not None else "UDP",
             config.control.bind,
         )
         self.notifier.ready(f"IAX2 on {host}:{port}, control channel on {config.control.bind}")

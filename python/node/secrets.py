@@ -16,7 +16,9 @@ limitation 1, "Per-node inbound credentials come only from environment variables
 have a secret in one of the two, not both: two secrets for one node mean one is stale, and
 guessing which one the operator meant is how a revoked secret keeps working. The peers file is
 re-read on SIGHUP (`SecretStore.reload`); the environment is fixed at startup. The `[portal]`
-password comes from the variable named by `[portal].credential_env`.
+password comes from the variable named by `[portal].credential_env`, the `[wireguard]` private
+(and preshared) key from the variables named by `[wireguard].private_key_env` (and
+`preshared_key_env`).
 
 Every value the store has ever held is remembered for `redact`, so a secret replaced through
 POST /secrets or removed from the peers file is still scrubbed from logs.
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from node.errors import CommandError, ConfigError
+from node.wireguard import decode_key
 
 if TYPE_CHECKING:
     from node.config import NodeConfig
@@ -220,6 +223,8 @@ class SecretStore:
         self._env_peers: dict[str, Secret] = {}
         self._peers: dict[str, Secret] = {}
         self._portal: Secret | None = None
+        self._wg_private: Secret | None = None
+        self._wg_preshared: Secret | None = None
         #: The `[ami]` user (None when AMI is off) and its password.
         self._ami_user = config.ami.username if config.ami.enabled else None
         self._ami_secret: Secret | None = None
@@ -241,6 +246,7 @@ class SecretStore:
         self._load_env_peers(env)
         self._peers = self._merge_peers(self._read_peers_file(config))
         self._load_portal(config, env)
+        self._load_wireguard(config, env)
 
     # --- startup ------------------------------------------------------------------------------
 
@@ -391,6 +397,31 @@ class SecretStore:
         self._portal = Secret(value)
         self._remember(value)
 
+    def _load_wireguard(self, config: NodeConfig, env: Mapping[str, str]) -> None:
+        wg = config.wireguard
+        if wg is None:
+            return
+        self._wg_private = self._env_key(env, wg.private_key_env, "wireguard.private_key_env")
+        if wg.preshared_key_env is not None:
+            self._wg_preshared = self._env_key(
+                env, wg.preshared_key_env, "wireguard.preshared_key_env"
+            )
+
+    def _env_key(self, env: Mapping[str, str], var: str, key: str) -> Secret:
+        """A base64 WireGuard key from the environment variable `var` (named by `key`)."""
+        value = env.get(var, "").strip()
+        if not value:
+            raise ConfigError(
+                self._path, key, f"names the environment variable {var}, which is not set or empty"
+            )
+        # Remembered before it is checked: a value that is not a key is still someone's secret.
+        self._remember(value)
+        try:
+            decode_key(value)
+        except ValueError as exc:
+            raise ConfigError(ENVIRONMENT, var, str(exc)) from None
+        return Secret(value)
+
     def remember_transient(self, value: str) -> None:
         """Redact `value` from every log line from now on (a credential the node obtained at
         run time, e.g. a web-transceiver token)."""
@@ -449,6 +480,13 @@ class SecretStore:
     def portal_secret(self) -> Secret | None:
         """The `[portal]` password, or None when there is no `[portal]` section."""
         return self._portal
+
+    def wireguard_keys(self) -> tuple[Secret, Secret | None] | None:
+        """The `[wireguard]` private key and preshared key (base64 text), None without
+        `[wireguard]`."""
+        if self._wg_private is None:
+            return None
+        return self._wg_private, self._wg_preshared
 
     @property
     def ami_user(self) -> str | None:
@@ -542,6 +580,7 @@ class SecretStore:
             f"SecretStore(source={self._source!r}, node_id={self._node_id!r}, "
             f"node_secret={'set' if self._node_secret else 'unset'}, peers={len(self._peers)}, "
             f"portal={'set' if self._portal else 'unset'}, "
+            f"wireguard={'set' if self._wg_private else 'unset'}, "
             f"ami={'set' if self._ami_secret else 'unset'})"
         )
 

@@ -8,6 +8,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::device::PyDevicePort;
 use super::errors::EngineError as PyEngineError;
 use super::frame::full_frame_to_py;
+use super::wireguard::{tunnel_to_py, PyWireGuard};
 use crate::codec::Codec;
 use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
@@ -16,6 +17,7 @@ use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
 use crate::parrot::ParrotSettings;
 use crate::player::{Destination, PlayerEvent};
 use crate::vox::VoxConfig;
+use crate::wireguard::WgTransport;
 
 /// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
 const CONTROL_HANGUP: i64 = 1;
@@ -127,9 +129,11 @@ pub struct PyEngine {
 #[pymethods]
 impl PyEngine {
     /// Bind `bind` ("host:port", port 0 for any) and start the engine thread. `legs` is how
-    /// many legs the node is configured to carry: the socket buffers are sized for them.
+    /// many legs the node is configured to carry: the socket buffers are sized for them. With
+    /// `wireguard`, every datagram goes through that tunnel instead (`bind` is not used: the
+    /// tunnel binds its own outer socket).
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None))]
     fn new(
         py: Python<'_>,
         bind: &str,
@@ -137,6 +141,7 @@ impl PyEngine {
         mix_minus: bool,
         queue_limit: usize,
         legs: usize,
+        wireguard: Option<PyRef<'_, PyWireGuard>>,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -148,7 +153,22 @@ impl PyEngine {
         cfg.mix_minus = mix_minus;
         cfg.queue_limit = queue_limit;
         cfg.legs = legs;
-        let inner = py.detach(|| Engine::start(cfg))?;
+        let inner = match wireguard {
+            None => py.detach(|| Engine::start(cfg))?,
+            Some(wg) => {
+                let config = wg.config.clone();
+                drop(wg);
+                py.detach(|| {
+                    let listen = config.listen;
+                    let transport = WgTransport::bind(config, legs)
+                        .map_err(|source| EngineError::Bind {
+                            addr: listen,
+                            source,
+                        })?;
+                    Engine::start_with(cfg, Box::new(transport))
+                })?
+            }
+        };
         Ok(PyEngine { inner })
     }
 
@@ -180,7 +200,7 @@ impl PyEngine {
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
     /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
     /// ("play_started", id), ("play_finished", id, completed), ("activity", active),
-    /// ("local_tx", on), ("vox", open), ("command_failed", message).
+    /// ("local_tx", on), ("vox", open), ("command_failed", message), ("tunnel_changed",).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -235,6 +255,7 @@ impl PyEngine {
                 EngineEvent::Media(MediaEvent::LocalTx { on }) => out.append(("local_tx", on))?,
                 EngineEvent::Vox(open) => out.append(("vox", open))?,
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
+                EngineEvent::TunnelChanged => out.append(("tunnel_changed",))?,
             }
         }
         Ok(out)
@@ -517,6 +538,17 @@ impl PyEngine {
         d.set_item("rcvbuf_bytes", c.rcvbuf_bytes)?;
         d.set_item("sndbuf_bytes", c.sndbuf_bytes)?;
         Ok(d)
+    }
+
+    /// The WireGuard tunnel's health (None without one): {"state": "down" | "handshaking" |
+    /// "up", "listen": the outer "ip:port", "endpoint": "ip:port" | None, "last_handshake_s": float | None, "handshakes",
+    /// "handshake_attempts", "rx_bytes", "tx_bytes", "dropped_outer", "dropped_inner",
+    /// "no_route", "public_key": bytes}.
+    fn tunnel<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        match self.inner.tunnel() {
+            Some(t) => Ok(Some(tunnel_to_py(py, &t)?)),
+            None => Ok(None),
+        }
     }
 
     /// What waits in the engine's queues now: {"frames", "events", "commands", "speaker"}.

@@ -11,6 +11,7 @@ mod errors;
 mod frame;
 mod mixer;
 mod tones;
+mod wireguard;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -22,5 +23,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mixer::register(m)?;
     device::register(m)?;
     tones::register(m)?;
+    wireguard::register(m)?;
     Ok(())
 }

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
-from node._core import Engine, FullFrame
+from node._core import Engine, FullFrame, WireGuard
 from node.errors import EngineError
+from node.wireguard import TunnelSettings, decode_key
 
 __all__ = ["Address", "EngineEvents", "EngineTransport", "FrameBatch"]
 
@@ -35,11 +37,14 @@ class EngineTransport:
         rate: int = 8000,
         mix_minus: bool = True,
         legs: int = 64,
+        tunnel: TunnelSettings | None = None,
     ) -> None:
         """`legs` is the most legs the node carries (calls and links): the engine sizes the
-        socket buffers for that many."""
+        socket buffers for that many. With `tunnel` every datagram goes through that WireGuard
+        tunnel, and `local_addr` is our address inside it."""
         try:
-            self._engine = Engine(bind, rate=rate, mix_minus=mix_minus, legs=legs)
+            wireguard = None if tunnel is None else _wireguard(tunnel)
+            self._engine = Engine(bind, rate=rate, mix_minus=mix_minus, legs=legs, wireguard=wireguard)
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.
             raise EngineError(str(exc)) from exc
@@ -90,8 +95,31 @@ class EngineTransport:
     def counters(self) -> dict[str, int]:
         return self._engine.counters()
 
+    def tunnel(self) -> dict[str, Any] | None:
+        """The WireGuard tunnel's figures (`Engine.tunnel`), None on plain UDP."""
+        return self._engine.tunnel()
+
     def close(self) -> None:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.remove_reader(self._engine.wakeup_fd())
             self._loop = None
         self._engine.stop()
+
+
+def _wireguard(t: TunnelSettings) -> WireGuard:
+    """The engine's tunnel settings; the keys leave their `Secret`s only here."""
+    preshared = None if t.preshared_key is None else decode_key(t.preshared_key.reveal())
+    try:
+        return WireGuard(
+            decode_key(t.private_key.reveal()),
+            t.peer_public_key,
+            t.address_text,
+            t.listen,
+            t.endpoint,
+            list(t.allowed_ips),
+            persistent_keepalive=t.persistent_keepalive,
+            preshared_key=preshared,
+        )
+    except ValueError as exc:
+        # The binding's messages name the setting, never a key.
+        raise EngineError(f"WireGuard settings: {exc}") from None
