@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import io
@@ -518,6 +519,59 @@ def test_portal_variable_missing(tmp_path: Path) -> None:
 
 def test_no_portal_no_portal_secret(tmp_path: Path) -> None:
     assert SecretStore(load(tmp_path, BASE), {"PORTAL_PW": CANARY}).portal_secret() is None
+
+
+# --- wireguard ----------------------------------------------------------------------------------
+
+#: A base64 private key made of the canary's bytes, so a leak of either form is caught.
+WG_KEY_CANARY = base64.b64encode(CANARY.encode().ljust(32, b"!")).decode()
+WIREGUARD = (
+    '[wireguard]\naddress = "10.8.0.2"\nprivate_key_env = "WG_KEY"\n'
+    'peer_public_key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="\n'
+    'allowed_ips = ["10.8.0.0/24"]\n'
+)
+
+
+def test_wireguard_keys_are_resolved_from_the_named_variables(tmp_path: Path) -> None:
+    config = load(tmp_path, BASE + WIREGUARD + 'preshared_key_env = "WG_PSK"\n')
+    psk = base64.b64encode(b"p" * 32).decode()
+    store = SecretStore(config, {"WG_KEY": f" {WG_KEY_CANARY}\n", "WG_PSK": psk})
+    keys = store.wireguard_keys()
+    assert keys is not None
+    private, preshared = keys
+    assert private.equals(WG_KEY_CANARY)
+    assert preshared is not None and preshared.equals(psk)
+    assert store.redact(f"key={WG_KEY_CANARY}") == "key=***"
+    assert WG_KEY_CANARY not in repr(store) and "wireguard=set" in repr(store)
+    assert SecretStore(load(tmp_path, BASE), {"WG_KEY": WG_KEY_CANARY}).wireguard_keys() is None
+
+
+@pytest.mark.parametrize(
+    ("environ", "key", "fragment"),
+    [
+        ({}, "wireguard.private_key_env", "WG_KEY"),
+        ({"WG_KEY": ""}, "wireguard.private_key_env", "not set or empty"),
+        ({"WG_KEY": CANARY}, "WG_KEY", "44 characters of base64"),
+        ({"WG_KEY": base64.b64encode(CANARY.encode()).decode()}, "WG_KEY", "32 bytes"),
+    ],
+)
+def test_wireguard_key_missing_or_malformed(
+    tmp_path: Path, environ: dict[str, str], key: str, fragment: str
+) -> None:
+    config = load(tmp_path, BASE + WIREGUARD)
+    with pytest.raises(ConfigError) as info:
+        SecretStore(config, environ)
+    assert info.value.key == key
+    assert fragment in str(info.value)
+    assert CANARY not in str(info.value) and CANARY not in repr(info.value.args)
+    assert base64.b64encode(CANARY.encode()).decode() not in str(info.value)
+
+
+def test_wireguard_preshared_key_variable_missing(tmp_path: Path) -> None:
+    config = load(tmp_path, BASE + WIREGUARD + 'preshared_key_env = "WG_PSK"\n')
+    with pytest.raises(ConfigError) as info:
+        SecretStore(config, {"WG_KEY": WG_KEY_CANARY})
+    assert info.value.key == "wireguard.preshared_key_env"
 
 
 # --- redaction ----------------------------------------------------------------------------------

@@ -81,5 +81,21 @@ def ptt_release(config_path: str) -> None:
     sys.exit(run(config_path))
 
 
+@cli.command("wg-keygen")
+@config_option
+def wg_keygen(config_path: str) -> None:
+    """Make a WireGuard key pair for [wireguard] (as `wg genkey | wg pubkey` would).
+
+    Prints the private key to stdout as one NAME=value line, NAME being [wireguard]
+    private_key_env (WG_PRIVATE_KEY without one), ready to append to the service's root-only
+    environment file; prints the public key, which the peer needs, to stderr. The config is
+    only read (a missing file is fine here, no template is written). Exit status: 0, or 78 for
+    a configuration that does not load.
+    """
+    from node.wg_keygen import run
+
+    sys.exit(run(config_path))
+
+
 def main() -> None:
     cli(prog_name="node")

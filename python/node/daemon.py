@@ -202,9 +202,7 @@ async def _tunnel(config: NodeConfig, secrets: SecretStore) -> TunnelSettings | 
         host, port = wg.endpoint.as_tuple()
         want = socket.AF_INET6 if ":" in config.listener.bind.host else socket.AF_INET
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, port, type=socket.SOCK_DGRAM
-            )
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_DGRAM)
         except OSError as exc:
             raise StartError(
                 f"cannot resolve the WireGuard peer (wireguard.endpoint = {wg.endpoint}): {exc}"

@@ -44,7 +44,9 @@ class EngineTransport:
         tunnel, and `local_addr` is our address inside it."""
         try:
             wireguard = None if tunnel is None else _wireguard(tunnel)
-            self._engine = Engine(bind, rate=rate, mix_minus=mix_minus, legs=legs, wireguard=wireguard)
+            self._engine = Engine(
+                bind, rate=rate, mix_minus=mix_minus, legs=legs, wireguard=wireguard
+            )
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.
             raise EngineError(str(exc)) from exc
