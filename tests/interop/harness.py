@@ -222,12 +222,14 @@ class EventWatcher:
 
 
 class Capture:
-    """`tshark -i lo` writing the traffic of some UDP ports to a file, decoded as IAX2 after."""
+    """`tshark -i lo` writing the traffic of some UDP ports to a file, decoded after as IAX2
+    (or as the `decode` protocol, e.g. "wg" for WireGuard)."""
 
-    def __init__(self, path: Path, ports: list[int]) -> None:
+    def __init__(self, path: Path, ports: list[int], decode: str = "iax2") -> None:
         require_tool("tshark")
         self.path = path
         self.ports = ports
+        self.decode = decode
         self._err = path.with_suffix(".log")
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -270,7 +272,7 @@ class Capture:
         self.stop()
 
     def _read(self, *args: str) -> str:
-        decode = [a for p in self.ports for a in ("-d", f"udp.port=={p},iax2")]
+        decode = [a for p in self.ports for a in ("-d", f"udp.port=={p},{self.decode}")]
         out = subprocess.run(
             ["tshark", "-r", str(self.path), *decode, *args],
             capture_output=True,
