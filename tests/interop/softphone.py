@@ -169,7 +169,7 @@ class Recording:
 
 
 class Softphone:
-    """One softphone on 127.0.0.1 (a free port); use it as a context manager."""
+    """One softphone on 127.0.0.1 (or `bind`), a free port; use it as a context manager."""
 
     def __init__(
         self,
@@ -181,6 +181,7 @@ class Softphone:
         auth: str = "off",
         peer_secrets: dict[str, str] | None = None,
         name: str = "softphone",
+        bind: str = "127.0.0.1",
     ) -> None:
         self.name = name
         self.tone_hz = tone_hz
@@ -195,7 +196,7 @@ class Softphone:
             peer_secret=table.get,
         )
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((bind, 0))
         self.addr: Address = self.sock.getsockname()[:2]
         self.events: list[object] = []
         self.recordings: dict[int, Recording] = {}
