@@ -215,9 +215,7 @@ def tunnel_of(node: NodeProcess) -> dict:
 
 
 @pytest.mark.parametrize("initiator", ["ours", "wireguard-go"])
-def test_phones_behind_wireguard_go_talk_through_our_tunnel(
-    initiator: str, tmp_path: Path
-) -> None:
+def test_phones_behind_wireguard_go_talk_through_our_tunnel(initiator: str, tmp_path: Path) -> None:
     require_root()
     our_key, their_key = generate_private_key(), generate_private_key()
     outer = free_udp_port()
@@ -280,7 +278,7 @@ def test_phones_behind_wireguard_go_talk_through_our_tunnel(
         # Both sides agree on the session; our node sees the calls from the tunnel address.
         tunnel = tunnel_of(node)
         assert tunnel["state"] == "up" and tunnel["handshakes"] >= 1
-        assert tunnel["endpoint"] == "127.0.0.1:%d" % relay.ours_addr[1]
+        assert tunnel["endpoint"] == f"127.0.0.1:{relay.ours_addr[1]}"
         addrs = sorted(c["addr"] for c in node.get("/status").json()["calls"])
         assert addrs == sorted(f"{THEIR_ADDR}:{phone.addr[1]}" for phone in phones)
         stats = node.get("/stats").json()
