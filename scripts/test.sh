@@ -11,8 +11,11 @@ cd "$(dirname "$0")/.."
 # systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
 # (packaging/systemd), tmux, the real 80x24 terminal the `node tui` test types into, and
 # espeak-ng and sox: the TTS binary the announcements are tested with, speech for DTMF talk-off,
-# and an independent DTMF tone generator.
+# and an independent DTMF tone generator. wireguard-go and wireguard-tools (`wg`): another
+# WireGuard implementation for the tunnel's interop test, and the reference for keys; without
+# their recommends (which would pull in a kernel image).
 missing=()
+updated=0
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
 command -v chromium >/dev/null || missing+=(chromium)
@@ -25,9 +28,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "== installing Debian packages: ${missing[*]}"
     apt-get update -qq
+    updated=1
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     echo "== note: ${missing[*]} not installed and not root; tests that need them are skipped" >&2
+  fi
+fi
+
+wg_missing=()
+command -v wireguard-go >/dev/null || wg_missing+=(wireguard-go)
+command -v wg >/dev/null || wg_missing+=(wireguard-tools)
+if [ ${#wg_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian packages: ${wg_missing[*]}"
+    [ "$updated" = 1 ] || apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${wg_missing[@]}" >/dev/null
+  else
+    echo "== note: ${wg_missing[*]} not installed and not root; tests that need them are skipped" >&2
   fi
 fi
 
