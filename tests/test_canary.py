@@ -210,3 +210,109 @@ def test_refused_peers_file_exits_78_without_a_canary(
     for text in (out, err):
         for canary in CANARIES:
             assert canary not in text
+
+
+#: WireGuard keys whose bytes spell canaries, so either form (base64, raw) would be caught.
+WG_CANARY = b"canary-wireguard-private-key-1f2"
+WG_PSK_CANARY = b"canary-wireguard-preshared-7c0de"
+
+
+def wg_forms(raw: bytes) -> tuple[str, ...]:
+    import base64
+
+    return (base64.b64encode(raw).decode(), raw.decode(), raw.hex(), repr(raw)[2:-1])
+
+
+def test_wireguard_keys_appear_in_no_output(tmp_path: Path) -> None:
+    """A node with `[wireguard]` whose tunnel comes up with a peer (an engine of this test's
+    own, over its own tunnel): the snapshot, stats, events, logs and notifications carry the
+    public key and never the private or preshared one."""
+    from node._core import Engine, WireGuard
+    from node.wireguard import encode_key, public_key
+    from tests.interop.harness import wait_until
+
+    peer_key = bytes(range(32))
+    peer = Engine(
+        "127.0.0.1:0",
+        wireguard=WireGuard(
+            peer_key,
+            public_key(WG_CANARY),
+            "10.66.0.1:4569",
+            "127.0.0.1:0",
+            None,
+            ["10.66.0.0/24"],
+            preshared_key=WG_PSK_CANARY,
+        ),
+    )
+    canaries = (*wg_forms(WG_CANARY), *wg_forms(WG_PSK_CANARY))
+    assert all(c not in repr(peer) for c in canaries)
+    peer_listen = (peer.tunnel() or {})["listen"]
+    udp, http = free_port(socket.SOCK_DGRAM), free_port()
+    path = write_config(
+        tmp_path / "node.toml",
+        udp_port=udp,
+        http_port=http,
+        extra=(
+            '[wireguard]\naddress = "10.66.0.2"\nprivate_key_env = "WG_KEY"\n'
+            f'peer_public_key = "{encode_key(public_key(peer_key))}"\n'
+            f'endpoint = "{peer_listen}"\nallowed_ips = ["10.66.0.0/24"]\n'
+            'preshared_key_env = "WG_PSK"\n'
+        ),
+    )
+    env = {"WG_KEY": encode_key(WG_CANARY), "WG_PSK": encode_key(WG_PSK_CANARY)}
+    notify = NotifySocket()
+    node = NodeProcess(path, udp, http, env={**env, **notify.env})
+    outputs: list[str] = []
+    events: list[str] = []
+    try:
+        node.wait_ready()
+        notify.wait("READY")
+        t = collect_events(node, events)
+        up = wait_until(
+            "the tunnel", lambda: '"state":"up"' in (s := node.get("/status").text) and s
+        )
+        outputs.append(up)
+        assert json.loads(up)["tunnel"]["public_key"] == encode_key(public_key(WG_CANARY))
+        for path_ in ("/stats", "/nope"):
+            outputs.append(node.get(path_).text)
+        outputs.append(node.post("/link", json={"action": "connect", "node": "x"}).text)
+        node.signal(signal.SIGHUP)
+        notify.wait("RELOADING")
+        notify.wait("READY")
+        node.signal(signal.SIGTERM)
+        assert node.wait() == 0
+        t.join(10)
+    finally:
+        node.kill()
+        notify.close()
+        peer.stop()
+    out, err = node.communicate()
+    assert "WireGuard tunnel up" in err and encode_key(public_key(WG_CANARY)) in err
+    outputs += [out, err, *events, *notify.datagrams, path.read_text()]
+    assert any('"tunnel"' in e for e in events)
+    for text in outputs:
+        for canary in canaries:
+            assert canary not in text
+
+
+@pytest.mark.parametrize(
+    "value", [WG_CANARY.decode(), WG_CANARY.hex(), "x" + wg_forms(WG_CANARY)[0]]
+)
+def test_malformed_wireguard_key_exits_78_without_a_canary(tmp_path: Path, value: str) -> None:
+    udp, http = free_port(socket.SOCK_DGRAM), free_port()
+    path = write_config(
+        tmp_path / "node.toml",
+        udp_port=udp,
+        http_port=http,
+        extra=(
+            '[wireguard]\naddress = "10.66.0.2"\nprivate_key_env = "WG_KEY"\n'
+            'peer_public_key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="\n'
+            'allowed_ips = ["10.66.0.0/24"]\n'
+        ),
+    )
+    node = NodeProcess(path, udp, http, env={"WG_KEY": value})
+    assert node.wait() == 78
+    out, err = node.communicate()
+    assert "WG_KEY" in err and "44 characters of base64" in err
+    for canary in (*wg_forms(WG_CANARY), value):
+        assert canary not in out + err
