@@ -252,6 +252,39 @@ def test_registration_failure_and_calls_from_the_contract(
     expect(loc("#reg")).to_have_text("Registered (HTTP)")
 
 
+def test_the_tunnel_line_shows_only_with_a_tunnel(scripted: ScriptedNode, view: StatusPage) -> None:
+    loc = view.page.locator
+    expect(loc("#audio")).to_have_text("null backend, 16 kHz")
+    expect(loc("#tunnel-fact")).to_be_hidden()
+    tunnel = {
+        "address": "10.8.0.2:4569",
+        "public_key": "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+        "listen": "0.0.0.0:40000",
+        "endpoint": "192.0.2.50:51820",
+        "state": "handshaking",
+        "last_handshake_s": None,
+        "handshakes": 0,
+        "rx_bytes": 0,
+        "tx_bytes": 444,
+        "dropped": 0,
+    }
+    scripted.snapshot_now(tunnel=tunnel)
+    expect(loc("#tunnel-fact")).to_be_visible()
+    expect(loc("#tunnel")).to_have_text(
+        "WireGuard handshaking (no answer yet), 10.8.0.2:4569 via 192.0.2.50:51820"
+    )
+    scripted.snapshot_now(
+        tunnel={**tunnel, "state": "up", "last_handshake_s": 3.2, "handshakes": 1, "dropped": 2}
+    )
+    expect(loc("#tunnel")).to_have_text(
+        "WireGuard up, 10.8.0.2:4569 via 192.0.2.50:51820, 2 dropped"
+    )
+    scripted.snapshot_now(tunnel={**tunnel, "state": "down", "endpoint": None})
+    expect(loc("#tunnel")).to_have_text("WireGuard down, 10.8.0.2:4569, waiting for the peer")
+    scripted.snapshot_now(tunnel=None)
+    expect(loc("#tunnel-fact")).to_be_hidden()
+
+
 def test_event_list_is_newest_first_bounded_and_plain_text(
     scripted: ScriptedNode, view: StatusPage
 ) -> None:

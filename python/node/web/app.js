@@ -19,6 +19,7 @@
     registered: "Registered",
     failed: "Registration failed",
   };
+  const TUNNEL_STATES = { up: "up", handshaking: "handshaking (no answer yet)", down: "down" };
   const CODECS = { ulaw: "µ-law", alaw: "A-law", slin: "slin", slin16: "slin16" };
   const BEHIND = { T: "", R: " (monitor)", C: " (connecting)" };
   const COLUMNS = ["Last Recv", "Conn Time", "Direction", "Connect State", "Mode", "Codec", "Nodes behind"];
@@ -65,6 +66,7 @@
       registration: s.registration && typeof s.registration === "object" ? { ...s.registration } : null,
       bridge: s.bridge && typeof s.bridge === "object" ? s.bridge : null,
       audio: s.audio && typeof s.audio === "object" ? s.audio : null,
+      tunnel: s.tunnel && typeof s.tunnel === "object" ? s.tunnel : null,
       tx: tx && {
         keyed: tx.keyed === true,
         length: num(tx.timeout_s),
@@ -252,6 +254,16 @@
     return parts.join(", ");
   }
 
+  // `[wireguard]`: where the node is inside the tunnel and how the tunnel stands. The snapshot
+  // comes with each state change, so ages (last handshake) are left to GET /status.
+  function tunnelText(w) {
+    let text = `WireGuard ${word(TUNNEL_STATES, w.state)}`;
+    if (w.address) text += `, ${w.address}`;
+    text += w.endpoint ? ` via ${w.endpoint}` : ", waiting for the peer";
+    if (num(w.dropped)) text += `, ${w.dropped} dropped`;
+    return text;
+  }
+
   function cell(label, text, cls) {
     const td = document.createElement("td");
     td.setAttribute("role", "cell");
@@ -351,6 +363,8 @@
     setText(el("listening"), s.listening ? "Accepting" : "Refusing");
     setText(el("bridge"), bridgeText(s.bridge));
     setText(el("audio"), audioText(s.audio));
+    el("tunnel-fact").hidden = !s.tunnel;
+    if (s.tunnel) setText(el("tunnel"), tunnelText(s.tunnel));
 
     const rows = [...s.links.slice().sort(byRecent).map(linkRow), ...s.calls.map(callRow)];
     el("conn-rows").replaceChildren(...rows);
