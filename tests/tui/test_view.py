@@ -132,6 +132,10 @@ def test_registration_words() -> None:
     assert view.registration_text(snap).startswith("failed: HTTP 403")
     line = view.status_line(snap)
     assert len(line) == view.LINE_WIDTH and line.endswith("…")
+    # A tunnel's state comes before the registration, so a long failure cannot hide it.
+    line = view.status_line({**snap, "tunnel": {"state": "handshaking"}})
+    assert line.startswith("Node 2001 · Inbound: ON · WG: handshaking · Registration: failed")
+    assert len(line) == view.LINE_WIDTH
 
 
 def test_what_quitting_drops() -> None:

@@ -119,13 +119,14 @@ def fit(text: str, width: int = LINE_WIDTH) -> str:
 
 
 def status_line(snap: Snapshot) -> str:
-    """`Node 2001 · Inbound: ON · Registration: registered (iax2) as 203.0.113.5:4569`"""
+    """`Node 2001 · Inbound: ON · Registration: registered (iax2) as 203.0.113.5:4569`, with
+    `· WG: up` before the registration under `[wireguard]` (the long part is the one cut)."""
     node = snap.get("node_id") or "(no node number)"
-    parts = [
-        f"Node {node}",
-        f"Inbound: {_on_off(snap.get('listening'))}",
-        f"Registration: {registration_text(snap)}",
-    ]
+    parts = [f"Node {node}", f"Inbound: {_on_off(snap.get('listening'))}"]
+    tunnel = snap.get("tunnel")
+    if isinstance(tunnel, Mapping):
+        parts.append(f"WG: {tunnel.get('state', '-')}")
+    parts.append(f"Registration: {registration_text(snap)}")
     return fit(" · ".join(parts))
 
 
