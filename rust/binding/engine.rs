@@ -160,8 +160,8 @@ impl PyEngine {
                 drop(wg);
                 py.detach(|| {
                     let listen = config.listen;
-                    let transport = WgTransport::bind(config, legs)
-                        .map_err(|source| EngineError::Bind {
+                    let transport =
+                        WgTransport::bind(config, legs).map_err(|source| EngineError::Bind {
                             addr: listen,
                             source,
                         })?;

@@ -142,7 +142,10 @@ pub(super) fn tunnel_to_py<'py>(py: Python<'py>, t: &TunnelStats) -> PyResult<Bo
     d.set_item("state", t.state.as_str())?;
     d.set_item("listen", addr_text(t.listen))?;
     d.set_item("endpoint", t.endpoint.map(addr_text))?;
-    d.set_item("last_handshake_s", t.last_handshake.map(|l| l.as_secs_f64()))?;
+    d.set_item(
+        "last_handshake_s",
+        t.last_handshake.map(|l| l.as_secs_f64()),
+    )?;
     d.set_item("handshakes", t.handshakes)?;
     d.set_item("handshake_attempts", t.handshake_attempts)?;
     d.set_item("rx_bytes", t.rx_bytes)?;
