@@ -48,7 +48,7 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
         "links": [],
     }
     # Extensions beyond the spec (documented in the README): the operator's TX, the bridge, the
-    # audio device and the radio.
+    # audio device, the radio and the tunnel.
     assert snap.pop("tx") == {"keyed": False, "timeout_s": 180, "timeout_remaining_s": None}
     assert snap.pop("bridge") == {"mode": "bridge", "mix_minus": True, "include_local_radio": False}
     audio = snap.pop("audio")
@@ -80,6 +80,8 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
         "perceived_addr": None,
         "last_failure": None,
     }
+    # No [wireguard]: plain UDP, no tunnel.
+    assert snap.pop("tunnel") is None
     assert snap == {}
 
 
