@@ -55,6 +55,14 @@ const HANDSHAKE_INIT_LEN: usize = 148;
 /// WireGuard pads plaintext to a multiple of this, so lengths say less about the content.
 const PADDING: usize = 16;
 
+/// The longest datagram the tunnel carries: its outer datagram (inner headers, padding,
+/// WireGuard's overhead) must still fit the receiving side's [`SLOT`], or it would arrive
+/// truncated and be dropped. IAX2 datagrams are far shorter (Asterisk trunks stop at 5,120 bytes).
+pub const MAX_DATAGRAM: usize = SLOT - ipv4::HEADER_LEN - PADDING - DATA_OVERHEAD;
+
+/// Room for anything boringtun writes: a handshake message, or the largest datagram sealed.
+const SCRATCH: usize = SLOT + HANDSHAKE_INIT_LEN;
+
 /// Queued datagrams boringtun flushes after a handshake (its queue holds 256); a bound on the
 /// "call again until Done" loop even if that ever changed.
 const MAX_FLUSH: usize = 512;
@@ -205,7 +213,7 @@ impl WgTransport {
                 tunn,
                 endpoint: config.endpoint,
                 ip_id: 0,
-                scratch: vec![0; SLOT + HANDSHAKE_INIT_LEN],
+                scratch: vec![0; SCRATCH],
                 plain: Vec::with_capacity(SLOT),
                 arena: Vec::with_capacity(BATCH * 256),
                 initiating: false,
@@ -246,10 +254,10 @@ impl WgTransport {
             st.counts.no_route += 1;
             return Sealed::NoRoute;
         };
-        let len = ipv4::packet_len(head.len() + body.len());
-        if len > ipv4::MAX_PACKET {
+        if head.len() + body.len() > MAX_DATAGRAM {
             return Sealed::Failed;
         }
+        let len = ipv4::packet_len(head.len() + body.len());
         let padded = len.next_multiple_of(PADDING);
         st.plain.clear();
         st.plain.resize(padded, 0);
@@ -500,7 +508,10 @@ impl Transport for WgTransport {
             )),
             Sealed::Failed => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "datagram too long for the tunnel",
+                format!(
+                    "a datagram of {} bytes is longer than the tunnel carries ({MAX_DATAGRAM})",
+                    data.len()
+                ),
             )),
         }
     }
@@ -724,6 +735,25 @@ mod tests {
         assert_eq!(sb.state, TunnelState::Down);
         assert_eq!((sb.dropped_outer, sb.endpoint), (1, None));
         assert!(sa.last_handshake.is_none());
+    }
+
+    #[test]
+    fn the_longest_datagram_crosses_and_a_longer_one_is_refused() {
+        let (a, b) = pair();
+        let to = SocketAddr::V4(inner(2, 4570));
+        // Queued while the handshake runs, then flushed by it: boringtun's buffers hold it.
+        let longest = vec![0x5a; MAX_DATAGRAM];
+        a.send_to(&longest, to).expect("queued");
+        let got = pump(&[&a, &b], &b, 1);
+        assert_eq!(got.first().map(|g| g.0.len()), Some(MAX_DATAGRAM));
+        // And once the session is up, sealed at once.
+        a.send_to(&longest, to).expect("sent");
+        assert_eq!(pump(&[&a, &b], &b, 1).len(), 1);
+        let err = a
+            .send_to(&vec![0u8; MAX_DATAGRAM + 1], to)
+            .expect_err("too long");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(stats(&b).dropped_outer, 0);
     }
 
     #[test]
