@@ -24,6 +24,7 @@ from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.announce.announcer import Announcer
+from node.announce.phrases import last_keyed_phrase
 from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
@@ -493,9 +494,19 @@ class Controller:
             self.announcer.event(name, peer=peer, node=node)
 
     def announce_status(self, entries: list[str]) -> None:
-        """`*70`: announce the link list (with `[announce] enabled`)."""
+        """`*70` / `*73`: announce the link list (with `[announce] enabled`)."""
         if self.announcer is not None:
             self.announcer.status(entries)
+
+    def announce_last_keyed(self, node: str | None) -> None:
+        """AMI ilink 7: announce the last node that keyed us up (with `[announce] enabled`)."""
+        if self.announcer is not None:
+            self.announcer.command(last_keyed_phrase(node))
+
+    def send_remote_digit(self, node: str, digit: str) -> None:
+        """Remote command mode: one digit to `node` as a `D` text (CommandError when `node` is
+        no longer in the network)."""
+        self._apply_links(self.links.send_remote_digit(node, digit))
 
     def _playback_event(self, event: tuple[Any, ...]) -> None:
         """An announcement started or ended in the engine: `announcement_*` events."""

@@ -334,6 +334,11 @@ def test_rpt_cmd_answers_as_app_rpt() -> None:
             "ilink 8 (local monitor) is not supported by this node\n"
             "Command 'rpt cmd 2000 ilink 8 2002' failed.\n",
         )
+        ok, text = await server.command("rpt cmd 2000 ilink 4 2002")
+        assert not ok and text.startswith("ilink 4: use rpt fun with *4<node>")
+        # ilink 16 with nothing dropped, 7 with nobody keyed, 15 with no links: all succeed.
+        for number in (16, 7, 15):
+            assert await server.command(f"rpt cmd 2000 ilink {number}") == (True, "")
         assert await server.command("rpt cmd 2000 ilink 3 0") == (
             False,
             "no last node yet (0 means the last node operated on)\n"

@@ -270,6 +270,30 @@ def test_rx_keying_edges_become_events() -> None:
     snap = n.snapshot(T0 + 10)[0]
     assert snap["keyed"] is False and snap["last_keyed_s"] == 1.0
     assert snap["connected_s"] == 10.0
+    assert n.last_keyed_node == "1998"
+    up_inbound(n, "1997", 20, T0 + 11)
+    n.rx_keyed(20, True, T0 + 12)
+    n.rx_keyed(20, False, T0 + 13)
+    # ilink 7: the last to key us up, whatever it did since.
+    assert n.last_keyed_node == "1997"
+
+
+def test_remote_digits_go_towards_their_node_as_d_texts() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    n.text(20, "L T2001,R2002", T0 + 1)
+    run_until(n, T0 + 1)
+    # Straight to an adjacent node, and to the link a node is behind; numbered in turn.
+    assert texts(n.send_remote_digit("1998", "*")) == [(10, "D 1998 1999 1 *")]
+    assert texts(n.send_remote_digit("2002", "3")) == [(20, "D 2002 1999 2 3")]
+    assert n.reachable("2001") and not n.reachable("3000")
+    with pytest.raises(CommandError) as exc:
+        n.send_remote_digit("3000", "1")
+    assert exc.value.status == 404
+    # A node whose link is still connecting has no route yet.
+    n.connect("2005", T, T0 + 2)
+    assert not n.reachable("2005")
 
 
 # --- disconnect, loss, retries ------------------------------------------------------------------
@@ -327,6 +351,14 @@ def test_disconnect_all_is_disconnect_complete_hangup_on_every_link() -> None:
         ]
     assert {e.node for e in out.events} == {"1998", "1997", "2005"}
     assert n.links == {}
+    # Remembered for `*74` / ilink 16, each in its mode; a later empty ilink 6 forgets them.
+    assert n.saved == (
+        ln.SavedLink("1998", T, False),
+        ln.SavedLink("1997", T, False),
+        ln.SavedLink("2005", R, False),
+    )
+    n.disconnect_all(T0 + 20)
+    assert n.saved == ()
 
 
 def test_peer_disconnect_without_hangup_is_ended_by_us() -> None:

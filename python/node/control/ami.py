@@ -96,9 +96,12 @@ _ILINK: dict[int, tuple[str, bool]] = {
     3: ("connect", False),
     5: ("status", False),
     6: ("disconnect_all", False),
+    7: ("last_keyed", False),
     11: ("disconnect", True),
     12: ("monitor", True),
     13: ("connect", True),
+    15: ("full_status", False),
+    16: ("restore", False),
 }
 _LEADING_INT = re.compile(r"\s*([+-]?\d+)")
 
@@ -566,6 +569,9 @@ class AmiServer:
         target = args[5] if len(args) > 5 else ""
         if number in (8, 18):
             return Cli.FAILURE, f"ilink {number} (local monitor) is not supported by this node\n"
+        if number == 4:
+            # Command mode belongs to a digit source; a whole `rpt fun` string is one.
+            return Cli.FAILURE, "ilink 4: use rpt fun with *4<node> and the digits to send\n"
         if number not in _ILINK:
             return Cli.FAILURE, f"ilink {args[4]} is not supported by this node\n"
         kind, permanent = _ILINK[number]
