@@ -309,7 +309,7 @@ class CommandRunner:
         kind, node = command.kind, command.node
         if kind == "unknown":
             raise CommandError(command.reason or "no such command", 400)
-        if kind in ("connect", "monitor", "disconnect"):
+        if kind in ("connect", "monitor", "local_monitor", "disconnect"):
             assert node is not None
             # The node operated on, whatever comes of it (app_rpt lastlinknode).
             self.last.node = node
@@ -322,7 +322,12 @@ class CommandRunner:
                         409,
                     )
             await ctl.link(kind, node, permanent=command.permanent)
-            done = {"connect": "linking", "monitor": "monitoring", "disconnect": "disconnected"}
+            done = {
+                "connect": "linking",
+                "monitor": "monitoring",
+                "local_monitor": "monitoring locally",
+                "disconnect": "disconnected",
+            }
             result = f"{done[kind]} node {node}"
         elif kind == "disconnect_all":
             # app_rpt's ilink 6: permanent links go too.
@@ -364,7 +369,11 @@ class CommandRunner:
         done: list[str] = []
         refused: list[str] = []
         for link in saved:
-            action = "connect" if link.mode is LinkMode.TRANSCEIVE else "monitor"
+            action = {
+                LinkMode.TRANSCEIVE: "connect",
+                LinkMode.MONITOR: "monitor",
+                LinkMode.LOCAL_MONITOR: "local_monitor",
+            }[link.mode]
             try:
                 await ctl.link(action, link.node, permanent=link.permanent)
             except CommandError as exc:

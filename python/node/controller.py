@@ -78,7 +78,11 @@ WT_EXTENSION = "s"
 #: The player's kind for the radio's courtesy tone (no `announcement_*` events).
 COURTESY = "courtesy"
 
-LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
+LINK_ACTIONS = {
+    "connect": ln.LinkMode.TRANSCEIVE,
+    "monitor": ln.LinkMode.MONITOR,
+    "local_monitor": ln.LinkMode.LOCAL_MONITOR,
+}
 
 CODEC_NAMES = {
     Format.ULAW: "ulaw",
@@ -649,7 +653,7 @@ class Controller:
             if isinstance(event, c.CallRinging) and (link is None or not link.guest):
                 return
             if call is not None and call.format is not None and link is not None:
-                mode = "transceive" if link.mode is ln.LinkMode.TRANSCEIVE else "receive_only"
+                mode = link.mode.leg
                 self.bridge.add_leg(
                     call.callno,
                     call.peer_callno,
@@ -858,7 +862,7 @@ class Controller:
         if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
             raise CommandError(
                 f"unknown link action {action!r} "
-                "(accepted: connect, monitor, disconnect, disconnect_all)",
+                "(accepted: connect, monitor, local_monitor, disconnect, disconnect_all)",
                 400,
             )
         if action == "disconnect_all":

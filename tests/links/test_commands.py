@@ -48,6 +48,7 @@ def known(**by_kind: Collection[str]) -> CommandMapper:
         ("*70", "status", "*70 status"),
         ("*73", "full_status", "*73 full status"),
         ("*74", "restore", "*74 restore links"),
+        ("*752000#", "local_monitor", "*752000 local monitor 2000"),
         ("*76", "disconnect_all", "*76 disconnect all"),
     ],
 )
@@ -232,10 +233,11 @@ def test_any_digit_stream_yields_well_formed_commands(digits: list[str]) -> None
                 "status",
                 "full_status",
                 "restore",
+                "local_monitor",
                 "disconnect_all",
                 "unknown",
             )
-            if command.kind in ("disconnect", "monitor", "connect", "remote"):
+            if command.kind in ("disconnect", "monitor", "connect", "remote", "local_monitor"):
                 assert command.node is not None and command.node.isdigit()
                 assert 1 <= len(command.node) <= MAX_NODE_DIGITS
             assert (command.reason is not None) == (command.kind == "unknown")

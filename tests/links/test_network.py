@@ -507,3 +507,25 @@ def test_a_guest_answered_and_dropped_at_once_was_refused() -> None:
     n.answered(31, T0 + 11)
     n.call_ended(31, "hung up by peer", T0 + 30, refused=False)
     assert n.links["2000"].state is LinkState.RETRYING
+
+
+def test_a_local_monitor_link_is_heard_locally_and_listed_nowhere() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.connect("1997", LinkMode.LOCAL_MONITOR, T0)
+    n.dialled("1997", 11, ("127.0.0.1", 4573), T0)
+    out = n.call_up(11, "ulaw", T0)
+    n.text(11, "!NEWKEY1!", T0)
+    n.text(11, "L T2001", T0 + 0.1)
+    # It gets the handshake and our list, but no telemetry (it is not transceive) ...
+    assert [text for c, text in texts(out) if c == 11] == ["!NEWKEY1!", "L T1998"]
+    # ... and neither it nor what is behind it is in the lists we send or report.
+    assert n.list_entries() == ["T1998"]
+    assert [str(e) for e in n.network_entries()] == ["T1998"]
+    assert run_until(n, T0 + 1) == [SendText(10, "L "), SendText(11, "L T1998")]
+    assert n.snapshot(T0 + 1)[1]["mode"] == "local_monitor"
+    # Changing it to transceive is done in place, and it is listed again.
+    out = n.connect("1997", T, T0 + 2)
+    assert SetLeg(11, mode="transceive") in out.actions
+    assert n.list_entries() == ["T1998", "T1997"]
+    assert LinkMode.LOCAL_MONITOR.leg == "local_only"

@@ -12,6 +12,7 @@ The table (README "DTMF commands"):
     *4<node>  remote command mode: later digits go to <node> as `D` texts until `#`
     *70       status (our links)        *73  full status (the whole network)
     *74       restore the links *76 dropped             *76  disconnect all links
+    *75<node> local monitor: the local radio alone hears <node>
 
 `<node>` = `0` means the last node a `*1`/`*2`/`*3` named (from any source). `*76`, not the
 `*71` of the AllStarLink docs: ASL3's shipped rpt.conf has `711`..`714` (local status), and a
@@ -59,6 +60,7 @@ DIGITS = "0123456789ABCD"
 _WORDS = {
     "disconnect": "disconnect",
     "monitor": "monitor",
+    "local_monitor": "local monitor",
     "connect": "connect",
     "status": "status",
     "disconnect_all": "disconnect all",
@@ -88,6 +90,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function("70", "status", False),
     Function("73", "full_status", False),
     Function("74", "restore", False),
+    Function("75", "local_monitor", True),
     Function("76", "disconnect_all", False),
 )
 

@@ -85,14 +85,26 @@ CAUSE_NOT_HERE = 16
 
 
 class LinkMode(Enum):
-    """What we do with a link: talk and listen (`*3`), or only listen (`*2`)."""
+    """What we do with a link: talk and listen (`*3`), only listen (`*2`), or only listen on
+    the local radio (`*75`, app_rpt's local monitor: not relayed to the other links and calls,
+    and left out of our `L` lists)."""
 
     TRANSCEIVE = "transceive"
     MONITOR = "monitor"
+    LOCAL_MONITOR = "local_monitor"
 
     @property
     def letter(self) -> str:
         return "T" if self is LinkMode.TRANSCEIVE else "R"
+
+    @property
+    def leg(self) -> str:
+        """The engine's leg mode for a link in this mode."""
+        return {
+            LinkMode.TRANSCEIVE: "transceive",
+            LinkMode.MONITOR: "receive_only",
+            LinkMode.LOCAL_MONITOR: "local_only",
+        }[self]
 
 
 class LinkState(Enum):
@@ -457,8 +469,13 @@ class LinkNetwork:
         return [link for link in self._links.values() if link.rx_keyed]
 
     def list_entries(self) -> list[str]:
-        """Our links as app_rpt's statpost and AMI write them (`T2000`, `R2001`, `C2002`)."""
-        return [f"{link.list_letter}{link.node}" for link in self._links.values()]
+        """Our links as app_rpt's statpost and AMI write them (`T2000`, `R2001`, `C2002`);
+        local monitor links are not listed."""
+        return [
+            f"{link.list_letter}{link.node}"
+            for link in self._links.values()
+            if link.mode is not LinkMode.LOCAL_MONITOR
+        ]
 
     def network_entries(self, recipient: Link | None = None) -> list[t.LinkEntry]:
         """Every node of our network as an `L` list shows it: each link and everything behind
@@ -466,6 +483,8 @@ class LinkNetwork:
         entries: list[t.LinkEntry] = []
         for link in self._links.values():
             if link is recipient or link.node.startswith("0"):
+                continue
+            if link.mode is LinkMode.LOCAL_MONITOR:
                 continue
             entries.extend(_behind(link))
         return entries
@@ -609,8 +628,7 @@ class LinkNetwork:
             existing.permanent = existing.permanent or permanent
             existing.mode = mode
             if existing.callno is not None and existing.up:
-                leg = "transceive" if mode is LinkMode.TRANSCEIVE else "receive_only"
-                self._do(SetLeg(existing.callno, mode=leg))
+                self._do(SetLeg(existing.callno, mode=mode.leg))
             self._telemetry("COMPLETE")
             self._kick(now)
             self._changed = True
