@@ -139,7 +139,7 @@ def test_wt_guest_link_is_up_from_the_ring_and_keyed_by_voice(tmp_path: Path) ->
         wait_until("unkeyed", lambda: not link_2000(node)["keyed"])
         # We talk: voice only while keyed, then UNKEY.
         assert node.post("/key", json={}).status_code == 200
-        wait_until("the host hears us", lambda: host.minis_in > 20)
+        wait_until("the host hears us", lambda: host.minis > 20)
         assert node.post("/unkey", json={}).status_code == 200
         assert node.post("/link", json={"action": "disconnect", "node": "2000"}).status_code == 200
         gone = events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "disconnected")
