@@ -9,10 +9,8 @@ hear; a bad one gets ANSWER, one second, HANGUP, exactly as the dialplan's `hang
 
 from __future__ import annotations
 
-import secrets
-
 from node.iax2.call import CallIncoming
-from node.iax2.endpoint import Endpoint, InboundPolicy
+from node.iax2.endpoint import InboundPolicy
 from tests.iax2.peer import LoopbackPeer
 
 __all__ = ["WtHost"]
@@ -25,14 +23,12 @@ class WtHost(LoopbackPeer):
     def __init__(self, valid_tokens: set[str], *, ring_s: float = 0.5) -> None:
         self.valid = valid_tokens
         self.ring_s = ring_s
-        endpoint = Endpoint(
+        super().__init__(
             InboundPolicy(auth="required", answer="manual", calltoken="auto"),
             "ulaw_only",
-            token_key=secrets.token_bytes(32),
-            randbelow=secrets.randbelow,
-            peer_secret={"allstar-public": "allstar"}.get,
+            peer_secrets={"allstar-public": "allstar"},
+            name="wt-host",
         )
-        super().__init__(endpoint, name="wt-host")
         self.incoming: list[CallIncoming] = []
         #: callno -> (when, what): "answer" or "hangup".
         self._plan: dict[int, tuple[float, str]] = {}

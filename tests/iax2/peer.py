@@ -11,10 +11,12 @@ methods, which take the same lock; waiters on it are woken after every pass.
 from __future__ import annotations
 
 import math
+import secrets
 import select
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -23,7 +25,7 @@ import numpy as np
 from node._core import FullFrame, MiniFrame, parse, ulaw_encode
 from node.iax2.call import Call, CallState
 from node.iax2.constants import Format
-from node.iax2.endpoint import Endpoint, EndpointOutput
+from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
 
 __all__ = ["FRAME_MS", "Address", "LoopbackPeer", "tone_ulaw"]
 
@@ -58,9 +60,24 @@ class LoopbackPeer:
     #: The longest the socket thread sleeps when nothing is due (seconds).
     idle_s = 0.02
 
-    def __init__(self, endpoint: Endpoint, *, name: str) -> None:
+    def __init__(
+        self,
+        inbound: InboundPolicy,
+        codec_policy: str,
+        *,
+        peer_secrets: Mapping[str, str] | None = None,
+        name: str,
+    ) -> None:
+        """`peer_secrets`: user -> secret, for callers challenged with MD5."""
         self.name = name
-        self.endpoint = endpoint
+        table = dict(peer_secrets or {})
+        self.endpoint = Endpoint(
+            inbound,
+            codec_policy,
+            token_key=secrets.token_bytes(32),
+            randbelow=secrets.randbelow,
+            peer_secret=table.get,
+        )
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.addr: Address = self.sock.getsockname()[:2]

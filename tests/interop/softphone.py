@@ -15,7 +15,6 @@ take the socket thread's lock.
 from __future__ import annotations
 
 import math
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from node.iax2.call import (
     VoiceFullReceived,
 )
 from node.iax2.constants import Format
-from node.iax2.endpoint import Endpoint, InboundPolicy
+from node.iax2.endpoint import InboundPolicy
 from tests.iax2.peer import FRAME_MS, Address, LoopbackPeer
 
 __all__ = ["FRAME_MS", "Softphone", "band_levels_db", "rate_of"]
@@ -178,15 +177,12 @@ class Softphone(LoopbackPeer):
         self.tone_hz = tone_hz
         self.amplitude = amplitude
         self.key = key
-        table = dict(peer_secrets or {})
-        endpoint = Endpoint(
+        super().__init__(
             InboundPolicy(auth=auth, answer="auto", calltoken="auto"),
             codec_policy,
-            token_key=secrets.token_bytes(32),
-            randbelow=secrets.randbelow,
-            peer_secret=table.get,
+            peer_secrets=peer_secrets,
+            name=name,
         )
-        super().__init__(endpoint, name=name)
         self.events: list[object] = []
         self.recordings: dict[int, Recording] = {}
         self.sent_full_voice = 0

@@ -17,7 +17,6 @@ keep-alive, with link texts spelled out, against what our node sent to that peer
 from __future__ import annotations
 
 import itertools
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from node._core import FullFrame, MiniFrame, parse
 from node.errors import LocalProtocolError
 from node.iax2.call import CallState, DialParams
 from node.iax2.constants import IE, ControlSubclass, FrameType, IaxSubclass
-from node.iax2.endpoint import Endpoint, InboundPolicy
+from node.iax2.endpoint import InboundPolicy
 from tests.iax2.peer import Address, LoopbackPeer
 from tests.pcap import udp_datagrams
 
@@ -251,15 +250,12 @@ class ScriptedNode(LoopbackPeer):
         """`auth` = (username, secret): challenge callers presenting that user with MD5, and
         answer a challenge with the secret when dialling as that user."""
         self.auth = auth
-        table = {auth[0]: auth[1]} if auth else {}
-        endpoint = Endpoint(
+        super().__init__(
             InboundPolicy(auth="required" if auth else "off", answer="auto", calltoken="auto"),
             codec_policy,
-            token_key=secrets.token_bytes(32),
-            randbelow=secrets.randbelow,
-            peer_secret=table.get,
+            peer_secrets={auth[0]: auth[1]} if auth else None,
+            name=name,
         )
-        super().__init__(endpoint, name=name)
         #: What the node under test sent us: significant full frames in order (and, counted by
         #: the base, its mini frames).
         self.received: list[str] = []
