@@ -7,16 +7,12 @@ digit that completes a sequence carries its command.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.interop.harness import (
     LINK_SECRET,
     NODE_A,
     NODE_B,
-    NODE_SECRETS,
     EventWatcher,
     link_state,
     node_log,
@@ -28,12 +24,6 @@ from tests.interop.softphone import Softphone
 
 PHONE_P = "3001"
 PHONE_SECRET = "phone-pass-p"
-
-
-@pytest.fixture
-def registrar() -> Iterator[Registrar]:
-    with Registrar(NODE_SECRETS) as reg:
-        yield reg
 
 
 def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Registrar) -> None:
