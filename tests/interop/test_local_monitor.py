@@ -8,33 +8,25 @@ ordinary monitor link in place and the phone hears B.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from tests.interop.harness import (
     NODE_A,
     NODE_B,
-    NODE_SECRETS,
     link_state,
     node_pair,
     wait_until,
 )
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
+from tests.node_process import NodeProcess
 
 PHONE_P = "3001"
 PHONE_SECRET = "phone-pass-p"
 
 
-@pytest.fixture
-def registrar() -> Iterator[Registrar]:
-    with Registrar(NODE_SECRETS) as reg:
-        yield reg
-
-
-def link_of(node, peer: str) -> dict:  # type: ignore[no-untyped-def]
+def link_of(node: NodeProcess, peer: str) -> dict[str, Any]:
     return next(li for li in node.get("/status").json()["links"] if li["node"] == peer)
 
 
