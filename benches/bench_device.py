@@ -18,13 +18,15 @@ from node import _core
 from tones import (
     Resample,
     amplitude,
-    block_loop,
+    block_bench,
     framed,
     gain_db,
+    ours_block,
     rejection_db,
     scipy_block,
     soxr_block,
     soxr_stream,
+    stream_bench,
     stream_loop,
     tone,
 )
@@ -102,13 +104,6 @@ def frames16(speech: Callable[[int, float], np.ndarray]) -> list[bytes]:
 
 
 # --- per 20 ms frame, streaming --------------------------------------------------------------
-
-
-def stream_bench(bench, step: Callable[[bytes], bytes], frames: list[bytes], **db: float) -> None:
-    """Time `step` over the frames; `db` (alias or image rejection) goes into the JSON."""
-    samples = len(frames[0]) // 2
-    extra = {key: round(value, 1) for key, value in db.items()}
-    bench(stream_loop(step, frames), per_call=N_FRAMES, samples=samples, extra=extra)
 
 
 def check_ours_down(low: int, frames: list[bytes]) -> float:
@@ -202,56 +197,38 @@ def blocks8(speech: Callable[[int, float], np.ndarray]) -> list[np.ndarray]:
     return [x[i * 8000 : (i + 1) * 8000] for i in range(N_BLOCKS)]
 
 
-def ours_block(cls: type[_core.Decimator] | type[_core.Interpolator], factor: int) -> Resample:
-    rs = cls(factor)
-
-    def run(x: np.ndarray) -> np.ndarray:
-        rs.reset()
-        return np.frombuffer(rs.process(x.tobytes()), np.int16)
-
-    return run
-
-
 def test_d48k8k_block_ours(bench, blocks48) -> None:
-    fn = ours_block(_core.Decimator, 6)
+    fn = ours_block(_core.Decimator(6))
     assert worst_alias_db(fn, 8000) >= 90
-    bench(block_loop(fn, blocks48), per_call=N_BLOCKS, samples=DEVICE, unit="1 s block")
+    block_bench(bench, fn, blocks48)
 
 
 def test_d48k8k_block_soxr(bench, blocks48) -> None:
     fn = soxr_block(DEVICE, 8000)
-    extra = {"alias_rejection_db": round(worst_alias_db(fn, 8000), 1)}
-    bench(
-        block_loop(fn, blocks48), per_call=N_BLOCKS, samples=DEVICE, unit="1 s block", extra=extra
-    )
+    block_bench(bench, fn, blocks48, alias_rejection_db=worst_alias_db(fn, 8000))
 
 
 def test_d48k8k_block_scipy(bench, blocks48) -> None:
     pytest.importorskip("scipy")
     fn = scipy_block(1, 6)
-    extra = {"alias_rejection_db": round(worst_alias_db(fn, 8000), 1)}
-    bench(
-        block_loop(fn, blocks48), per_call=N_BLOCKS, samples=DEVICE, unit="1 s block", extra=extra
-    )
+    block_bench(bench, fn, blocks48, alias_rejection_db=worst_alias_db(fn, 8000))
 
 
 def test_u8k48k_block_ours(bench, blocks8) -> None:
-    fn = ours_block(_core.Interpolator, 6)
+    fn = ours_block(_core.Interpolator(6))
     assert worst_image_db(fn, 8000) >= 90
-    bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block")
+    block_bench(bench, fn, blocks8)
 
 
 def test_u8k48k_block_soxr(bench, blocks8) -> None:
     fn = soxr_block(8000, DEVICE)
-    extra = {"image_rejection_db": round(worst_image_db(fn, 8000), 1)}
-    bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block", extra=extra)
+    block_bench(bench, fn, blocks8, image_rejection_db=worst_image_db(fn, 8000))
 
 
 def test_u8k48k_block_scipy(bench, blocks8) -> None:
     pytest.importorskip("scipy")
     fn = scipy_block(6, 1)
-    extra = {"image_rejection_db": round(worst_image_db(fn, 8000), 1)}
-    bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block", extra=extra)
+    block_bench(bench, fn, blocks8, image_rejection_db=worst_image_db(fn, 8000))
 
 
 # --- one 5 ms device block each way, as the audio callback makes it ---------------------------

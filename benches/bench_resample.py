@@ -17,14 +17,15 @@ from node import _core
 from tones import (
     Resample,
     amplitude,
-    block_loop,
+    block_bench,
     framed,
     gain_db,
+    ours_block,
     rejection_db,
     scipy_block,
     soxr_block,
     soxr_stream,
-    stream_loop,
+    stream_bench,
     tone,
 )
 
@@ -107,24 +108,14 @@ def test_up_stream_ours(bench, frames8) -> None:
     assert abs(gain) <= 0.5, gain
     whole = _core.Upsampler().process(b"".join(frames8))
     assert up(np.frombuffer(b"".join(frames8), np.int16)).tobytes() == whole
-    bench(
-        stream_loop(ours_up(), frames8),
-        per_call=N_FRAMES,
-        samples=160,
-        extra={"image_rejection_db": round(images, 1)},
-    )
+    stream_bench(bench, ours_up(), frames8, image_rejection_db=images)
 
 
 @pytest.mark.ratio_target(2.5)
 def test_up_stream_soxr(bench, frames8) -> None:
     make = soxr_stream(8000, 16000)
     images = worst_image_db(framed(make, 160))
-    bench(
-        stream_loop(make(), frames8),
-        per_call=N_FRAMES,
-        samples=160,
-        extra={"image_rejection_db": round(images, 1)},
-    )
+    stream_bench(bench, make(), frames8, image_rejection_db=images)
 
 
 @needs_audioop
@@ -132,12 +123,7 @@ def test_up_stream_soxr(bench, frames8) -> None:
 def test_up_stream_ratecv(bench, frames8) -> None:
     make = ratecv_stream(8000, 16000)
     images = worst_image_db(framed(make, 160))
-    bench(
-        stream_loop(make(), frames8),
-        per_call=N_FRAMES,
-        samples=160,
-        extra={"image_rejection_db": round(images, 1)},
-    )
+    stream_bench(bench, make(), frames8, image_rejection_db=images)
 
 
 # --- 16 kHz -> 8 kHz, per 20 ms frame ---------------------------------------------------------
@@ -153,24 +139,14 @@ def test_down_stream_ours(bench, frames16) -> None:
     assert abs(gain) <= 0.5, gain
     whole = _core.Downsampler().process(b"".join(frames16))
     assert down(np.frombuffer(b"".join(frames16), np.int16)).tobytes() == whole
-    bench(
-        stream_loop(ours_down(), frames16),
-        per_call=N_FRAMES,
-        samples=320,
-        extra={"alias_rejection_db": round(aliases, 1)},
-    )
+    stream_bench(bench, ours_down(), frames16, alias_rejection_db=aliases)
 
 
 @pytest.mark.ratio_target(2.5)
 def test_down_stream_soxr(bench, frames16) -> None:
     make = soxr_stream(16000, 8000)
     aliases = worst_alias_db(framed(make, 320))
-    bench(
-        stream_loop(make(), frames16),
-        per_call=N_FRAMES,
-        samples=320,
-        extra={"alias_rejection_db": round(aliases, 1)},
-    )
+    stream_bench(bench, make(), frames16, alias_rejection_db=aliases)
 
 
 @needs_audioop
@@ -178,12 +154,7 @@ def test_down_stream_soxr(bench, frames16) -> None:
 def test_down_stream_ratecv(bench, frames16) -> None:
     make = ratecv_stream(16000, 8000)
     aliases = worst_alias_db(framed(make, 320))
-    bench(
-        stream_loop(make(), frames16),
-        per_call=N_FRAMES,
-        samples=320,
-        extra={"alias_rejection_db": round(aliases, 1)},
-    )
+    stream_bench(bench, make(), frames16, alias_rejection_db=aliases)
 
 
 # --- 1 s blocks, fresh state per block (informational) --------------------------------------
@@ -203,49 +174,37 @@ def blocks16(speech: Callable[[int, float], np.ndarray]) -> list[np.ndarray]:
     return [x[i * 16000 : (i + 1) * 16000] for i in range(N_BLOCKS)]
 
 
-def ours_block(cls: type[_core.Upsampler] | type[_core.Downsampler]) -> Resample:
-    rs = cls()
-
-    def run(x: np.ndarray) -> np.ndarray:
-        rs.reset()
-        return np.frombuffer(rs.process(x.tobytes()), np.int16)
-
-    return run
-
-
 def test_up_block_ours(bench, blocks8) -> None:
-    fn = ours_block(_core.Upsampler)
+    fn = ours_block(_core.Upsampler())
     images = worst_image_db(fn)
     assert images >= 60, images
-    bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block")
+    block_bench(bench, fn, blocks8)
 
 
 def test_up_block_soxr(bench, blocks8) -> None:
     fn = soxr_block(8000, 16000)
-    extra = {"image_rejection_db": round(worst_image_db(fn), 1)}
-    bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block", extra=extra)
+    block_bench(bench, fn, blocks8, image_rejection_db=worst_image_db(fn))
 
 
 def test_up_block_scipy(bench, blocks8) -> None:
     pytest.importorskip("scipy")
     fn = scipy_block(2, 1)
-    bench(block_loop(fn, blocks8), per_call=N_BLOCKS, samples=8000, unit="1 s block")
+    block_bench(bench, fn, blocks8)
 
 
 def test_down_block_ours(bench, blocks16) -> None:
-    fn = ours_block(_core.Downsampler)
+    fn = ours_block(_core.Downsampler())
     aliases = worst_alias_db(fn)
     assert aliases >= 60, aliases
-    bench(block_loop(fn, blocks16), per_call=N_BLOCKS, samples=16000, unit="1 s block")
+    block_bench(bench, fn, blocks16)
 
 
 def test_down_block_soxr(bench, blocks16) -> None:
     fn = soxr_block(16000, 8000)
-    extra = {"alias_rejection_db": round(worst_alias_db(fn), 1)}
-    bench(block_loop(fn, blocks16), per_call=N_BLOCKS, samples=16000, unit="1 s block", extra=extra)
+    block_bench(bench, fn, blocks16, alias_rejection_db=worst_alias_db(fn))
 
 
 def test_down_block_scipy(bench, blocks16) -> None:
     pytest.importorskip("scipy")
     fn = scipy_block(1, 2)
-    bench(block_loop(fn, blocks16), per_call=N_BLOCKS, samples=16000, unit="1 s block")
+    block_bench(bench, fn, blocks16)

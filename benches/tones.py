@@ -7,6 +7,7 @@ repository root through `pythonpath` in pyproject.toml).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 from tests.signals import AMP, amplitude, tone
@@ -15,19 +16,29 @@ __all__ = [
     "AMP",
     "Resample",
     "amplitude",
+    "block_bench",
     "block_loop",
     "framed",
     "gain_db",
+    "ours_block",
     "rejection_db",
     "scipy_block",
     "soxr_block",
     "soxr_stream",
+    "stream_bench",
     "stream_loop",
     "tone",
 ]
 
 #: A whole-signal resampling function: int16 in, int16 (or float for scipy) out.
 Resample = Callable[[np.ndarray], np.ndarray]
+
+
+class Stateful(Protocol):
+    """One of node._core's streaming converters."""
+
+    def process(self, pcm: bytes) -> bytes: ...
+    def reset(self) -> None: ...
 
 
 def rejection_db(level: float) -> float:
@@ -63,6 +74,39 @@ def block_loop(fn: Callable[[np.ndarray], object], blocks: list[np.ndarray]) -> 
     def run() -> None:
         for b in blocks:
             fn(b)
+
+    return run
+
+
+def stream_bench(
+    bench: Any, step: Callable[[bytes], object], frames: list[bytes], **db: float
+) -> None:
+    """Time `step` over consecutive frames of one stream; `db` (alias or image rejection) goes
+    into the JSON."""
+    extra = {key: round(value, 1) for key, value in db.items()}
+    bench(stream_loop(step, frames), per_call=len(frames), samples=len(frames[0]) // 2, extra=extra)
+
+
+def block_bench(
+    bench: Any, fn: Callable[[np.ndarray], object], blocks: list[np.ndarray], **db: float
+) -> None:
+    """Time `fn` over 1 s blocks, each from a fresh state; `db` goes into the JSON."""
+    extra = {key: round(value, 1) for key, value in db.items()}
+    bench(
+        block_loop(fn, blocks),
+        per_call=len(blocks),
+        samples=blocks[0].size,
+        unit="1 s block",
+        extra=extra,
+    )
+
+
+def ours_block(converter: Stateful) -> Resample:
+    """Whole-signal function that resets `converter` and feeds it the signal in one piece."""
+
+    def run(x: np.ndarray) -> np.ndarray:
+        converter.reset()
+        return np.frombuffer(converter.process(x.tobytes()), np.int16)
 
     return run
 

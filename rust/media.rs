@@ -34,6 +34,9 @@ pub enum LegMode {
     ReceiveOnly,
     /// Hears the conference but is not mixed in (a monitor link a peer holds on us).
     TransmitOnly,
+    /// Heard by the local radio (speaker and transmitter) only, never by the other members, and
+    /// hears nothing back: app_rpt's local monitor (`ilink 8`).
+    LocalOnly,
 }
 
 impl LegMode {
@@ -41,7 +44,10 @@ impl LegMode {
         matches!(self, LegMode::Transceive | LegMode::TransmitOnly)
     }
     fn receives(self) -> bool {
-        matches!(self, LegMode::Transceive | LegMode::ReceiveOnly)
+        matches!(
+            self,
+            LegMode::Transceive | LegMode::ReceiveOnly | LegMode::LocalOnly
+        )
     }
 }
 
@@ -328,6 +334,10 @@ pub struct Station {
     player_events: Vec<PlayerEvent>,
     /// The local output carries audio this tick (the radio is a member, or a clip plays).
     local_speaker: bool,
+    /// This tick's audio from local-only legs, for the local output alone.
+    local_only: Vec<i16>,
+    /// A local-only leg was heard this tick.
+    local_only_heard: bool,
     /// Scratch: a leg's conference mix with the announcements added.
     with_clips: Vec<i16>,
     /// Whether the conference is active (reported on change), and until when it stays so.
@@ -399,6 +409,8 @@ impl Station {
             local_gated: false,
             jitter_cfg: JitterConfig::default(),
             silence: vec![0; frame_len],
+            local_only: vec![0; frame_len],
+            local_only_heard: false,
             player: Player::new(rate, frame_len),
             player_events: Vec::new(),
             local_speaker: false,
@@ -811,6 +823,10 @@ impl Station {
     /// One 20 ms tick at `now_ms`.
     pub fn tick(&mut self, now_ms: u64, out: &mut TickOutput) {
         self.conference.begin_tick();
+        if self.local_only_heard {
+            self.local_only.fill(0);
+            self.local_only_heard = false;
+        }
         self.pull_legs(now_ms, out);
         if let Some(slot) = self.local_slot {
             let local_in = self.local_in.take();
@@ -874,8 +890,14 @@ impl Station {
                 }
                 None => false,
             };
-        self.local_hears |= self.player.keys_local() || echo;
-        self.local_speaker = self.local_member || self.player.local().is_some();
+        // Local monitor links play on the local radio as conference audio would, never to the
+        // other members.
+        let local_only = self.local_only_heard;
+        if local_only {
+            add_saturating(&mut self.local_out, &self.local_only);
+        }
+        self.local_hears |= self.player.keys_local() || echo || (local_only && self.local_member);
+        self.local_speaker = self.local_member || local_only || self.player.local().is_some();
         if self.local_hears != self.local_tx {
             self.local_tx = self.local_hears;
             out.events.push(MediaEvent::LocalTx {
@@ -997,6 +1019,9 @@ impl Station {
             };
             if let Some(parrot) = leg.parrot.as_mut() {
                 parrot.tick(now_ms, heard.then_some(frame));
+            } else if heard && leg.spec.mode == LegMode::LocalOnly {
+                add_saturating(&mut self.local_only, frame);
+                self.local_only_heard = true;
             } else if heard {
                 let _ = self.conference.put(leg.slot, frame);
             }
@@ -1864,6 +1889,44 @@ mod tests {
             st.set_leg_keying(999, RxKeying::Voice, &mut events),
             Err(MediaError::NoSuchLeg(999))
         );
+    }
+
+    #[test]
+    fn a_local_only_leg_is_heard_by_the_local_radio_alone() {
+        for member in [true, false] {
+            let mut st = Station::new(8000, true);
+            st.set_local_radio(member);
+            let mut local = spec(300, 9700, Codec::Slin);
+            local.mode = LegMode::LocalOnly;
+            st.add_leg(local, 0).expect("local monitor link");
+            st.add_leg(spec(301, 9701, Codec::Slin), 0).expect("call");
+            let mut out = TickOutput::default();
+            let mut heard_locally = 0;
+            for n in 0..20usize {
+                let now = n as u64 * 20;
+                feed(
+                    &mut st,
+                    300,
+                    Codec::Slin,
+                    &tone(700.0, 8000, n),
+                    100 + n as u32 * 20,
+                    now,
+                );
+                out.clear();
+                st.tick(now, &mut out);
+                // Nothing goes to the call, and nothing back to the monitored node.
+                assert!(out.datagrams.is_empty(), "member {member}");
+                assert!(!out.events.iter().any(
+                    |e| matches!(e, MediaEvent::FullVoice { callno, .. } if *callno == 301 || *callno == 300)
+                ));
+                if st.local_speaker() && tone_db(st.local_output(), 700.0, 8000) > -1.0 {
+                    heard_locally += 1;
+                    // It keys the local transmitter only where the radio is a member.
+                    assert_eq!(st.local_hears_audio(), member);
+                }
+            }
+            assert!(heard_locally >= 15, "member {member}: {heard_locally}");
+        }
     }
 
     #[test]

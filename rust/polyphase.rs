@@ -70,6 +70,21 @@ pub(crate) fn bessel_i0(x: f64) -> f64 {
     sum
 }
 
+/// The Kaiser window with shape `beta` at `r`, the position from -1 (first tap) through 0 (the
+/// centre) to 1 (last tap).
+pub(crate) fn kaiser(r: f64, beta: f64) -> f64 {
+    bessel_i0(beta * (1.0 - r * r).max(0.0).sqrt()) / bessel_i0(beta)
+}
+
+/// The normalised sinc, `sin(πx) / πx`, and 1 at 0.
+pub(crate) fn sinc(x: f64) -> f64 {
+    if x == 0.0 {
+        1.0
+    } else {
+        (PI * x).sin() / (PI * x)
+    }
+}
+
 /// The prototype lowpass for `factor`, at 48 kHz, in f64 (see the module docs).
 pub fn prototype(factor: u32) -> Result<Vec<f64>, ResampleError> {
     let m = check_factor(factor)?;
@@ -77,11 +92,8 @@ pub fn prototype(factor: u32) -> Result<Vec<f64>, ResampleError> {
     let centre = (n - 1) as f64 / 2.0;
     let tap = |i: usize| {
         let t = (i as f64 - centre) / m as f64;
-        // n is even, so t is never 0.
-        let sinc = (PI * t).sin() / (PI * t);
         let r = 2.0 * i as f64 / (n - 1) as f64 - 1.0;
-        let w = bessel_i0(BETA * (1.0 - r * r).max(0.0).sqrt()) / bessel_i0(BETA);
-        sinc * w / m as f64
+        sinc(t) * kaiser(r, BETA) / m as f64
     };
     // Computed for the first half and mirrored, so the symmetry the decimator relies on is exact.
     let half: Vec<f64> = (0..n / 2).map(tap).collect();

@@ -23,7 +23,7 @@
 
 use std::f64::consts::PI;
 
-use crate::polyphase::bessel_i0;
+use crate::polyphase::{kaiser, sinc};
 
 /// Lowest rate accepted either way.
 pub const MIN_RATE: u32 = 4000;
@@ -109,15 +109,7 @@ impl RatioResampler {
         let cutoff = (PASSBAND + 1.0) / 2.0 * nyquist;
         let span = (half * l) as f64 + 1.0;
         let proto = |d: i64| -> f64 {
-            let x = 2.0 * cutoff * d as f64 / fast;
-            let sinc = if d == 0 {
-                1.0
-            } else {
-                (PI * x).sin() / (PI * x)
-            };
-            let r = d as f64 / span;
-            let w = bessel_i0(BETA * (1.0 - r * r).max(0.0).sqrt()) / bessel_i0(BETA);
-            sinc * w
+            sinc(2.0 * cutoff * d as f64 / fast) * kaiser(d as f64 / span, BETA)
         };
         let mut branches = vec![0f32; l * width];
         for p in 0..l {

@@ -494,7 +494,7 @@ impl Resample for Downsampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::polyphase::bessel_i0;
+    use crate::polyphase::{kaiser, sinc};
     use crate::test_signal::{amplitude, db, pieces, tone};
     use proptest::prelude::*;
     use std::f64::consts::PI;
@@ -506,14 +506,8 @@ mod tests {
         let mut h: Vec<f64> = (0..n_taps)
             .map(|n| {
                 let t = n as f64 - c as f64;
-                let sinc = if t == 0.0 {
-                    1.0
-                } else {
-                    (PI * t / 2.0).sin() / (PI * t / 2.0)
-                };
                 let r = 2.0 * n as f64 / (n_taps - 1) as f64 - 1.0;
-                let w = bessel_i0(beta * (1.0 - r * r).sqrt()) / bessel_i0(beta);
-                0.5 * sinc * w
+                0.5 * sinc(t / 2.0) * kaiser(r, beta)
             })
             .collect();
         let side: f64 = h.iter().step_by(2).sum();

@@ -20,8 +20,10 @@ from node.config import (
     SecretsConfig,
 )
 from node.controller import Controller
+from node.errors import CommandError
 from node.events import EventBus, Subscription
 from node.links.commands import Command
+from node.links.network import LinkMode
 from node.secrets import SecretStore
 
 
@@ -201,3 +203,99 @@ def test_a_digit_heard_both_as_a_frame_and_as_tones_counts_once() -> None:
         assert events[2]["command"] == "*70 status"
 
     run(scenario)
+
+
+def test_restore_brings_back_what_disconnect_all_dropped_each_in_its_mode() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        ctl.start()
+        await ctl.link("monitor", "2002")
+        assert await ctl.commands.execute(Command("restore")) == "nothing to restore"
+        await ctl.commands.execute(Command("disconnect_all"))
+        assert dict(ctl.links.links) == {}
+        outcomes = await ctl.dtmf_command("ami", "*74", authorized=True)
+        assert outcomes == [(Command("restore", "*74"), "restoring 2001, 2002")]
+        assert ctl.links.links["2001"].permanent
+        assert ctl.links.links["2001"].mode is LinkMode.TRANSCEIVE
+        assert not ctl.links.links["2002"].permanent
+        assert ctl.links.links["2002"].mode is LinkMode.MONITOR
+        # The list is kept (app_rpt's savednodes): again, and both are linked already.
+        result = await ctl.commands.execute(Command("restore"))
+        assert result.startswith("restored none; refused 2001 (node 2001 is already linked")
+
+    run(scenario, permanent=True)
+
+
+def test_status_says_our_links_and_full_status_the_network_behind_them() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        net = ctl.links
+        await ctl.link("connect", "2001")
+        now = ctl.now()
+        net.dialled("2001", 41, ("127.0.0.1", 14569), now)
+        net.call_up(41, "ulaw", now)
+        net.text(41, "L T2005,R2006", now)
+        assert await ctl.commands.execute(Command("status")) == "links: T2001"
+        assert await ctl.commands.execute(Command("full_status")) == ("links: T2001, T2005, R2006")
+        assert await ctl.commands.execute(Command("last_keyed")) == "no node has keyed"
+        net.rx_keyed(41, True, now + 1)
+        assert await ctl.commands.execute(Command("last_keyed")) == "last keyed by node 2001"
+
+    run(scenario)
+
+
+def test_remote_command_mode_needs_the_node_in_the_network_and_a_local_source() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        runner = ctl.commands
+        for d in "*42001":
+            runner.digit("call 7", 7, d)
+        assert runner.remote_node("call 7") is None
+        # The digits after a refused *4 are commands again.
+        for d in "*70":
+            runner.digit("call 7", 7, d)
+        assert dtmf_events(sub)[-1]["command"] == "*70 status"
+
+        await ctl.link("connect", "2001")
+        now = ctl.now()
+        ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
+        ctl.links.call_up(41, "ulaw", now)
+        # Digits from a link (its D texts, or DTMF frames on its call) never enter it.
+        for source, call in (("remote 2001", 41), ("call 41", 41)):
+            for d in "*42001":
+                runner.digit(source, call, d)
+            assert runner.remote_node(source) is None
+        for d in "*42001":
+            runner.digit("local", None, d)
+        assert runner.remote_node("local") == "2001"
+        assert runner.remote_node("call 7") is None
+        # `#` leaves it, with an event that says so.
+        runner.digit("local", None, "#")
+        assert runner.remote_node("local") is None
+        assert dtmf_events(sub)[-1] == {
+            "event": "dtmf",
+            "call": None,
+            "digit": "#",
+            "command": "# end remote command mode 2001",
+        }
+        with pytest.raises(CommandError, match="needs a DTMF source"):
+            await runner.execute(Command("remote", node="2001"))
+
+    run(scenario)
+
+
+def test_remote_command_mode_ends_by_itself_after_ten_silent_time_outs() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        await ctl.link("connect", "2001")
+        now = ctl.now()
+        ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
+        ctl.links.call_up(41, "ulaw", now)
+        for d in "*42001":
+            ctl.commands.digit("local", None, d)
+        assert ctl.commands.remote_node("local") == "2001"
+        await settle(lambda: ctl.commands.remote_node("local") is None)
+        assert dtmf_events(sub)[-1] == {
+            "event": "dtmf",
+            "call": None,
+            "digit": "",
+            "command": "end remote command mode 2001",
+        }
+
+    run(scenario, timeout_ms=50)

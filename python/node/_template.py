@@ -235,7 +235,8 @@ source = "env"
 #username = "radio"
 # EXTENSION. A permanent link: dialled at start and redialled for ever when lost.
 #permanent = false
-# EXTENSION. Mode of the permanent link: "transceive" (*3) or "monitor" (*2).
+# EXTENSION. Mode of the permanent link: "transceive" (*3), "monitor" (*2) or "local_monitor"
+# (*75: heard on the local radio only).
 #mode = "transceive"
 # EXTENSION. The node's address, instead of looking the number up: "<host>:<port>".
 #addr = "192.0.2.10:4569"

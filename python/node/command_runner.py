@@ -8,6 +8,13 @@ run only with `[dtmf] enabled = true`; otherwise digits are still published, wit
 
 `execute` runs a `Command` through the controller's own link methods (what POST /link uses), so
 AMI `rpt cmd ... ilink`, AMI `rpt fun` and DTMF all behave the same.
+
+Remote command mode (`*4<node>`, app_rpt's ilink 4) belongs to the source that typed it: its
+later digits go to `<node>` as `D` texts until it types `#`, stays silent for
+`REMOTE_IDLE_TIMEOUTS` inter-digit time-outs, or `<node>` leaves the network; the other sources'
+digits are not affected (app_rpt has one command node for the whole node). Digits that arrived
+over a link never enter it, so two nodes cannot bounce digits between them. In a whole string
+(`run_digits`), the string's end leaves it.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from typing import TYPE_CHECKING
 
 from node.errors import CommandError
 from node.events import Dtmf
-from node.links.commands import Command, CommandMapper, LastNode
+from node.links.commands import END_CHAR, Command, CommandMapper, LastNode
+from node.links.network import LinkMode
 from node.links.resolve import parse_extnodes
 
 if TYPE_CHECKING:
@@ -36,6 +44,9 @@ Outcome = tuple[Command, str | CommandError]
 
 #: A digit that arrives both ways from one source within this many seconds counts once.
 ECHO_WINDOW_S = 0.5
+#: Remote command mode ends after this many inter-digit time-outs without a digit (30 s at the
+#: default 3 s), so a forgotten `#` does not send an operator's next commands to another node.
+REMOTE_IDLE_TIMEOUTS = 10
 
 
 class _Echoes:
@@ -72,6 +83,9 @@ class CommandRunner:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._echoes = _Echoes()
+        #: Sources in remote command mode, and the node their digits go to.
+        self._remote: dict[str, str] = {}
+        self._remote_timers: dict[str, asyncio.TimerHandle] = {}
         self._file_nodes: tuple[tuple[Path, int, int], frozenset[str]] | None = None
         #: Commands executed since start, today (local date) and the last one, for AMI stats.
         self.executed_total = 0
@@ -100,6 +114,10 @@ class CommandRunner:
         if not self.enabled:
             bus.publish(Dtmf(call=call, digit=digit))
             return
+        node = self._remote.get(source)
+        if node is not None:
+            self._remote_digit(source, call, node, digit)
+            return
         mapper = self._mappers.get(source)
         if mapper is None:
             mapper = self._mappers[source] = self._mapper()
@@ -107,7 +125,77 @@ class CommandRunner:
         self._settle(source, call, mapper)
         bus.publish(Dtmf(call=call, digit=digit, command=None if command is None else str(command)))
         if command is not None:
+            self._completed(source, call, command)
+
+    def _completed(self, source: str, call: int | None, command: Command) -> None:
+        if command.kind != "remote":
             self._launch(source, command)
+            return
+        # At once, not in a task: the very next digit must already go to the remote node.
+        assert command.node is not None
+        try:
+            self._check_remote(source, call, command.node)
+        except CommandError as exc:
+            log.warning("DTMF %s from %s refused: %s", command, source, exc)
+            return
+        self._remote[source] = command.node
+        self._arm_remote(source, call)
+        self._count(command)
+        log.info("DTMF %s from %s: digits go to node %s until #", command, source, command.node)
+
+    def _check_remote(self, source: str, call: int | None, node: str) -> None:
+        ctl = self._controller
+        self.last.node = node
+        if source.startswith("remote ") or (call is not None and ctl.links.is_link_call(call)):
+            # app_rpt allows command mode only from its own radio and phone users.
+            raise CommandError("remote command mode is not available to digits from a link", 403)
+        if node == ctl.node_id:
+            raise CommandError("remote command mode to this node itself", 400)
+        if not ctl.links.reachable(node):
+            raise CommandError(f"node {node} is not in the network", 404)
+
+    def _remote_digit(self, source: str, call: int | None, node: str, digit: str) -> None:
+        bus = self._controller.bus
+        if digit.upper() == END_CHAR:
+            self._leave_remote(source)
+            ended = Command("remote_end", END_CHAR, node=node)
+            bus.publish(Dtmf(call=call, digit=digit, command=str(ended)))
+            log.info("DTMF from %s: remote command mode to node %s ended", source, node)
+            return
+        bus.publish(Dtmf(call=call, digit=digit))
+        try:
+            self._controller.send_remote_digit(node, digit)
+        except CommandError as exc:
+            self._leave_remote(source)
+            log.warning("DTMF from %s: remote command mode to node %s ended: %s", source, node, exc)
+            return
+        self._arm_remote(source, call)
+
+    def _arm_remote(self, source: str, call: int | None) -> None:
+        handle = self._remote_timers.pop(source, None)
+        if handle is not None:
+            handle.cancel()
+        self._remote_timers[source] = asyncio.get_running_loop().call_later(
+            self._timeout * REMOTE_IDLE_TIMEOUTS, self._remote_idle, source, call
+        )
+
+    def _remote_idle(self, source: str, call: int | None) -> None:
+        self._remote_timers.pop(source, None)
+        node = self._remote.pop(source, None)
+        if node is not None:
+            ended = Command("remote_end", node=node)
+            self._controller.bus.publish(Dtmf(call=call, digit="", command=str(ended)))
+            log.info("DTMF from %s: remote command mode to node %s timed out", source, node)
+
+    def _leave_remote(self, source: str) -> None:
+        self._remote.pop(source, None)
+        handle = self._remote_timers.pop(source, None)
+        if handle is not None:
+            handle.cancel()
+
+    def remote_node(self, source: str) -> str | None:
+        """The node `source`'s digits go to, in remote command mode."""
+        return self._remote.get(source)
 
     def _mapper(self) -> CommandMapper:
         return CommandMapper(self._timeout, nodes=self._known, last=self.last)
@@ -136,7 +224,7 @@ class CommandRunner:
         if command is not None:
             # No digit completed it: the event carries the command with an empty digit.
             self._controller.bus.publish(Dtmf(call=call, digit="", command=str(command)))
-            self._launch(source, command)
+            self._completed(source, call, command)
 
     def _launch(self, source: str, command: Command) -> None:
         task = asyncio.get_running_loop().create_task(self._run_logged(source, command))
@@ -154,36 +242,64 @@ class CommandRunner:
     # --- whole strings (AMI rpt fun, Controller.dtmf_command) ---------------------------------
 
     async def run_digits(self, source: str, digits: str, *, execute: bool) -> list[Outcome]:
-        """Map a whole digit string (its end acts as `#`); run the commands when `execute`.
+        """Map a whole digit string (its end acts as `#`); run the commands when `execute`, in
+        order as they complete.
 
         Every digit is published as a `dtmf` event with `call` null (with the command it
         completes only when commands run). Returns each completed command with its result (or
-        refusal); commands not executed have the result "not executed".
+        refusal); commands not executed have the result "not executed". After `*4<node>` the
+        rest of the string, up to a `#`, goes to `<node>`.
         """
         mapper = self._mapper()
         now = self._controller.now()
-        commands: list[Command] = []
         bus = self._controller.bus
+        outcomes: list[Outcome] = []
+        remote: str | None = None
         for digit in digits:
+            if remote is not None:
+                if digit.upper() == END_CHAR:
+                    ended = Command("remote_end", END_CHAR, node=remote)
+                    bus.publish(Dtmf(call=None, digit=digit, command=str(ended)))
+                    outcomes.append((ended, f"remote command mode to node {remote} ended"))
+                    remote = None
+                    continue
+                bus.publish(Dtmf(call=None, digit=digit))
+                try:
+                    self._controller.send_remote_digit(remote, digit)
+                except CommandError as exc:
+                    outcomes.append((Command("remote", node=remote), exc))
+                    remote = None
+                continue
             command = mapper.feed(digit, now)
             shown = None if command is None or not execute else str(command)
             bus.publish(Dtmf(call=None, digit=digit, command=shown))
-            if command is not None:
-                commands.append(command)
+            if command is None:
+                continue
+            if command.kind == "remote" and execute:
+                assert command.node is not None
+                try:
+                    self._check_remote(source, None, command.node)
+                except CommandError as exc:
+                    outcomes.append((command, exc))
+                    continue
+                remote = command.node
+                self._count(command)
+                outcomes.append((command, f"digits go to node {remote}"))
+                continue
+            outcomes.append(await self._outcome(source, command, execute))
         if (command := mapper.end()) is not None:
             bus.publish(Dtmf(call=None, digit="", command=str(command) if execute else None))
-            commands.append(command)
-        outcomes: list[Outcome] = []
-        for command in commands:
-            if not execute:
-                outcomes.append((command, "not executed"))
-                continue
-            try:
-                outcomes.append((command, await self.execute(command)))
-            except CommandError as exc:
-                log.warning("%s from %s refused: %s", command, source, exc)
-                outcomes.append((command, exc))
+            outcomes.append(await self._outcome(source, command, execute))
         return outcomes
+
+    async def _outcome(self, source: str, command: Command, execute: bool) -> Outcome:
+        if not execute:
+            return (command, "not executed")
+        try:
+            return (command, await self.execute(command))
+        except CommandError as exc:
+            log.warning("%s from %s refused: %s", command, source, exc)
+            return (command, exc)
 
     # --- execution ----------------------------------------------------------------------------
 
@@ -193,7 +309,7 @@ class CommandRunner:
         kind, node = command.kind, command.node
         if kind == "unknown":
             raise CommandError(command.reason or "no such command", 400)
-        if kind in ("connect", "monitor", "disconnect"):
+        if kind in ("connect", "monitor", "local_monitor", "disconnect"):
             assert node is not None
             # The node operated on, whatever comes of it (app_rpt lastlinknode).
             self.last.node = node
@@ -206,21 +322,66 @@ class CommandRunner:
                         409,
                     )
             await ctl.link(kind, node, permanent=command.permanent)
-            done = {"connect": "linking", "monitor": "monitoring", "disconnect": "disconnected"}
+            done = {
+                "connect": "linking",
+                "monitor": "monitoring",
+                "local_monitor": "monitoring locally",
+                "disconnect": "disconnected",
+            }
             result = f"{done[kind]} node {node}"
         elif kind == "disconnect_all":
             # app_rpt's ilink 6: permanent links go too.
             dropped = list(ctl.links.links)
             await ctl.link("disconnect_all", "")
             result = f"disconnected {', '.join(dropped)}" if dropped else "no links"
-        elif kind == "status":
-            entries = [str(e) for e in ctl.links.network_entries()]
+        elif kind == "restore":
+            result = await self._restore()
+        elif kind in ("status", "full_status"):
+            # app_rpt's ilink 5 says our own links, ilink 15 the whole network behind them.
+            if kind == "status":
+                entries = ctl.links.list_entries()
+            else:
+                entries = [str(e) for e in ctl.links.network_entries()]
             result = f"links: {', '.join(entries)}" if entries else "no links"
             ctl.announce_status(entries)
+        elif kind == "last_keyed":
+            last = ctl.links.last_keyed_node
+            result = f"last keyed by node {last}" if last is not None else "no node has keyed"
+            ctl.announce_last_keyed(last)
+        elif kind == "remote":
+            raise CommandError(
+                "remote command mode needs a DTMF source (*4 typed on a call, "
+                "the radio, or in an AMI rpt fun string)",
+                400,
+            )
         else:
             raise CommandError(f"unknown command kind {kind!r}", 400)
         self._count(command)
         return result
+
+    async def _restore(self) -> str:
+        """`*74` (app_rpt's ilink 16): redial the links the last disconnect-all dropped, each
+        in its mode and permanence; the list is kept, as app_rpt keeps it."""
+        ctl = self._controller
+        saved = ctl.links.saved
+        if not saved:
+            return "nothing to restore"
+        done: list[str] = []
+        refused: list[str] = []
+        for link in saved:
+            action = {
+                LinkMode.TRANSCEIVE: "connect",
+                LinkMode.MONITOR: "monitor",
+                LinkMode.LOCAL_MONITOR: "local_monitor",
+            }[link.mode]
+            try:
+                await ctl.link(action, link.node, permanent=link.permanent)
+            except CommandError as exc:
+                refused.append(f"{link.node} ({exc})")
+            else:
+                done.append(link.node)
+        result = f"restoring {', '.join(done)}" if done else "restored none"
+        return f"{result}; refused {', '.join(refused)}" if refused else result
 
     def _count(self, command: Command) -> None:
         self.executed_total += 1
@@ -235,6 +396,8 @@ class CommandRunner:
         ctl = self._controller
         if kind == "disconnect":
             return frozenset(ctl.links.links)
+        if kind == "remote":
+            return ctl.links.tree()
         known = {node for node, cfg in ctl.config.links.items() if cfg.addr is not None}
         return known | self._nodes_in_file()
 
@@ -256,9 +419,11 @@ class CommandRunner:
         return self._file_nodes[1]
 
     def close(self) -> None:
-        for handle in self._timers.values():
+        for handle in (*self._timers.values(), *self._remote_timers.values()):
             handle.cancel()
         self._timers.clear()
+        self._remote_timers.clear()
+        self._remote.clear()
         self._mappers.clear()
         for task in self._tasks:
             task.cancel()

@@ -95,7 +95,7 @@ IdMode = Literal["cw", "tts", "off"]
 Destination = Literal["to_air", "to_monitor"]
 LinkShape = Literal["standard", "wt-guest"]
 RegisterMethod = Literal["iax2", "http"]
-LinkModeName = Literal["transceive", "monitor"]
+LinkModeName = Literal["transceive", "monitor", "local_monitor"]
 LinkNetworkName = Literal["allstar", "dstar"]
 PttBackend = Literal["none", "cm108", "serial", "gpio"]
 CarrierBackend = Literal["none", "cm108", "serial", "gpio", "vox"]
@@ -122,7 +122,7 @@ ASL_STATPOST_URL = "http://stats.allstarlink.org/uhandler"
 PORTAL_URL = "https://www.allstarlink.org"
 #: ASL3's node-lookup domain (app_rpt dns_node_domain).
 ASL_DNS_DOMAIN = "nodes.allstarlink.org"
-LINK_MODES: tuple[str, ...] = ("transceive", "monitor")
+LINK_MODES: tuple[str, ...] = ("transceive", "monitor", "local_monitor")
 LINK_NETWORKS: tuple[str, ...] = ("allstar", "dstar")
 PTT_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio")
 CARRIER_BACKENDS: tuple[str, ...] = ("none", "cm108", "serial", "gpio", "vox")

@@ -24,6 +24,7 @@ from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import KeyStats, StatReport, link_list
 from node.announce.announcer import Announcer
+from node.announce.phrases import last_keyed_phrase
 from node.command_runner import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError, NodeLookupError
@@ -78,7 +79,11 @@ WT_EXTENSION = "s"
 #: The player's kind for the radio's courtesy tone (no `announcement_*` events).
 COURTESY = "courtesy"
 
-LINK_ACTIONS = {"connect": ln.LinkMode.TRANSCEIVE, "monitor": ln.LinkMode.MONITOR}
+LINK_ACTIONS = {
+    "connect": ln.LinkMode.TRANSCEIVE,
+    "monitor": ln.LinkMode.MONITOR,
+    "local_monitor": ln.LinkMode.LOCAL_MONITOR,
+}
 
 CODEC_NAMES = {
     Format.ULAW: "ulaw",
@@ -512,9 +517,19 @@ class Controller:
             self.announcer.event(name, peer=peer, node=node)
 
     def announce_status(self, entries: list[str]) -> None:
-        """`*70`: announce the link list (with `[announce] enabled`)."""
+        """`*70` / `*73`: announce the link list (with `[announce] enabled`)."""
         if self.announcer is not None:
             self.announcer.status(entries)
+
+    def announce_last_keyed(self, node: str | None) -> None:
+        """AMI ilink 7: announce the last node that keyed us up (with `[announce] enabled`)."""
+        if self.announcer is not None:
+            self.announcer.command(last_keyed_phrase(node))
+
+    def send_remote_digit(self, node: str, digit: str) -> None:
+        """Remote command mode: one digit to `node` as a `D` text (CommandError when `node` is
+        no longer in the network)."""
+        self._apply_links(self.links.send_remote_digit(node, digit))
 
     def _playback_event(self, event: tuple[Any, ...]) -> None:
         """An announcement started or ended in the engine: `announcement_*` events."""
@@ -657,7 +672,7 @@ class Controller:
             if isinstance(event, c.CallRinging) and (link is None or not link.guest):
                 return
             if call is not None and call.format is not None and link is not None:
-                mode = "transceive" if link.mode is ln.LinkMode.TRANSCEIVE else "receive_only"
+                mode = link.mode.leg
                 self.bridge.add_leg(
                     call.callno,
                     call.peer_callno,
@@ -866,7 +881,7 @@ class Controller:
         if action not in (*LINK_ACTIONS, "disconnect", "disconnect_all"):
             raise CommandError(
                 f"unknown link action {action!r} "
-                "(accepted: connect, monitor, disconnect, disconnect_all)",
+                "(accepted: connect, monitor, local_monitor, disconnect, disconnect_all)",
                 400,
             )
         if action == "disconnect_all":

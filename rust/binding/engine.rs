@@ -45,8 +45,9 @@ fn mode_from_str(mode: &str) -> PyResult<LegMode> {
         "transceive" => Ok(LegMode::Transceive),
         "receive_only" => Ok(LegMode::ReceiveOnly),
         "transmit_only" => Ok(LegMode::TransmitOnly),
+        "local_only" => Ok(LegMode::LocalOnly),
         _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "leg mode {mode:?} (accepted: transceive, receive_only, transmit_only)"
+            "leg mode {mode:?} (accepted: transceive, receive_only, transmit_only, local_only)"
         ))),
     }
 }

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -62,6 +63,17 @@ def guest_node(
 
 def link_2000(node: NodeProcess) -> dict | None:
     return next((li for li in node.get("/status").json()["links"] if li["node"] == "2000"), None)
+
+
+def link_command(node: NodeProcess, action: str) -> None:
+    """`POST /link` for node 2000."""
+    r = node.post("/link", json={"action": action, "node": "2000"})
+    assert r.status_code == 200, r.text
+
+
+def dropped(events: EventWatcher) -> dict[str, Any]:
+    """The first `link disconnected` event."""
+    return events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "disconnected")
 
 
 # --- the token source ---------------------------------------------------------------------------
@@ -121,8 +133,7 @@ def test_wt_guest_link_is_up_from_the_ring_and_keyed_by_voice(tmp_path: Path) ->
         guest_node(tmp_path, host, srv.url) as node,
     ):
         events = EventWatcher(node)
-        r = node.post("/link", json={"action": "connect", "node": "2000"})
-        assert r.status_code == 200, r.text
+        link_command(node, "connect")
         # Up while the host still rings (before its ANSWER, 1 s after the ring).
         up = wait_until("the guest link up", lambda: (link_2000(node) or {}).get("state") == "up")
         assert (
@@ -139,10 +150,10 @@ def test_wt_guest_link_is_up_from_the_ring_and_keyed_by_voice(tmp_path: Path) ->
         wait_until("unkeyed", lambda: not link_2000(node)["keyed"])
         # We talk: voice only while keyed, then UNKEY.
         assert node.post("/key", json={}).status_code == 200
-        wait_until("the host hears us", lambda: host.minis_in > 20)
+        wait_until("the host hears us", lambda: host.minis > 20)
         assert node.post("/unkey", json={}).status_code == 200
-        assert node.post("/link", json={"action": "disconnect", "node": "2000"}).status_code == 200
-        gone = events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "disconnected")
+        link_command(node, "disconnect")
+        gone = dropped(events)
         assert gone["reason"] == "disconnected by operator"
     log = node_log(node)
     assert PASSWORD not in log and TOKEN not in log
@@ -155,8 +166,8 @@ def test_a_refused_token_is_reported_not_retried(tmp_path: Path) -> None:
         guest_node(tmp_path, host, srv.url) as node,
     ):
         events = EventWatcher(node)
-        assert node.post("/link", json={"action": "connect", "node": "2000"}).status_code == 200
-        gone = events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "disconnected")
+        link_command(node, "connect")
+        gone = dropped(events)
         assert "did not accept the web-transceiver token" in gone["reason"]
         time.sleep(6)  # past the first retry time
         assert link_2000(node) is None and len(host.incoming) == 1
@@ -169,11 +180,11 @@ def test_a_portal_refusal_is_reported(tmp_path: Path) -> None:
         guest_node(tmp_path, host, srv.url) as node,
     ):
         events = EventWatcher(node)
-        assert node.post("/link", json={"action": "connect", "node": "2000"}).status_code == 200
-        gone = events.wait_for(lambda e: e["event"] == "link" and e["kind"] == "disconnected")
+        link_command(node, "connect")
+        gone = dropped(events)
         assert gone["reason"].startswith(
             "cannot reach node 2000: the portal refused the account N0CALL"
         )
         assert PASSWORD not in json.dumps(events.events) and not host.incoming
-        assert node.post("/link", json={"action": "disconnect", "node": "2000"}).status_code == 200
+        link_command(node, "disconnect")
     assert PASSWORD not in node_log(node)

@@ -329,11 +329,15 @@ def test_rpt_cmd_answers_as_app_rpt() -> None:
         assert await server.command("rpt cmd 2000 frob 3") == (True, "Unknown action name frob.\n")
         ok, text = await server.command("rpt cmd 2000 ilink")
         assert not ok and text.startswith("Usage: rpt cmd <nodename>")
-        assert await server.command("rpt cmd 2000 ilink 8 2002") == (
+        assert await server.command("rpt cmd 2000 ilink 9 2002") == (
             False,
-            "ilink 8 (local monitor) is not supported by this node\n"
-            "Command 'rpt cmd 2000 ilink 8 2002' failed.\n",
+            "ilink 9 is not supported by this node\nCommand 'rpt cmd 2000 ilink 9 2002' failed.\n",
         )
+        ok, text = await server.command("rpt cmd 2000 ilink 4 2002")
+        assert not ok and text.startswith("ilink 4: use rpt fun with *4<node>")
+        # ilink 16 with nothing dropped, 7 with nobody keyed, 15 with no links: all succeed.
+        for number in (16, 7, 15):
+            assert await server.command(f"rpt cmd 2000 ilink {number}") == (True, "")
         assert await server.command("rpt cmd 2000 ilink 3 0") == (
             False,
             "no last node yet (0 means the last node operated on)\n"
@@ -344,6 +348,9 @@ def test_rpt_cmd_answers_as_app_rpt() -> None:
         # 2002 is now the last node operated on.
         ok, text = await server.command("rpt cmd 2000 ilink 3 0")
         assert not ok and text.startswith("node 2002 not found")
+        # ilink 8 (local monitor) is a link command like 2 and 3.
+        ok, text = await server.command("rpt cmd 2000 ilink 8 2003")
+        assert not ok and text.startswith("node 2003 not found")
         # An unknown node for a report command: nothing, and success (app_rpt's res2cli).
         assert await server.command("rpt stats 1999") == (True, "")
         assert await server.command("rpt fun 1999 *32001") == (True, "")

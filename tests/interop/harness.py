@@ -102,16 +102,17 @@ def node_pair(
     a_sections: str = "",
     a_listener: str = "",
     a_env: dict[str, str] | None = None,
+    b_sections: str = "",
     codec_policy: str = "prefer_slin16",
 ) -> Iterator[tuple[NodeProcess, NodeProcess]]:
     """Node B (`NODE_B`), then node A (`NODE_A`) with `[links.<NODE_B>]` at B's address; both
     registered with `registrar` (which must know `NODE_SECRETS`), both knowing the link secret,
-    DNS off. `a_sections` adds sections to A (not `[links]`). Yields (a, b)."""
+    DNS off. `a_sections` / `b_sections` add sections to A / B (not `[links]`). Yields (a, b)."""
     with running_node(
         workdir,
         "b",
         codec_policy=codec_policy,
-        sections=register_section(registrar, NODE_B) + "[links]\ndns = false\n",
+        sections=register_section(registrar, NODE_B) + b_sections + "[links]\ndns = false\n",
         env={
             "NET_NODE": NODE_B,
             "NET_SECRET": NODE_SECRETS[NODE_B],

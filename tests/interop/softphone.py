@@ -7,18 +7,14 @@ lower ones). Everything it hears is decoded and kept per call by timestamp, so d
 reordering on the way in do not change the recording.
 
 The protocol is the product's own `Endpoint`/`Call` (that is what makes it a softphone rather
-than a frame generator); only the socket, the 20 ms talk clock and the recording live here. One
-daemon thread owns the socket; the test thread calls the public methods, which take the same
-lock.
+than a frame generator); only the 20 ms talk clock and the recording live here, on the socket
+and thread of `tests.iax2.peer.LoopbackPeer`. The test thread calls the public methods, which
+take the socket thread's lock.
 """
 
 from __future__ import annotations
 
 import math
-import secrets
-import select
-import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,12 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from node._core import (
-    FrameError,
-    FullFrame,
     MiniFrame,
     alaw_decode,
     alaw_encode,
-    parse,
     slin16_from_wire,
     slin16_to_wire,
     slin_from_wire,
@@ -48,13 +41,10 @@ from node.iax2.call import (
     VoiceFullReceived,
 )
 from node.iax2.constants import Format
-from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
+from node.iax2.endpoint import InboundPolicy
+from tests.iax2.peer import FRAME_MS, Address, LoopbackPeer
 
 __all__ = ["FRAME_MS", "Softphone", "band_levels_db", "rate_of"]
-
-FRAME_MS = 20
-
-Address = tuple[str, int]
 
 
 def rate_of(fmt: int) -> int:
@@ -168,8 +158,10 @@ class Recording:
         return np.frombuffer(b"".join(chunks), dtype=np.int16)
 
 
-class Softphone:
+class Softphone(LoopbackPeer):
     """One softphone on 127.0.0.1 (or `bind`), a free port; use it as a context manager."""
+
+    idle_s = 0.05
 
     def __init__(
         self,
@@ -183,50 +175,23 @@ class Softphone:
         name: str = "softphone",
         bind: str = "127.0.0.1",
     ) -> None:
-        self.name = name
         self.tone_hz = tone_hz
         self.amplitude = amplitude
         self.key = key
-        table = dict(peer_secrets or {})
-        self.endpoint = Endpoint(
+        super().__init__(
             InboundPolicy(auth=auth, answer="auto", calltoken="auto"),
             codec_policy,
-            token_key=secrets.token_bytes(32),
-            randbelow=secrets.randbelow,
-            peer_secret=table.get,
+            peer_secrets=peer_secrets,
+            name=name,
+            bind=bind,
         )
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((bind, 0))
-        self.addr: Address = self.sock.getsockname()[:2]
         self.events: list[object] = []
         self.recordings: dict[int, Recording] = {}
         self.sent_full_voice = 0
         self.sent_mini = 0
         #: When the last frame of a `send_pcm` recording went out (`time.monotonic()`), per call.
         self.finished_sending: dict[int, float] = {}
-        self.errors: list[str] = []
         self._talkers: dict[int, _Talker] = {}
-        self._cond = threading.Condition(threading.RLock())
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"softphone-{name}", daemon=True)
-
-    # --- lifecycle ----------------------------------------------------------------------------
-
-    def start(self) -> Softphone:
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self.sock.close()
-
-    def __enter__(self) -> Softphone:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- commands (test thread) ---------------------------------------------------------------
 
@@ -247,19 +212,19 @@ class Softphone:
             username=username,
             secret=secret,
         )
-        with self._cond:
+        with self._lock:
             callno, out = self.endpoint.dial(time.monotonic(), addr, params)
             self._apply(out)
         return callno
 
     def hangup(self, callno: int) -> None:
-        with self._cond:
+        with self._lock:
             self._apply(self.endpoint.hangup(callno, time.monotonic()))
 
     def send_dtmf(self, callno: int, digits: str) -> None:
         """Type `digits` on the call: one DTMF_BEGIN + DTMF frame pair per digit, as Asterisk
         and the web-transceiver apps send them."""
-        with self._cond:
+        with self._lock:
             for digit in digits:
                 self._apply(self.endpoint.send_dtmf(callno, time.monotonic(), digit))
 
@@ -267,7 +232,7 @@ class Softphone:
         """Talk `pcm` (int16 at the call's codec rate) on an answered call, 20 ms per frame in
         real time (the last frame padded with silence), then fall silent. Replaces whatever the
         call was sending."""
-        with self._cond:
+        with self._lock:
             call = self.endpoint.call(callno)
             if call is None or call.format is None:
                 raise ValueError(f"call {callno} is not answered")
@@ -279,13 +244,13 @@ class Softphone:
 
     def sending(self, callno: int) -> bool:
         """Whether the call is still sending a PCM recording given to `send_pcm`."""
-        with self._cond:
+        with self._lock:
             talker = self._talkers.get(callno)
             return talker is not None and talker.pcm is not None
 
     def stop_talking(self, callno: int) -> None:
         """End the tone on the call (and unkey it when the phone keys)."""
-        with self._cond:
+        with self._lock:
             self._talkers.pop(callno, None)
             if self.key and callno in self.endpoint.calls:
                 self._apply(self.endpoint.unkey(callno, time.monotonic()))
@@ -293,16 +258,16 @@ class Softphone:
     def wait_for(self, predicate: Callable[[Softphone], bool], timeout: float = 15.0) -> bool:
         """Wait until `predicate(self)` holds (checked after every datagram); False on timeout."""
         deadline = time.monotonic() + timeout
-        with self._cond:
+        with self._lock:
             while not predicate(self):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(min(left, 0.1))
+                self._lock.wait(min(left, 0.1))
         return True
 
     def events_of(self, kind: type, callno: int | None = None) -> list:
-        with self._cond:
+        with self._lock:
             return [
                 e
                 for e in self.events
@@ -320,32 +285,27 @@ class Softphone:
         )
 
     def recording(self, callno: int) -> Recording:
-        with self._cond:
+        with self._lock:
             return self.recordings.setdefault(callno, Recording())
 
     def heard_ms(self, callno: int) -> int:
-        with self._cond:
+        with self._lock:
             rec = self.recordings.get(callno)
             return FRAME_MS * len(rec.frames) if rec else 0
 
     # --- the socket thread --------------------------------------------------------------------
 
-    def _apply(self, out: EndpointOutput) -> None:
-        for addr, frame in out.frames:
-            self.sock.sendto(frame.to_bytes(), addr)
-        now = time.monotonic()
-        for event in out.events:
-            self.events.append(event)
-            callno = getattr(event, "callno", None)
-            if isinstance(event, CallAnswered) and callno is not None:
-                self._answered(callno, now)
-            elif isinstance(event, VoiceFullReceived):
-                rec = self.recordings.setdefault(event.callno, Recording())
-                rec.full_voice += 1
-                self._record(rec, event.format, event.ts, event.payload)
-            elif isinstance(event, CallHungUp | CallRejected | CallLost):
-                self._talkers.pop(event.callno, None)
-        self._cond.notify_all()
+    def _on_event(self, event: object, now: float) -> None:
+        self.events.append(event)
+        callno = getattr(event, "callno", None)
+        if isinstance(event, CallAnswered) and callno is not None:
+            self._answered(callno, now)
+        elif isinstance(event, VoiceFullReceived):
+            rec = self.recordings.setdefault(event.callno, Recording())
+            rec.full_voice += 1
+            self._record(rec, event.format, event.ts, event.payload)
+        elif isinstance(event, CallHungUp | CallRejected | CallLost):
+            self._talkers.pop(event.callno, None)
 
     def _answered(self, callno: int, now: float) -> None:
         call = self.endpoint.call(callno)
@@ -379,7 +339,11 @@ class Softphone:
                 return
         self.errors.append(f"mini frame from {addr} for unknown call {mini.scall}")
 
-    def _talk(self, now: float) -> None:
+    def _wake_times(self) -> list[float]:
+        return [t.next_at for t in self._talkers.values()]
+
+    def _tick(self, now: float) -> None:
+        """Send what each talking call has due."""
         for callno, talker in list(self._talkers.items()):
             call = self.endpoint.call(callno)
             if call is None or call.format is None:
@@ -408,47 +372,8 @@ class Softphone:
                     talker.last_full_hi = hi
                     self.sent_full_voice += 1
                 else:
-                    mini = MiniFrame(callno, talker.ts & 0xFFFF, payload)
-                    self.sock.sendto(mini.to_bytes(), call.peer_addr)
+                    self._send_mini(call, talker.ts, payload)
                     self.sent_mini += 1
                 talker.sample += n
                 talker.ts += FRAME_MS
                 talker.next_at += FRAME_MS / 1000
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with self._cond:
-                wake = [d for d in (self.endpoint.next_deadline(),) if d is not None]
-                wake += [t.next_at for t in self._talkers.values()]
-            now = time.monotonic()
-            timeout = min(0.05, max(0.0, min(wake) - now)) if wake else 0.05
-            try:
-                ready, _, _ = select.select([self.sock], [], [], timeout)
-            except (OSError, ValueError):
-                return
-            with self._cond:
-                if ready:
-                    try:
-                        data, addr = self.sock.recvfrom(4096)
-                    except OSError:
-                        return
-                    self._datagram(data, addr[:2])
-                now = time.monotonic()
-                deadline = self.endpoint.next_deadline()
-                if deadline is not None and deadline <= now:
-                    self._apply(self.endpoint.timer(now))
-                self._talk(now)
-                self._cond.notify_all()
-
-    def _datagram(self, data: bytes, addr: Address) -> None:
-        try:
-            frame = parse(data)
-        except FrameError as exc:
-            self.errors.append(f"unparsable datagram from {addr}: {exc}")
-            return
-        if isinstance(frame, FullFrame):
-            self._apply(self.endpoint.receive(addr, frame, time.monotonic()))
-        elif isinstance(frame, MiniFrame):
-            self._on_mini(addr, frame)
-        else:
-            self.errors.append(f"unexpected {type(frame).__name__} from {addr}")

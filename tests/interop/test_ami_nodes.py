@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.control.ami_clients import Allmon3, Supermon
 from tests.interop.harness import (
+    NODE_A,
+    NODE_B,
+    NODE_SECRETS,
     EventWatcher,
     node_log,
     register_section,
@@ -27,16 +27,9 @@ from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
 from tests.node_process import NodeProcess, free_port
 
-NODE_A, NODE_B, PHONE_Q = "2001", "2002", "3002"
-REG = {NODE_A: "reg-pass-a", NODE_B: "reg-pass-b"}
+PHONE_Q = "3002"
 AMI_PASS = "ami-pass-0b9d-canary"
 LINK_SECRET = "link-secret-ab"
-
-
-@pytest.fixture
-def registrar() -> Iterator[Registrar]:
-    with Registrar(REG) as reg:
-        yield reg
 
 
 def sections(registrar: Registrar, node: str, ami_port: int, extra: str = "") -> str:
@@ -49,7 +42,7 @@ def sections(registrar: Registrar, node: str, ami_port: int, extra: str = "") ->
 def env(node: str, other: str) -> dict[str, str]:
     return {
         "NET_NODE": node,
-        "NET_SECRET": REG[node],
+        "NET_SECRET": NODE_SECRETS[node],
         f"NET_PEER_{other}": LINK_SECRET,
         "NET_AMI_SECRET": AMI_PASS,
     }

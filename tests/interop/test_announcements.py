@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from node._core import cw_pcm
 from node.announce.announcer import CW_DBFS, ID_CW_DBFS, SPEECH_PEAK_DBFS
@@ -25,7 +23,6 @@ from tests.audio import espeak
 from tests.conftest import require_tool
 from tests.interop.harness import (
     NODE_B,
-    NODE_SECRETS,
     EventWatcher,
     node_log,
     node_pair,
@@ -127,12 +124,6 @@ def test_the_polite_cw_id_is_heard_at_its_speed_tone_and_level(tmp_path: Path) -
     assert second_at - first_at > 3.0
     assert stats["played"] == 2 and stats["id_owed"] is False and stats["tts_failures"] == 0
     assert "Traceback" not in node_log(a)
-
-
-@pytest.fixture
-def registrar() -> Iterator[Registrar]:
-    with Registrar(NODE_SECRETS) as reg:
-        yield reg
 
 
 def espeak_level(text: str) -> tuple[float, float]:

@@ -7,16 +7,12 @@ digit that completes a sequence carries its command.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.interop.harness import (
     LINK_SECRET,
     NODE_A,
     NODE_B,
-    NODE_SECRETS,
     EventWatcher,
     link_state,
     node_log,
@@ -28,12 +24,6 @@ from tests.interop.softphone import Softphone
 
 PHONE_P = "3001"
 PHONE_SECRET = "phone-pass-p"
-
-
-@pytest.fixture
-def registrar() -> Iterator[Registrar]:
-    with Registrar(NODE_SECRETS) as reg:
-        yield reg
 
 
 def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Registrar) -> None:
@@ -94,3 +84,66 @@ def test_a_softphone_links_and_unlinks_by_dtmf(tmp_path: Path, registrar: Regist
     assert f"DTMF *3{NODE_B} connect {NODE_B} from call {call}: linking node {NODE_B}" in log
     assert "DTMF *9 unknown" in log and "Traceback" not in log
     assert LINK_SECRET not in log and PHONE_SECRET not in log
+
+
+DTMF_ON = "[dtmf]\nenabled = true\ninter_digit_timeout_ms = 3000\n\n"
+
+
+def test_disconnect_all_restore_and_remote_command_mode(
+    tmp_path: Path, registrar: Registrar
+) -> None:
+    """`*76` drops the link, `*74` brings it back; `*4<B>` sends the following digits to B as
+    `D` texts, where B runs them: `*1<A>` typed on A's phone makes B drop its link to A."""
+    with (
+        node_pair(
+            tmp_path,
+            registrar,
+            codec_policy="ulaw_only",
+            a_sections=DTMF_ON,
+            b_sections=DTMF_ON,
+            a_env={f"NET_PEER_{PHONE_P}": PHONE_SECRET},
+        ) as (a, b),
+        Softphone(codec_policy="ulaw_only", name="P") as p,
+    ):
+        events_a, events_b = EventWatcher(a), EventWatcher(b)
+        cp = p.dial(a.udp_addr, "1", username=PHONE_P, secret=PHONE_SECRET)
+        assert p.wait_for(lambda s: s.answered(cp))
+        p.send_dtmf(cp, f"*3{NODE_B}")
+        wait_until("the link up on B", lambda: link_state(b, NODE_A) == "up")
+
+        since = len(events_a.events)
+        p.send_dtmf(cp, "*76")
+        events_a.wait_for(
+            lambda e: e["event"] == "link" and e["kind"] == "disconnected", since=since
+        )
+        wait_until("the link gone from B", lambda: link_state(b, NODE_A) is None)
+        p.send_dtmf(cp, "*74")
+        wait_until("the link back on A", lambda: link_state(a, NODE_B) == "up")
+        wait_until("the link back on B", lambda: link_state(b, NODE_A) == "up")
+
+        since_a, since_b = len(events_a.events), len(events_b.events)
+        p.send_dtmf(cp, f"*4{NODE_B}*1{NODE_A}#")
+        ran = events_b.wait_for(
+            lambda e: e["event"] == "dtmf" and e.get("command", "").startswith("*1"),
+            since=since_b,
+        )
+        assert ran["command"] == f"*1{NODE_A} disconnect {NODE_A}"
+        wait_until("B dropped the link", lambda: link_state(b, NODE_A) is None)
+        wait_until("A sees it gone", lambda: link_state(a, NODE_B) is None)
+        ended = events_a.wait_for(
+            lambda e: e["event"] == "dtmf" and e["digit"] == "#" and e.get("command"),
+            since=since_a,
+        )
+        assert ended["command"] == f"# end remote command mode {NODE_B}"
+        on_a = [e for e in events_a.named("dtmf")[-12:] if e.get("command")]
+        assert [e["command"] for e in on_a][-2:] == [
+            f"*4{NODE_B} remote command mode {NODE_B}",
+            f"# end remote command mode {NODE_B}",
+        ]
+        # B heard exactly the digits between `*4<B>` and `#`, from the link.
+        remote = [e["digit"] for e in events_b.named("dtmf") if e["digit"]]
+        assert remote[-6:] == list(f"*1{NODE_A}")
+
+    log_a, log_b = node_log(a), node_log(b)
+    assert "DTMF *74 restore links from call" in log_a
+    assert "Traceback" not in log_a and "Traceback" not in log_b

@@ -12,7 +12,6 @@ speech (espeak-ng), digits in 20 dB noise, twisted digits and 40 ms digits over 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,6 @@ from tests.interop.harness import (
     LINK_SECRET,
     NODE_A,
     NODE_B,
-    NODE_SECRETS,
     EventWatcher,
     link_state,
     node_log,
@@ -35,12 +33,6 @@ from tests.interop.harness import (
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone, rate_of
 from tests.node_process import NodeProcess
-
-
-@pytest.fixture
-def registrar() -> Iterator[Registrar]:
-    with Registrar(NODE_SECRETS) as reg:
-        yield reg
 
 
 def call_id(node: NodeProcess, addr: tuple[str, int]) -> int:

@@ -17,28 +17,20 @@ keep-alive, with link texts spelled out, against what our node sent to that peer
 from __future__ import annotations
 
 import itertools
-import math
-import secrets
-import select
-import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from node._core import FullFrame, MiniFrame, parse, ulaw_encode
+from node._core import FullFrame, MiniFrame, parse
 from node.errors import LocalProtocolError
 from node.iax2.call import CallState, DialParams
 from node.iax2.constants import IE, ControlSubclass, FrameType, IaxSubclass
-from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
+from node.iax2.endpoint import InboundPolicy
+from tests.iax2.peer import Address, LoopbackPeer
 from tests.pcap import udp_datagrams
 
 __all__ = ["GAP", "Operator", "Script", "ScriptedNode", "load_script", "significant"]
-
-Address = tuple[str, int]
 
 #: Longest idle stretch kept as it was in the capture (seconds).
 GAP = 1.5
@@ -245,13 +237,7 @@ def _s(frame: FullFrame, ie: int) -> str:
 # --- a scripted node ----------------------------------------------------------------------------
 
 
-def _tone(n: int, frame: int) -> bytes:
-    t = (frame * 160 + np.arange(160)) / 8000
-    pcm = (6000 * np.sin(2 * math.pi * 1000 * t)).astype(np.int16)
-    return ulaw_encode(pcm.tobytes())
-
-
-class ScriptedNode:
+class ScriptedNode(LoopbackPeer):
     """One other node of the capture: an IAX2 endpoint on 127.0.0.1 that runs its steps."""
 
     def __init__(
@@ -263,37 +249,17 @@ class ScriptedNode:
     ) -> None:
         """`auth` = (username, secret): challenge callers presenting that user with MD5, and
         answer a challenge with the secret when dialling as that user."""
-        self.name = name
         self.auth = auth
-        table = {auth[0]: auth[1]} if auth else {}
-        self.endpoint = Endpoint(
+        super().__init__(
             InboundPolicy(auth="required" if auth else "off", answer="auto", calltoken="auto"),
             codec_policy,
-            token_key=secrets.token_bytes(32),
-            randbelow=secrets.randbelow,
-            peer_secret=table.get,
+            peer_secrets={auth[0]: auth[1]} if auth else None,
+            name=name,
         )
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.addr: Address = self.sock.getsockname()[:2]
-        #: What the node under test sent us: significant full frames in order, and minis.
+        #: What the node under test sent us: significant full frames in order (and, counted by
+        #: the base, its mini frames).
         self.received: list[str] = []
-        self.minis = 0
-        self.errors: list[str] = []
         self.callno: int | None = None
-        self._talk: tuple[int, float, int, int] | None = None  # (left, next_at, ts, n)
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"scripted-{name}", daemon=True)
-
-    def __enter__(self) -> ScriptedNode:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sock.close()
 
     # --- steps (test thread) ------------------------------------------------------------------
 
@@ -330,77 +296,24 @@ class ScriptedNode:
                 if step.kind == "text":
                     self._apply(self.endpoint.send_text(callno, now, step.text))
                 elif step.kind == "talk":
-                    call = self.endpoint.call(callno)
-                    assert call is not None
-                    ts = (call.timestamp(now) // 20 + 1) * 20
-                    self._apply(self.endpoint.send_voice_full(callno, now, 0x4, _tone(160, 0), ts))
-                    self._talk = (step.count - 1, now + 0.02, ts + 20, 1)
+                    self._start_spurt(callno, now, step.count)
                 elif step.kind == "unkey":
-                    self._talk = None
+                    self._stop_spurt()
                     self._apply(self.endpoint.unkey(callno, now))
                 elif step.kind == "key":
                     self._apply(self.endpoint.key(callno, now))
                 elif step.kind == "cng":
                     self._apply(self.endpoint.send_cng(callno, now))
                 elif step.kind == "hangup":
-                    self._talk = None
+                    self._stop_spurt()
                     self._apply(self.endpoint.hangup(callno, now, None, step.count))
             except LocalProtocolError as exc:
                 self.errors.append(f"{step.kind} at {step.t:.3f}: {exc}")
 
     # --- the socket thread --------------------------------------------------------------------
 
-    def _apply(self, out: EndpointOutput) -> None:
-        for addr, frame in out.frames:
-            self.sock.sendto(frame.to_bytes(), addr)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with self._lock:
-                wake = [d for d in (self.endpoint.next_deadline(),) if d is not None]
-                if self._talk is not None:
-                    wake.append(self._talk[1])
-            timeout = min(0.02, max(0.0, min(wake) - time.monotonic())) if wake else 0.02
-            try:
-                ready, _, _ = select.select([self.sock], [], [], timeout)
-            except (OSError, ValueError):
-                return
-            with self._lock:
-                if ready:
-                    try:
-                        data, addr = self.sock.recvfrom(4096)
-                    except OSError:
-                        return
-                    self._datagram(data, addr[:2])
-                now = time.monotonic()
-                deadline = self.endpoint.next_deadline()
-                if deadline is not None and deadline <= now:
-                    self._apply(self.endpoint.timer(now))
-                self._talk_step(now)
-
-    def _talk_step(self, now: float) -> None:
-        while self._talk is not None and self._talk[1] <= now:
-            left, next_at, ts, n = self._talk
-            call = self.endpoint.call(self.callno) if self.callno is not None else None
-            if left <= 0 or call is None:
-                self._talk = None
-                return
-            mini = MiniFrame(call.callno, ts & 0xFFFF, _tone(160, n))
-            self.sock.sendto(mini.to_bytes(), call.peer_addr)
-            self._talk = (left - 1, next_at + 0.02, ts + 20, n + 1)
-
-    def _datagram(self, data: bytes, addr: Address) -> None:
-        try:
-            frame = parse(data)
-        except ValueError as exc:
-            self.errors.append(f"unparsable datagram: {exc}")
-            return
-        if isinstance(frame, MiniFrame):
-            self.minis += 1
-            return
-        if not isinstance(frame, FullFrame):
-            return
+    def _on_full(self, addr: Address, frame: FullFrame, now: float) -> None:
         name = significant(frame)
         if name is not None:
             self.received.append(name)
-        self._apply(self.endpoint.receive(addr, frame, time.monotonic()))
+        super()._on_full(addr, frame, now)

@@ -44,7 +44,11 @@ def known(**by_kind: Collection[str]) -> CommandMapper:
         ("*12000#", "disconnect", "*12000 disconnect 2000"),
         ("*22000#", "monitor", "*22000 monitor 2000"),
         ("*32000#", "connect", "*32000 connect 2000"),
+        ("*42000#", "remote", "*42000 remote command mode 2000"),
         ("*70", "status", "*70 status"),
+        ("*73", "full_status", "*73 full status"),
+        ("*74", "restore", "*74 restore links"),
+        ("*752000#", "local_monitor", "*752000 local monitor 2000"),
         ("*76", "disconnect_all", "*76 disconnect all"),
     ],
 )
@@ -225,11 +229,15 @@ def test_any_digit_stream_yields_well_formed_commands(digits: list[str]) -> None
                 "disconnect",
                 "monitor",
                 "connect",
+                "remote",
                 "status",
+                "full_status",
+                "restore",
+                "local_monitor",
                 "disconnect_all",
                 "unknown",
             )
-            if command.kind in ("disconnect", "monitor", "connect"):
+            if command.kind in ("disconnect", "monitor", "connect", "remote", "local_monitor"):
                 assert command.node is not None and command.node.isdigit()
                 assert 1 <= len(command.node) <= MAX_NODE_DIGITS
             assert (command.reason is not None) == (command.kind == "unknown")

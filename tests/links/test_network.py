@@ -270,6 +270,30 @@ def test_rx_keying_edges_become_events() -> None:
     snap = n.snapshot(T0 + 10)[0]
     assert snap["keyed"] is False and snap["last_keyed_s"] == 1.0
     assert snap["connected_s"] == 10.0
+    assert n.last_keyed_node == "1998"
+    up_inbound(n, "1997", 20, T0 + 11)
+    n.rx_keyed(20, True, T0 + 12)
+    n.rx_keyed(20, False, T0 + 13)
+    # ilink 7: the last to key us up, whatever it did since.
+    assert n.last_keyed_node == "1997"
+
+
+def test_remote_digits_go_towards_their_node_as_d_texts() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    n.text(20, "L T2001,R2002", T0 + 1)
+    run_until(n, T0 + 1)
+    # Straight to an adjacent node, and to the link a node is behind; numbered in turn.
+    assert texts(n.send_remote_digit("1998", "*")) == [(10, "D 1998 1999 1 *")]
+    assert texts(n.send_remote_digit("2002", "3")) == [(20, "D 2002 1999 2 3")]
+    assert n.reachable("2001") and not n.reachable("3000")
+    with pytest.raises(CommandError) as exc:
+        n.send_remote_digit("3000", "1")
+    assert exc.value.status == 404
+    # A node whose link is still connecting has no route yet.
+    n.connect("2005", T, T0 + 2)
+    assert not n.reachable("2005")
 
 
 # --- disconnect, loss, retries ------------------------------------------------------------------
@@ -327,6 +351,14 @@ def test_disconnect_all_is_disconnect_complete_hangup_on_every_link() -> None:
         ]
     assert {e.node for e in out.events} == {"1998", "1997", "2005"}
     assert n.links == {}
+    # Remembered for `*74` / ilink 16, each in its mode; a later empty ilink 6 forgets them.
+    assert n.saved == (
+        ln.SavedLink("1998", T, False),
+        ln.SavedLink("1997", T, False),
+        ln.SavedLink("2005", R, False),
+    )
+    n.disconnect_all(T0 + 20)
+    assert n.saved == ()
 
 
 def test_peer_disconnect_without_hangup_is_ended_by_us() -> None:
@@ -475,3 +507,25 @@ def test_a_guest_answered_and_dropped_at_once_was_refused() -> None:
     n.answered(31, T0 + 11)
     n.call_ended(31, "hung up by peer", T0 + 30, refused=False)
     assert n.links["2000"].state is LinkState.RETRYING
+
+
+def test_a_local_monitor_link_is_heard_locally_and_listed_nowhere() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.connect("1997", LinkMode.LOCAL_MONITOR, T0)
+    n.dialled("1997", 11, ("127.0.0.1", 4573), T0)
+    out = n.call_up(11, "ulaw", T0)
+    n.text(11, "!NEWKEY1!", T0)
+    n.text(11, "L T2001", T0 + 0.1)
+    # It gets the handshake and our list, but no telemetry (it is not transceive) ...
+    assert [text for c, text in texts(out) if c == 11] == ["!NEWKEY1!", "L T1998"]
+    # ... and neither it nor what is behind it is in the lists we send or report.
+    assert n.list_entries() == ["T1998"]
+    assert [str(e) for e in n.network_entries()] == ["T1998"]
+    assert run_until(n, T0 + 1) == [SendText(10, "L "), SendText(11, "L T1998")]
+    assert n.snapshot(T0 + 1)[1]["mode"] == "local_monitor"
+    # Changing it to transceive is done in place, and it is listed again.
+    out = n.connect("1997", T, T0 + 2)
+    assert SetLeg(11, mode="transceive") in out.actions
+    assert n.list_entries() == ["T1998", "T1997"]
+    assert LinkMode.LOCAL_MONITOR.leg == "local_only"

@@ -32,6 +32,14 @@ def lag_ms(view: StatusPage, mark: str, sse: EventWatcher, event: dict[str, Any]
     return view.mark(mark) - sse.arrival(event) * 1000
 
 
+def assert_prompt(lags: dict[str, float]) -> None:
+    """Print the page's lag per change and hold each to `LAG_LIMIT_MS`."""
+    shown = {what: round(lag, 1) for what, lag in lags.items()}
+    print("page lag behind an SSE client (ms):", shown)
+    for what, lag in lags.items():
+        assert lag < LAG_LIMIT_MS, f"the page showed '{what}' {lag:.1f} ms late"
+
+
 def test_page_shows_a_live_call_and_registration_changes_at_once(
     browser: Any, tmp_path: Path
 ) -> None:
@@ -106,10 +114,7 @@ def test_page_shows_a_live_call_and_registration_changes_at_once(
                     re.compile(r"Call ended: hung up by peer")
                 )
                 expect(loc("#no-conns")).to_be_visible()
-                shown = {what: round(lag, 1) for what, lag in lags.items()}
-                print("page lag behind an SSE client (ms):", shown)
-                for what, lag in lags.items():
-                    assert lag < LAG_LIMIT_MS, f"the page showed '{what}' {lag:.1f} ms late"
+                assert_prompt(lags)
                 view.assert_read_only_and_local()
             finally:
                 view.close()
@@ -230,10 +235,7 @@ def test_page_shows_a_real_link_appearing_keying_and_leaving(browser: Any, tmp_p
             expect(loc('#events li[data-event="link"]').first).to_have_text(
                 re.compile(r"Link 1998 disconnected: disconnected by operator$")
             )
-            shown = {what: round(lag, 1) for what, lag in lags.items()}
-            print("page lag behind an SSE client (ms):", shown)
-            for what, lag in lags.items():
-                assert lag < LAG_LIMIT_MS, f"the page showed '{what}' {lag:.1f} ms late"
+            assert_prompt(lags)
             view.assert_read_only_and_local()
         finally:
             view.close()

@@ -77,6 +77,8 @@ def link_list(links: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     writes them for a status post: `C` while not up, else `R` for monitor, `T` otherwise."""
     out = []
     for link in links:
+        if link.get("mode") == "local_monitor":
+            continue  # app_rpt lists no local monitor link
         if link.get("state") != "up":
             letter = "C"
         elif link.get("mode") == "monitor":

@@ -135,8 +135,12 @@ class Announcer:
             self._announce("event", phrase, self._destination(cfg.destination, name))
 
     def status(self, entries: Iterable[str]) -> None:
-        """`*70`: say which nodes are linked."""
-        self._announce("command", status_phrase(entries), self._destination("to_air", "command"))
+        """`*70` / `*73`: say which nodes are linked."""
+        self.command(status_phrase(entries))
+
+    def command(self, phrase: Phrase) -> None:
+        """What a DTMF or AMI command reports aloud (kind `command`)."""
+        self._announce("command", phrase, self._destination("to_air", "command"))
 
     def stats(self) -> dict[str, object]:
         """For `GET /stats`: what played, what was dropped, TTS failures, the next ID."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 __all__ = [
     "Phrase",
     "event_phrase",
+    "last_keyed_phrase",
     "spell",
     "station_id",
     "status_phrase",
@@ -116,3 +117,10 @@ def status_phrase(entries: Iterable[str]) -> Phrase:
     if not spoken:
         return Phrase("no links", "NO LINKS")
     return Phrase("linked to " + ", ".join(spoken), "LINKS " + " ".join(keyed))
+
+
+def last_keyed_phrase(node: str | None) -> Phrase:
+    """app_rpt's ilink 7: the last node that keyed us up."""
+    if node is None:
+        return Phrase("no node has keyed", "NONE")
+    return Phrase(f"last keyed by {_node(node)}", f"LAST {node}")

@@ -96,9 +96,14 @@ _ILINK: dict[int, tuple[str, bool]] = {
     3: ("connect", False),
     5: ("status", False),
     6: ("disconnect_all", False),
+    7: ("last_keyed", False),
+    8: ("local_monitor", False),
     11: ("disconnect", True),
     12: ("monitor", True),
     13: ("connect", True),
+    15: ("full_status", False),
+    16: ("restore", False),
+    18: ("local_monitor", True),
 }
 _LEADING_INT = re.compile(r"\s*([+-]?\d+)")
 
@@ -564,13 +569,14 @@ class AmiServer:
             return Cli.FAILURE, f"rpt cmd {function} is not supported by this node\n"
         number = _myatoi(args[4])
         target = args[5] if len(args) > 5 else ""
-        if number in (8, 18):
-            return Cli.FAILURE, f"ilink {number} (local monitor) is not supported by this node\n"
+        if number == 4:
+            # Command mode belongs to a digit source; a whole `rpt fun` string is one.
+            return Cli.FAILURE, "ilink 4: use rpt fun with *4<node> and the digits to send\n"
         if number not in _ILINK:
             return Cli.FAILURE, f"ilink {args[4]} is not supported by this node\n"
         kind, permanent = _ILINK[number]
         node = None
-        if kind in ("connect", "monitor", "disconnect"):
+        if kind in ("connect", "monitor", "local_monitor", "disconnect"):
             if not target.isdigit():
                 return Cli.FAILURE, f"ilink {number} needs a node number\n"
             node = target

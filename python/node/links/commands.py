@@ -9,7 +9,10 @@ time-out. research/allstar.md §3 has app_rpt's rules.
 The table (README "DTMF commands"):
 
     *1<node>  disconnect      *2<node>  monitor      *3<node>  connect (transceive)
-    *70       status          *76       disconnect all links
+    *4<node>  remote command mode: later digits go to <node> as `D` texts until `#`
+    *70       status (our links)        *73  full status (the whole network)
+    *74       restore the links *76 dropped             *76  disconnect all links
+    *75<node> local monitor: the local radio alone hears <node>
 
 `<node>` = `0` means the last node a `*1`/`*2`/`*3` named (from any source). `*76`, not the
 `*71` of the AllStarLink docs: ASL3's shipped rpt.conf has `711`..`714` (local status), and a
@@ -57,9 +60,15 @@ DIGITS = "0123456789ABCD"
 _WORDS = {
     "disconnect": "disconnect",
     "monitor": "monitor",
+    "local_monitor": "local monitor",
     "connect": "connect",
     "status": "status",
     "disconnect_all": "disconnect all",
+    "remote": "remote command mode",
+    "remote_end": "end remote command mode",
+    "full_status": "full status",
+    "restore": "restore links",
+    "last_keyed": "last node keyed",
     "unknown": "unknown",
 }
 
@@ -77,7 +86,11 @@ FUNCTIONS: tuple[Function, ...] = (
     Function("1", "disconnect", True),
     Function("2", "monitor", True),
     Function("3", "connect", True),
+    Function("4", "remote", True),
     Function("70", "status", False),
+    Function("73", "full_status", False),
+    Function("74", "restore", False),
+    Function("75", "local_monitor", True),
     Function("76", "disconnect_all", False),
 )
 
@@ -86,7 +99,9 @@ FUNCTIONS: tuple[Function, ...] = (
 class Command:
     """A completed sequence (or a link command from AMI, which has no digits)."""
 
-    #: "disconnect", "monitor", "connect", "status", "disconnect_all" or "unknown".
+    #: "disconnect", "monitor", "connect", "remote", "status", "full_status", "restore",
+    #: "disconnect_all", "last_keyed" (AMI ilink 7), "remote_end" (the `#` that ends remote
+    #: command mode) or "unknown".
     kind: str
     #: The sequence as typed, from the `*` (`#` left out); "" for a command not typed as DTMF.
     digits: str = ""

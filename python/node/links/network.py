@@ -46,6 +46,7 @@ __all__ = [
     "MessageReceived",
     "PermanentLink",
     "RemoteDigitReceived",
+    "SavedLink",
     "SendCng",
     "SendKey",
     "SendText",
@@ -84,14 +85,26 @@ CAUSE_NOT_HERE = 16
 
 
 class LinkMode(Enum):
-    """What we do with a link: talk and listen (`*3`), or only listen (`*2`)."""
+    """What we do with a link: talk and listen (`*3`), only listen (`*2`), or only listen on
+    the local radio (`*75`, app_rpt's local monitor: not relayed to the other links and calls,
+    and left out of our `L` lists)."""
 
     TRANSCEIVE = "transceive"
     MONITOR = "monitor"
+    LOCAL_MONITOR = "local_monitor"
 
     @property
     def letter(self) -> str:
         return "T" if self is LinkMode.TRANSCEIVE else "R"
+
+    @property
+    def leg(self) -> str:
+        """The engine's leg mode for a link in this mode."""
+        return {
+            LinkMode.TRANSCEIVE: "transceive",
+            LinkMode.MONITOR: "receive_only",
+            LinkMode.LOCAL_MONITOR: "local_only",
+        }[self]
 
 
 class LinkState(Enum):
@@ -274,6 +287,15 @@ class PermanentLink:
 # --- one link -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class SavedLink:
+    """A link `disconnect_all` dropped, as `*74` brings it back."""
+
+    node: str
+    mode: LinkMode
+    permanent: bool
+
+
 class _Timer(Enum):
     NEWKEY = "newkey"
     REDUNDANT = "redundant"
@@ -405,6 +427,12 @@ class LinkNetwork:
         self._local_key_change: float | None = None
         #: Texts received by kind ("L", "T", ..., "unknown"), for /stats.
         self.text_counts: dict[str, int] = {}
+        #: The links the last `disconnect_all` dropped, for `*74` (app_rpt's savednodes).
+        self.saved: tuple[SavedLink, ...] = ()
+        #: The last node whose link keyed us up (app_rpt's ilink 7).
+        self.last_keyed_node: str | None = None
+        #: Sequence number of the `D` texts we send (app_rpt's dtmfidx).
+        self._dtmf_seq = 0
         self._actions: list[LinkAction] = []
         self._events: list[LinkEvent] = []
         self._changed = False
@@ -441,8 +469,13 @@ class LinkNetwork:
         return [link for link in self._links.values() if link.rx_keyed]
 
     def list_entries(self) -> list[str]:
-        """Our links as app_rpt's statpost and AMI write them (`T2000`, `R2001`, `C2002`)."""
-        return [f"{link.list_letter}{link.node}" for link in self._links.values()]
+        """Our links as app_rpt's statpost and AMI write them (`T2000`, `R2001`, `C2002`);
+        local monitor links are not listed."""
+        return [
+            f"{link.list_letter}{link.node}"
+            for link in self._links.values()
+            if link.mode is not LinkMode.LOCAL_MONITOR
+        ]
 
     def network_entries(self, recipient: Link | None = None) -> list[t.LinkEntry]:
         """Every node of our network as an `L` list shows it: each link and everything behind
@@ -450,6 +483,8 @@ class LinkNetwork:
         entries: list[t.LinkEntry] = []
         for link in self._links.values():
             if link is recipient or link.node.startswith("0"):
+                continue
+            if link.mode is LinkMode.LOCAL_MONITOR:
                 continue
             entries.extend(_behind(link))
         return entries
@@ -503,7 +538,7 @@ class LinkNetwork:
             if link.transceive_up:
                 self._send(link, text)
 
-    def _forward(self, source: Link, text: str, *, transceive_only: bool) -> None:
+    def _forward(self, source: Link | None, text: str, *, transceive_only: bool) -> None:
         for link in self._links.values():
             if link is source or not link.up:
                 continue
@@ -511,7 +546,7 @@ class LinkNetwork:
                 continue
             self._send(link, text)
 
-    def _route(self, source: Link, dest: str, text: str) -> None:
+    def _route(self, source: Link | None, dest: str, text: str) -> None:
         """Send `text` towards node `dest`: to the link it is behind, else to every link but
         the one it came from (app_rpt floods what it cannot place)."""
         for link in self._links.values():
@@ -593,8 +628,7 @@ class LinkNetwork:
             existing.permanent = existing.permanent or permanent
             existing.mode = mode
             if existing.callno is not None and existing.up:
-                leg = "transceive" if mode is LinkMode.TRANSCEIVE else "receive_only"
-                self._do(SetLeg(existing.callno, mode=leg))
+                self._do(SetLeg(existing.callno, mode=mode.leg))
             self._telemetry("COMPLETE")
             self._kick(now)
             self._changed = True
@@ -654,8 +688,9 @@ class LinkNetwork:
 
     def disconnect_all(self, now: float, reason: str = "disconnected by operator") -> LinkOutput:
         """app_rpt's `ilink 6`: every link gets `!!DISCONNECT!!`, our COMPLETE telemetry, then
-        its HANGUP."""
+        its HANGUP. The links are remembered (`saved`) for `*74`."""
         links = list(self._links.values())
+        self.saved = tuple(SavedLink(link.node, link.mode, link.permanent) for link in links)
         for link in links:
             self._send(link, t.DISCONNECT)
         if self.me is not None:
@@ -666,6 +701,25 @@ class LinkNetwork:
                 self._go_dead(link.callno, now)
             self._drop(link)
             self._events.append(LinkDisconnected(link.node, link.callno, reason))
+        return self._output()
+
+    def reachable(self, node: str) -> bool:
+        """Whether a text addressed to `node` has somewhere to go: an up link to it, or an up
+        link it is behind."""
+        return any(
+            link.up and (link.node == node or node in link.behind_nodes)
+            for link in self._links.values()
+        )
+
+    def send_remote_digit(self, dest: str, digit: str) -> LinkOutput:
+        """Remote command mode (`*4<dest>`): one digit to node `dest` as a `D` text, towards
+        the link it is behind (app_rpt send_link_dtmf). Raises CommandError when `dest` is not
+        reachable any more."""
+        if self.me is None or not self.reachable(dest):
+            raise CommandError(f"node {dest} is not in the network", 404)
+        self._dtmf_seq += 1
+        text = t.remote_dtmf(dest, self.me, self._dtmf_seq, digit)
+        self._route(None, dest, text)
         return self._output()
 
     def set_local_keyed(self, keyed: bool, now: float) -> None:
@@ -899,6 +953,7 @@ class LinkNetwork:
             link.last_keyed = now
             if keyed:
                 link.keyed_at = now
+                self.last_keyed_node = link.node
             else:
                 link.unkeyed_at = now
             self._changed = True

@@ -286,5 +286,10 @@ def telemetry(source: str, token: str, *args: str) -> str:
     return f"T {source} {','.join((token, *args))}"
 
 
+def remote_dtmf(dest: str, source: str, seq: int, digit: str) -> str:
+    """`D 2001 2000 7 3`: one digit of remote command mode, from `source` to `dest`."""
+    return f"D {dest} {source} {seq} {digit}"
+
+
 def key_reply(dest: str, source: str, keyed: bool, seconds: int) -> str:
     return f"K {dest} {source} {int(keyed)} {max(0, seconds)}"

@@ -10,7 +10,12 @@
   // HTTP error, a wrong content type) does the page open a new one, this long after.
   const REOPEN_MS = 2000;
 
-  const MODES = { transceive: "Transceive", monitor: "Monitor", connecting: "Connecting" };
+  const MODES = {
+    transceive: "Transceive",
+    monitor: "Monitor",
+    local_monitor: "Local monitor",
+    connecting: "Connecting",
+  };
   const LINK_STATES = { connecting: "Connecting", up: "Established", retrying: "Retrying" };
   const CALL_STATES = { setup: "Connecting", ringing: "Ringing", up: "Established" };
   const REG_STATES = {
