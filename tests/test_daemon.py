@@ -130,8 +130,16 @@ def test_garbage_burst_is_counted_and_survived(node: NodeProcess) -> None:
     reply = node.iax_exchange(poke(scall=77))
     assert reply is not None and reply.subclass == IaxSubclass.PONG
     stats = node.get("/stats").json()
-    assert stats["datagrams_in"] - before["datagrams_in"] == len(junk) + 1
-    assert stats["malformed"] - before["malformed"] == expected_malformed
+    # On a loaded host the kernel may still drop some of the burst; those are counted too
+    # (SO_RXQ_OVFL), so every datagram is accounted for, and with none dropped the malformed
+    # count is exact.
+    dropped = stats["kernel_drops"] - before["kernel_drops"]
+    assert stats["datagrams_in"] - before["datagrams_in"] + dropped == len(junk) + 1
+    malformed = stats["malformed"] - before["malformed"]
+    if dropped == 0:
+        assert malformed == expected_malformed
+    else:
+        assert expected_malformed - dropped <= malformed <= expected_malformed
     assert node.get("/status").status_code == 200
 
 
