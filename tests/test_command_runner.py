@@ -299,3 +299,25 @@ def test_remote_command_mode_ends_by_itself_after_ten_silent_time_outs() -> None
         }
 
     run(scenario, timeout_ms=50)
+
+
+def test_a_call_that_ends_takes_its_sequence_and_remote_mode_with_it() -> None:
+    async def scenario(ctl: Controller, sub: Subscription) -> None:
+        await ctl.link("connect", "2001")
+        now = ctl.now()
+        ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
+        ctl.links.call_up(41, "ulaw", now)
+        for d in "*42001":
+            ctl.commands.digit("call 7", 7, d)
+        for d in "*3":
+            ctl.commands.digit("call 8", 8, d)
+        assert ctl.commands.remote_node("call 7") == "2001"
+        ctl.commands.forget("call 7")
+        ctl.commands.forget("call 8")
+        assert ctl.commands.remote_node("call 7") is None
+        # A new call 8 starts from nothing: "2002" alone is no command.
+        for d in "2002":
+            ctl.commands.digit("call 8", 8, d)
+        assert all("command" not in e for e in dtmf_events(sub)[-4:])
+
+    run(scenario)

@@ -193,6 +193,14 @@ class CommandRunner:
         if handle is not None:
             handle.cancel()
 
+    def forget(self, source: str) -> None:
+        """`source` is gone (its call ended): drop its sequence and its remote command mode."""
+        self._leave_remote(source)
+        self._mappers.pop(source, None)
+        handle = self._timers.pop(source, None)
+        if handle is not None:
+            handle.cancel()
+
     def remote_node(self, source: str) -> str | None:
         """The node `source`'s digits go to, in remote command mode."""
         return self._remote.get(source)

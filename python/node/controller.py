@@ -639,6 +639,8 @@ class Controller:
         if info.keyed:
             info.keyed = False
         self.calls.pop(info.callno, None)
+        # A later call may get the same number: it must not inherit this one's digits.
+        self.commands.forget(f"call {info.callno}")
         log.info("call %d with %s ended: %s", info.callno, info.peer, reason)
         self.bus.publish(Hangup(reason=reason))
         if not self.stopping.is_set():
