@@ -145,7 +145,6 @@ class CommandRunner:
 
     def _check_remote(self, source: str, call: int | None, node: str) -> None:
         ctl = self._controller
-        self.last.node = node
         if source.startswith("remote ") or (call is not None and ctl.links.is_link_call(call)):
             # app_rpt allows command mode only from its own radio and phone users.
             raise CommandError("remote command mode is not available to digits from a link", 403)
