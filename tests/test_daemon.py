@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +20,8 @@ from httpx_sse import connect_sse
 from node._core import FrameError, FullFrame, parse
 from node.iax2.constants import FrameType, IaxSubclass
 from tests.node_process import NodeProcess, free_port, write_config
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -202,14 +207,36 @@ def test_sse_first_event_is_a_snapshot_and_shutdown_ends_the_stream(node: NodePr
     assert received[-1] == {"event": "shutdown"}
 
 
+#: Set in the child that runs the default-port test inside a network namespace of its own.
+_OWN_NETNS = "IAX_NODE_TEST_OWN_NETNS"
+
+
 def test_missing_config_writes_template_and_runs_on_defaults(tmp_path: Path) -> None:
-    # The template's defaults are the documented ports; this test needs them free.
-    for kind, port in ((socket.SOCK_DGRAM, 4569), (socket.SOCK_STREAM, 8730)):
-        with socket.socket(socket.AF_INET, kind) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                pytest.skip(f"default port {port} is in use on this machine")
+    # The template's defaults are the documented ports (UDP 4569, TCP 8730), which another IAX2
+    # peer on this machine may hold: the test runs itself again in a network namespace of its
+    # own (a fresh loopback where both are free), so it proves the same wherever it runs.
+    if os.environ.get(_OWN_NETNS) != "1":
+        test = "tests/test_daemon.py::test_missing_config_writes_template_and_runs_on_defaults"
+        child = subprocess.run(
+            [
+                "unshare",
+                "--map-root-user",
+                "--net",
+                "sh",
+                "-c",
+                'ip link set lo up && exec "$0" -m pytest -q -p no:cacheprovider "$1"',
+                sys.executable,
+                test,
+            ],
+            cwd=ROOT,
+            env={**os.environ, _OWN_NETNS: "1"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+        assert "1 passed" in child.stdout
+        return
     path = tmp_path / "etc" / "node.toml"
     proc = NodeProcess(path, 4569, 8730)
     try:

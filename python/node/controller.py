@@ -206,6 +206,10 @@ class Controller:
         self.announcer: Announcer | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
+        #: Inside a drained batch of frames: changes mark a snapshot due, published once after
+        #: the batch (see `on_frames`).
+        self._batching = False
+        self._snapshot_due = False
         self.stopping = asyncio.Event()
 
     # --- wiring -------------------------------------------------------------------------------
@@ -336,7 +340,13 @@ class Controller:
         }
 
     def _changed(self) -> None:
-        self.bus.publish(Snapshot(self.snapshot()))
+        if self._batching:
+            self._snapshot_due = True
+            return
+        # A snapshot lists every call and link: with nobody subscribed, building it is pure
+        # cost (a subscriber that joins later is sent a fresh one first).
+        if self.bus.subscriber_count:
+            self.bus.publish(Snapshot(self.snapshot()))
 
     def _rr_stats(self, callno: int) -> c.RrStats:
         if self._transport is None:
@@ -440,16 +450,26 @@ class Controller:
         """Handle one drained batch of full frames, in arrival order."""
         now = self.now()
         reg = self.registration
-        for addr, frame in batch:
-            try:
-                if reg is not None and addr == reg.peer and frame.dcall in reg.callnos:
-                    self._apply_registration(reg.receive(frame, now))
-                else:
-                    self._apply(self.endpoint.receive(addr, frame, now))
-            except Exception:
-                # One frame's failure must not cost the frames after it in the same batch
-                # (a lost KEY would otherwise take the voice behind it along).
-                log.exception("error handling a frame from %s:%d", addr[0], addr[1])
+        # One snapshot for the whole batch, after its last change: a snapshot per changing
+        # frame made a set-up burst at hub scale quadratic (2,000 calls listed hundreds of times
+        # a second), and the engine's queue overflowed while Python caught up.
+        self._batching = True
+        try:
+            for addr, frame in batch:
+                try:
+                    if reg is not None and addr == reg.peer and frame.dcall in reg.callnos:
+                        self._apply_registration(reg.receive(frame, now))
+                    else:
+                        self._apply(self.endpoint.receive(addr, frame, now))
+                except Exception:
+                    # One frame's failure must not cost the frames after it in the same batch
+                    # (a lost KEY would otherwise take the voice behind it along).
+                    log.exception("error handling a frame from %s:%d", addr[0], addr[1])
+        finally:
+            self._batching = False
+            if self._snapshot_due:
+                self._snapshot_due = False
+                self._changed()
 
     def on_engine_events(self, events: EngineEvents) -> None:
         """Media events from the engine: full voice frames to send, control edges, failures."""
