@@ -63,10 +63,12 @@ def running_node(
     listener: str = "",
     sections: str = "",
     env: dict[str, str] | None = None,
+    udp_port: int | None = None,
 ) -> Iterator[NodeProcess]:
-    """A `node serve` on free loopback ports; `listener` adds lines to `[listener]`,
-    `sections` adds whole sections. Killed on exit; its stderr is kept in `node.stderr`."""
-    udp, http = free_udp_port(), free_port()
+    """A `node serve` on free loopback ports (IAX2 on `udp_port` when given); `listener` adds
+    lines to `[listener]`, `sections` adds whole sections. Killed on exit; its stderr is kept
+    in `node.stderr`."""
+    udp, http = udp_port or free_udp_port(), free_port()
     path = workdir / f"{name}.toml"
     path.write_text(
         f'codec_policy = "{codec_policy}"\n\n'
