@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from node.cli import cli
+from node.cli import cli, program_name
 
 
 def test_help_says_what_serve_does_and_where_the_config_lives() -> None:
@@ -19,6 +19,26 @@ def test_help_says_what_serve_does_and_where_the_config_lives() -> None:
     assert result.exit_code == 0
     assert "--config" in result.output and "node.toml" in result.output
     assert "template" in result.output
+
+
+def test_help_says_which_of_the_two_names_to_use_where() -> None:
+    # `node` is Node.js on many Raspberry Pi hosts: the help names the other script and says when.
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    assert "iax-node" in result.output and "Node.js" in result.output
+    assert "python3 -m node" in result.output
+
+
+def test_usage_lines_name_the_program_as_it_was_started() -> None:
+    assert program_name("/opt/iax-node/bin/iax-node") == "iax-node"
+    assert program_name("/opt/iax-node/bin/node") == "node"
+    assert program_name("iax-node") == "iax-node"
+    # `python -m node` starts as .../node/__main__.py: shown under the spec's name.
+    assert program_name("/usr/lib/python3/site-packages/node/__main__.py") == "node"
+    assert program_name("") == "node"
+    for name in ("node", "iax-node"):
+        result = CliRunner().invoke(cli, ["serve", "--help"], prog_name=name)
+        assert result.output.startswith(f"Usage: {name} serve [OPTIONS]")
 
 
 def test_unknown_options_and_commands_are_rejected() -> None:

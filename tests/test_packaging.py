@@ -1,7 +1,8 @@
 """The shipped systemd files and the release workflow, checked with the real tools where they exist.
 
 `systemd-analyze verify` needs ExecStart's binary to exist, so it checks a copy of the unit that
-points at this environment's `node`; `systemd-sysusers` and `systemd-tmpfiles` run against a
+points at this environment's `iax-node` (the unit never names `node`, which is Node.js on many
+Raspberry Pi hosts); `systemd-sysusers` and `systemd-tmpfiles` run against a
 scratch root. The workflow cannot run here: it is parsed and held against pyproject.toml and
 Cargo.toml.
 """
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SYSTEMD = ROOT / "packaging" / "systemd"
 UNIT = SYSTEMD / "iax-node.service"
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
-INSTALLED_NODE = "/opt/iax-node/bin/node"
+INSTALLED_NODE = "/opt/iax-node/bin/iax-node"
 
 
 def unit_settings(text: str) -> dict[str, dict[str, list[str]]]:
@@ -48,10 +49,10 @@ def unit_settings(text: str) -> dict[str, dict[str, list[str]]]:
 
 
 def this_node() -> Path:
-    """The `node` console script of the environment running the tests."""
-    node = Path(sys.executable).parent / "node"
+    """The `iax-node` console script of the environment running the tests (the unit's program)."""
+    node = Path(sys.executable).parent / Path(INSTALLED_NODE).name
     if not node.exists():
-        pytest.skip(f"no node script next to {sys.executable}")
+        pytest.skip(f"no {node.name} script next to {sys.executable} (reinstall: scripts/test.sh)")
     return node
 
 
@@ -92,7 +93,13 @@ def test_verify_does_catch_a_broken_unit(tmp_path: Path) -> None:
 
 
 def test_unit_runs_the_daemon_as_documented() -> None:
-    service = unit_settings(UNIT.read_text())["Service"]
+    text = UNIT.read_text()
+    # Both console scripts are installed; the unit runs the one Node.js can never shadow.
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["iax-node"] == scripts["node"] == "node.cli:main"
+    assert Path(INSTALLED_NODE).name == "iax-node"
+    assert "/bin/node " not in text
+    service = unit_settings(text)["Service"]
     assert service["Type"] == ["notify"]
     assert service["ExecStart"] == [f"{INSTALLED_NODE} serve --config /etc/iax-node/node.toml"]
     assert service["ExecReload"] == ["/bin/kill -HUP $MAINPID"]

@@ -1,8 +1,13 @@
-"""The `node` command line: a subcommand, `--config` and `--help`, nothing else."""
+"""The `node` command line: a subcommand, `--config` and `--help`, nothing else.
+
+The same program is installed as `node` (the spec's name) and `iax-node`; `python -m node` runs it
+too. Help and usage lines name it as it was started.
+"""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -32,6 +37,10 @@ def cli() -> None:
     The node answers and places IAX2 calls, registers with a registrar, links to other nodes and
     mixes every party in a conference. It is controlled over a loopback HTTP channel
     (default http://127.0.0.1:8730, see GET /status and GET /events).
+
+    One program, two names: `node` (the spec's) and `iax-node`. Where `node` is Node.js (many
+    Raspberry Pi hosts run Node-RED), and in service units and scripts, use `iax-node`;
+    `python3 -m node` is the same program too.
     """
 
 
@@ -97,5 +106,16 @@ def wg_keygen(config_path: str) -> None:
     sys.exit(run(config_path))
 
 
+#: The names the program is installed under; anything else (`python -m node`) is shown as `node`.
+PROGRAM_NAMES = ("node", "iax-node")
+
+
+def program_name(argv0: str) -> str:
+    """The name to show in usage lines: the one the user typed, so `iax-node --help` says
+    `Usage: iax-node ...`."""
+    name = Path(argv0).name
+    return name if name in PROGRAM_NAMES else "node"
+
+
 def main() -> None:
-    cli(prog_name="node")
+    cli(prog_name=program_name(sys.argv[0] if sys.argv else ""))

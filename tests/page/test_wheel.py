@@ -1,9 +1,11 @@
 """The page ships inside the wheel: build it, install it into a fresh virtual environment (no
 system site packages, dependencies from the package index), run the installed `node serve` and
-fetch `/status`, `/`, `/app.js` and `/style.css` from it."""
+fetch `/status`, `/`, `/app.js` and `/style.css` from it. The wheel installs the program under
+both its names, `node` and `iax-node` (the one the systemd unit runs), and both answer `--help`."""
 
 from __future__ import annotations
 
+import configparser
 import socket
 import subprocess
 import sys
@@ -35,6 +37,11 @@ def test_installed_wheel_serves_the_status_page(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for name, _ in ASSETS.values():
         assert f"node/web/{name}" in names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    scripts = configparser.ConfigParser()
+    scripts.read_string(zipfile.ZipFile(wheel).read(entry_points).decode())
+    installed = dict(scripts["console_scripts"])
+    assert installed == {"node": "node.cli:main", "iax-node": "node.cli:main"}
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv, timeout=300)
@@ -44,6 +51,12 @@ def test_installed_wheel_serves_the_status_page(tmp_path: Path) -> None:
     # The installed copy is what runs, not the source tree.
     where = run(python, "-c", "import node; print(node.__file__)", timeout=60).strip()
     assert Path(where).is_relative_to(venv), where
+    for program in ("node", "iax-node"):
+        usage = run(venv / "bin" / program, "--help", timeout=60)
+        assert usage.startswith(f"Usage: {program} [OPTIONS] COMMAND"), usage
+        assert "serve" in usage and "iax-node" in usage
+        serve = run(venv / "bin" / program, "serve", "--help", timeout=60)
+        assert serve.startswith(f"Usage: {program} serve [OPTIONS]") and "--config" in serve
 
     udp, http = free_port(socket.SOCK_DGRAM), free_port()
     config = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http)
