@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
+from node.credential import Secret
 from node.errors import ConfigError
 from node.iax2.endpoint import MAX_CALLS
-from node.secrets import Secret
-from node.wireguard import KEY_FORMAT, decode_key
+from node.secrets import SecretSettings
+from node.wg_key import KEY_FORMAT, decode_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -601,6 +602,23 @@ class NodeConfig:
     def codec_offer(self) -> CodecOffer:
         """The formats offered to peers, best first, per `codec_policy`."""
         return _CODEC_OFFERS[self.codec_policy]
+
+    @property
+    def secret_settings(self) -> SecretSettings:
+        """What the secret store needs of this configuration, as plain values."""
+        wg = self.wireguard
+        return SecretSettings(
+            config_file=self.path,
+            source=self.secrets.source,
+            node_id=self.node_id,
+            inline_secret=self.secrets.secret,
+            inline_ami_secret=self.secrets.ami_secret,
+            ami_user=self.ami.username if self.ami.enabled else None,
+            peers_file=self.secrets.peers_file,
+            portal_env=self.portal.credential_env if self.portal is not None else None,
+            wg_private_env=wg.private_key_env if wg is not None else None,
+            wg_preshared_env=wg.preshared_key_env if wg is not None else None,
+        )
 
 
 # --- the reader ---------------------------------------------------------------------------------
