@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -399,35 +400,28 @@ def test_empty_nodes_file_means_none(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("section", "text", "expected"),
     [
-        ("127.0.0.1:8730", Address("127.0.0.1", 8730)),
-        ("127.10.0.1:1", Address("127.10.0.1", 1)),
-        ("localhost:8730", Address("localhost", 8730)),
-        ("[::1]:65535", Address("::1", 65535)),
+        # The control channel takes loopback addresses only.
+        ("control", "127.0.0.1:8730", Address("127.0.0.1", 8730)),
+        ("control", "127.10.0.1:1", Address("127.10.0.1", 1)),
+        ("control", "localhost:8730", Address("localhost", 8730)),
+        ("control", "[::1]:65535", Address("::1", 65535)),
         # Port 0 on a bind lets the OS choose (tests never take fixed ports).
-        ("127.0.0.1:0", Address("127.0.0.1", 0)),
+        ("control", "127.0.0.1:0", Address("127.0.0.1", 0)),
+        ("listener", "0.0.0.0:4569", Address("0.0.0.0", 4569)),
+        ("listener", "192.0.2.7:4569", Address("192.0.2.7", 4569)),
+        ("listener", "[2001:db8::1]:4570", Address("2001:db8::1", 4570)),
+        ("listener", "[::]:4569", Address("::", 4569)),
     ],
 )
-def test_loopback_control_binds_are_accepted(tmp_path: Path, text: str, expected: Address) -> None:
-    config = load_text(tmp_path, f'[listener]\n[control]\nbind = "{text}"\n')
-    assert config.control.bind == expected
-    assert config.control.bind.is_loopback
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("0.0.0.0:4569", Address("0.0.0.0", 4569)),
-        ("192.0.2.7:4569", Address("192.0.2.7", 4569)),
-        ("[2001:db8::1]:4570", Address("2001:db8::1", 4570)),
-        ("[::]:4569", Address("::", 4569)),
-    ],
-)
-def test_listener_binds(tmp_path: Path, text: str, expected: Address) -> None:
-    config = load_text(tmp_path, f'[listener]\nbind = "{text}"\n[control]\n')
-    assert config.listener.bind == expected
-    assert str(config.listener.bind) == text
+def test_bind_addresses(tmp_path: Path, section: str, text: str, expected: Address) -> None:
+    tables = {"listener": "", "control": "", section: f'bind = "{text}"\n'}
+    config = load_text(tmp_path, "".join(f"[{name}]\n{body}" for name, body in tables.items()))
+    bind = getattr(config, section).bind
+    assert bind == expected
+    assert str(bind) == text
+    assert bind.is_loopback is (section == "control")
 
 
 @pytest.mark.parametrize(
@@ -575,6 +569,61 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
         )
         == NodeConfig()
     )
+
+
+def _template_settings(text: str) -> dict[str, Any]:
+    """`{"section.key": value}` of every setting the template writes, on or switched off."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    settings: dict[str, Any] = {}
+    table = ""
+    for line in text.splitlines():
+        header = re.match(r"^#?\[([^\]]+)\]", line)
+        if header:
+            table = header.group(1)
+        setting = re.match(r"^#? ?([a-z_0-9]+ = .*)$", line)
+        if setting and not line.startswith("#  "):
+            with contextlib.suppress(tomllib.TOMLDecodeError):
+                ((name, value),) = tomllib.loads(setting.group(1)).items()
+                settings[f"{table}.{name}" if table else name] = value
+    return settings
+
+
+def test_template_is_generated_from_the_declarations() -> None:
+    # Every key the template writes shows its declared default (or its declared example), in
+    # the table it belongs to: text and loader read the same declaration.
+    from node._template import TEMPLATE
+    from node.config.node import SECTIONS, NodeConfig
+    from node.config.schema import keys_of
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Address):
+            return str(value)
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        return "" if value is None else value
+
+    settings = _template_settings(TEMPLATE)
+    declared = {"codec_policy": next(k for k in keys_of(NodeConfig) if k.name == "codec_policy")}
+    for section in SECTIONS:
+        tables = [(section.name, section.model)]
+        if section.name == "links":
+            tables.append(("links.2000", LinkConfig))
+        for name, model in tables:
+            for key in keys_of(model):
+                if key.section is not None:
+                    tables.append((f"{name}.{key.name}", key.section))
+                elif key.tables:
+                    model_of = type(next(iter(key.default.values())))
+                    tables += [(f"{name}.{key.name}.{t}", model_of) for t in key.tables]
+                elif key.show != "hidden":
+                    declared[f"{name}.{key.name}"] = key
+    assert set(settings) == set(declared)
+    for dotted, key in declared.items():
+        assert settings[dotted] == plain(key.shown), dotted
 
 
 def test_template_mentions_every_key_and_no_secret_value() -> None:

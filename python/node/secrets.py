@@ -89,26 +89,22 @@ class SecretSettings:
     """What the store needs to know of the configuration, as plain values.
 
     Built by whoever owns the configuration (`NodeConfig.secret_settings`), so this module knows
-    nothing of how the configuration is declared or read.
+    nothing of how the configuration is declared or read. `config_file` is the file errors name
+    (and whose permissions `source = "config"` checks), None for a configuration built in code;
+    `source`, `node_id`, the inline secrets, `peers_file` and the environment variable names
+    are the keys of those names (`[secrets]`, `[register]`, `[portal] credential_env`,
+    `[wireguard] private_key_env` / `preshared_key_env`), None where the section is absent;
+    `ami_user` is the `[ami]` login name, None when AMI is off.
     """
 
-    #: The config file (errors name it; `source = "config"` checks its permissions); None for a
-    #: configuration built in code.
     config_file: Path | None = None
-    #: `[secrets] source`: `env`, `control` or `config`.
     source: str = "env"
-    #: `[register] node_id`, None when registration is unconfigured.
     node_id: str | None = None
-    #: `[secrets] secret` and `ami_secret` (inline, `source = "config"` only).
     inline_secret: Secret | None = None
     inline_ami_secret: Secret | None = None
-    #: The `[ami]` login name, None when AMI is off.
     ami_user: str | None = None
-    #: `[secrets] peers_file`, resolved; None when unset.
     peers_file: Path | None = None
-    #: `[portal] credential_env`, None without `[portal]`.
     portal_env: str | None = None
-    #: `[wireguard] private_key_env` (None without `[wireguard]`) and `preshared_key_env`.
     wg_private_env: str | None = None
     wg_preshared_env: str | None = None
 

@@ -11,29 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-from node.config.network import (
-    AmiConfig,
-    ControlConfig,
-    DnsConfig,
-    LinkConfig,
-    LinksKeys,
-    ListenerConfig,
-    PortalConfig,
-    RegisterConfig,
-    SecretsConfig,
-    StatpostConfig,
-    WireGuardConfig,
-)
+from node.config import network as net
+from node.config import station
 from node.config.schema import key
-from node.config.station import (
-    AnnounceConfig,
-    AudioConfig,
-    BridgeConfig,
-    DtmfConfig,
-    KeyingConfig,
-    ParrotConfig,
-    RadioConfig,
-)
 from node.config.values import (
     FORMAT_ALAW,
     FORMAT_SLIN,
@@ -69,23 +49,23 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("listener", ListenerConfig, required=True, written=True),
-    Section("control", ControlConfig, required=True, written=True),
-    Section("secrets", SecretsConfig, written=True),
-    Section("register", RegisterConfig),
-    Section("statpost", StatpostConfig),
-    Section("bridge", BridgeConfig),
-    Section("audio", AudioConfig),
-    Section("announce", AnnounceConfig),
-    Section("dtmf", DtmfConfig),
+    Section("listener", net.ListenerConfig, required=True, written=True),
+    Section("control", net.ControlConfig, required=True, written=True),
+    Section("secrets", net.SecretsConfig, written=True),
+    Section("register", net.RegisterConfig),
+    Section("statpost", net.StatpostConfig),
+    Section("bridge", station.BridgeConfig),
+    Section("audio", station.AudioConfig),
+    Section("announce", station.AnnounceConfig),
+    Section("dtmf", station.DtmfConfig),
     # `[links]` holds its own keys and one `[links.<node_id>]` table per node.
-    Section("links", LinksKeys),
-    Section("keying", KeyingConfig),
-    Section("radio", RadioConfig),
-    Section("ami", AmiConfig),
-    Section("portal", PortalConfig),
-    Section("parrot", ParrotConfig),
-    Section("wireguard", WireGuardConfig),
+    Section("links", net.LinksKeys),
+    Section("keying", station.KeyingConfig),
+    Section("radio", station.RadioConfig),
+    Section("ami", net.AmiConfig),
+    Section("portal", net.PortalConfig),
+    Section("parrot", station.ParrotConfig),
+    Section("wireguard", net.WireGuardConfig),
 )
 
 
@@ -93,12 +73,12 @@ SECTIONS: tuple[Section, ...] = (
 class NodeConfig:
     """The whole configuration. `NodeConfig()` is the safe default."""
 
-    listener: ListenerConfig = field(default_factory=ListenerConfig)
-    register: RegisterConfig | None = None
-    control: ControlConfig = field(default_factory=ControlConfig)
-    secrets: SecretsConfig = field(default_factory=SecretsConfig)
-    bridge: BridgeConfig = field(default_factory=BridgeConfig)
-    audio: AudioConfig = field(default_factory=AudioConfig)
+    listener: net.ListenerConfig = field(default_factory=net.ListenerConfig)
+    register: net.RegisterConfig | None = None
+    control: net.ControlConfig = field(default_factory=net.ControlConfig)
+    secrets: net.SecretsConfig = field(default_factory=net.SecretsConfig)
+    bridge: station.BridgeConfig = field(default_factory=station.BridgeConfig)
+    audio: station.AudioConfig = field(default_factory=station.AudioConfig)
     codec_policy: Annotated[
         CodecPolicy,
         key(
@@ -112,27 +92,27 @@ class NodeConfig:
             'Allowed: "ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16".'
         ),
     ] = "prefer_slin16"
-    announce: AnnounceConfig = field(default_factory=AnnounceConfig)
-    dtmf: DtmfConfig = field(default_factory=DtmfConfig)
-    links: Mapping[str, LinkConfig] = field(default_factory=FrozenDict)
+    announce: station.AnnounceConfig = field(default_factory=station.AnnounceConfig)
+    dtmf: station.DtmfConfig = field(default_factory=station.DtmfConfig)
+    links: Mapping[str, net.LinkConfig] = field(default_factory=FrozenDict)
     #: *Extension* (`[links] verify_source_ip`): refuse an inbound link whose source address
     #: is not the address its node number resolves to, as app_rpt does.
     verify_source_ip: bool = False
-    keying: KeyingConfig = field(default_factory=KeyingConfig)
-    radio: RadioConfig = field(default_factory=RadioConfig)
-    ami: AmiConfig = field(default_factory=AmiConfig)
+    keying: station.KeyingConfig = field(default_factory=station.KeyingConfig)
+    radio: station.RadioConfig = field(default_factory=station.RadioConfig)
+    ami: net.AmiConfig = field(default_factory=net.AmiConfig)
     #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
     #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
     #: resolved against the config file's directory.
     nodes_file: Path | None = None
     #: *Extension* (`[links] dns`, `dns_domain`, `dns_servers`, `dns_timeout_ms`).
-    dns: DnsConfig = field(default_factory=DnsConfig)
+    dns: net.DnsConfig = field(default_factory=net.DnsConfig)
     #: *Extension* (`[statpost]`): None when the section is absent (no status posts).
-    statpost: StatpostConfig | None = None
-    portal: PortalConfig | None = None
-    parrot: ParrotConfig = field(default_factory=ParrotConfig)
+    statpost: net.StatpostConfig | None = None
+    portal: net.PortalConfig | None = None
+    parrot: station.ParrotConfig = field(default_factory=station.ParrotConfig)
     #: `[wireguard]`: None when the section is absent (plain UDP).
-    wireguard: WireGuardConfig | None = None
+    wireguard: net.WireGuardConfig | None = None
     #: The file this was loaded from; None for a config built in code. Not part of equality.
     path: Path | None = field(default=None, compare=False)
 

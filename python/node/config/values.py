@@ -8,7 +8,9 @@ an operator may have pasted a password into the wrong key.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import operator
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
@@ -123,10 +125,7 @@ class CodecOffer:
     @property
     def capability(self) -> int:
         """The CAPABILITY bitmask of the offer."""
-        bits = 0
-        for fmt in self.preferred:
-            bits |= fmt
-        return bits
+        return functools.reduce(operator.or_, self.preferred, 0)
 
     @property
     def accepted(self) -> frozenset[int]:
