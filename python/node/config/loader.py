@@ -59,9 +59,9 @@ class _Loader:
             if key not in TOP_KEYS and key not in names:
                 kind = "section" if isinstance(value, dict) else "top-level key"
                 self.fail(key, f"unknown {kind}", [*(f"[{s}]" for s in names), *TOP_KEYS])
-        for section in _REQUIRED:
-            if section not in doc:
-                self.fail(section, f"the required section [{section}] is missing")
+        for name in _REQUIRED:
+            if name not in doc:
+                self.fail(name, f"the required section [{name}] is missing")
 
         top = {k.name: k for k in keys_of(NodeConfig)}
         fields: dict[str, Any] = {
