@@ -640,6 +640,16 @@ def test_template_mentions_every_key_and_no_secret_value() -> None:
 # --- errors -------------------------------------------------------------------------------------
 
 HTTP_REG = "[register]\nmethod = 'http'\nnode_id = '2000'\n"
+# Beginnings of the cases below, so that each case is one line.
+REG = MINIMAL + "[register]\npeer = '192.0.2.1:4569'\n"
+PEER = MINIMAL + "[register]\nnode_id = '1'\n"
+PORTAL = MINIMAL + "[portal]\nuser = 'a'\nnode = '1'\n"
+EVENT = MINIMAL + "[announce.events.hangup]\n"
+ANNOUNCE = MINIMAL + "[announce]\nenabled = true\n"
+AUDIO = MINIMAL + "[audio]\n"
+ULAW = "codec_policy = 'ulaw_only'\n"
+DTMF = MINIMAL + "[dtmf]\n"
+STATPOST = MINIMAL + HTTP_REG + "[statpost]\n"
 
 # (file text, dotted key named by the error, a fragment of the accepted values or None)
 BAD: list[tuple[str, str | None, str | None]] = [
@@ -654,11 +664,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[announce]\nvolume = 3\n", "announce.volume", "id_mode"),
     (MINIMAL + "[announce.tts]\nspeed = 1\n", "announce.tts.speed", "binary"),
     (MINIMAL + "[announce.events.ringing]\n", "announce.events.ringing", "incoming_call"),
-    (
-        MINIMAL + "[announce.events.hangup]\nwhere = 'x'\n",
-        "announce.events.hangup.where",
-        "destination",
-    ),
+    (EVENT + "where = 'x'\n", "announce.events.hangup.where", "destination"),
     (MINIMAL + "[links.2000]\ncolour = 'x'\n", "links.2000.colour", "shape"),
     (MINIMAL + "[links.2000]\nmode = 'x'\n", "links.2000.mode", "monitor"),
     (MINIMAL + "[links.2000]\nnetwork = 'dmr'\n", "links.2000.network", "dstar"),
@@ -672,11 +678,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[dtmf]\ntimeout = 1\n", "dtmf.timeout", "inter_digit_timeout_ms"),
     (MINIMAL + "[bridge]\nparrot = true\n", "bridge.parrot", "mode"),
     (MINIMAL + "[audio]\ndevice = 'x'\n", "audio.device", "backend"),
-    (
-        MINIMAL + "[portal]\nuser='a'\nnode='1'\ncredential_env='X'\npassword='p'\n",
-        "portal.password",
-        "user",
-    ),
+    (PORTAL + "credential_env='X'\npassword='p'\n", "portal.password", "user"),
     # wrong types
     ("[listener]\nmax_calls = '8'\n[control]\n", "listener.max_calls", "integer"),
     ("[listener]\nmax_calls = true\n[control]\n", "listener.max_calls", "integer"),
@@ -696,30 +698,14 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = ['env']\n", "secrets.source", "env"),
     (MINIMAL + "[dtmf]\nenabled = 2024-01-01\n", "dtmf.enabled", "true, false"),
     (MINIMAL + "[announce]\nevents = 3\n", "announce.events", None),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = 2000.5\n",
-        "register.node_id",
-        "digits",
-    ),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = 'W1AW'\n",
-        "register.node_id",
-        "digits",
-    ),
+    (REG + "node_id = 2000.5\n", "register.node_id", "digits"),
+    (REG + "node_id = 'W1AW'\n", "register.node_id", "digits"),
     (MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = -1\n", "register.node_id", "digits"),
     # out of range
     ("[listener]\nmax_calls = 0\n[control]\n", "listener.max_calls", "1 to 32766"),
     ("[listener]\nmax_calls = 40000\n[control]\n", "listener.max_calls", "1 to 32766"),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '1'\nrefresh = 5\n",
-        "register.refresh",
-        "10 to 3600",
-    ),
-    (
-        MINIMAL + "[dtmf]\ninter_digit_timeout_ms = -1\n",
-        "dtmf.inter_digit_timeout_ms",
-        "100 to 60000",
-    ),
+    (REG + "node_id = '1'\nrefresh = 5\n", "register.refresh", "10 to 3600"),
+    (DTMF + "inter_digit_timeout_ms = -1\n", "dtmf.inter_digit_timeout_ms", "100 to 60000"),
     (MINIMAL + "[announce]\ncw_wpm = 100\n", "announce.cw_wpm", "5 to 60"),
     (MINIMAL + "[dtmf]\ninband_sources = ['radio']\n", "dtmf.inband_sources[0]", "local"),
     (MINIMAL + "[dtmf]\ninband_sources = 'calls'\n", "dtmf.inband_sources", "links"),
@@ -734,26 +720,14 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = 'vault'\n", "secrets.source", "env, control, config"),
     (MINIMAL + "[bridge]\nmode = 'echo'\n", "bridge.mode", "conference, parrot"),
     (MINIMAL + "[audio]\nbackend = 'alsa'\n", "audio.backend", "cpal, none"),
-    (
-        MINIMAL + "[audio]\ndevice_rate = 44100\n",
-        "audio.device_rate",
-        "0 (automatic), 16000, 48000",
-    ),
-    (
-        "codec_policy = 'ulaw_only'\n" + MINIMAL + "[audio]\ndevice_rate = 16000\n",
-        "audio.device_rate",
-        "0 (automatic), 8000, 48000",
-    ),
+    (AUDIO + "device_rate = 44100\n", "audio.device_rate", "0 (automatic), 16000, 48000"),
+    (ULAW + AUDIO + "device_rate = 16000\n", "audio.device_rate", "0 (automatic), 8000, 48000"),
     (MINIMAL + "[audio]\ndevice_rate = 96000\n", "audio.device_rate", "0 to 48000"),
     (MINIMAL + "[audio]\nrx_gain_db = 21\n", "audio.rx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[audio]\ntx_gain_db = -40.5\n", "audio.tx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[audio]\ntx_gain_db = '3'\n", "audio.tx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[announce]\nid_mode = 'voice'\n", "announce.id_mode", "cw, tts, off"),
-    (
-        MINIMAL + "[announce.events.hangup]\ndestination = 'air'\n",
-        "announce.events.hangup.destination",
-        "to_air, to_monitor",
-    ),
+    (EVENT + "destination = 'air'\n", "announce.events.hangup.destination", "to_air, to_monitor"),
     (MINIMAL + "[links.2000]\nshape = 'guest'\n", "links.2000.shape", "standard, wt-guest"),
     ("codec_policy = 'ULAW_ONLY'\n" + MINIMAL, "codec_policy", "ulaw_only"),
     # socket addresses
@@ -769,21 +743,9 @@ BAD: list[tuple[str, str | None, str | None]] = [
     ("[listener]\nbind = '256.1.1.1:4569'\n[control]\n", "listener.bind", "IP address"),
     ("[listener]\nbind = 'myhost:4569'\n[control]\n", "listener.bind", "IP address"),
     ("[listener]\nbind = '0.0.0.0:４５６９'\n[control]\n", "listener.bind", "host:port"),
-    (
-        MINIMAL + "[register]\npeer = 'reg.example.org:0'\nnode_id = '1'\n",
-        "register.peer",
-        "1 to 65535",
-    ),
-    (
-        MINIMAL + "[register]\npeer = 'reg.example.org'\nnode_id = '1'\n",
-        "register.peer",
-        "host:port",
-    ),
-    (
-        MINIMAL + "[register]\npeer = 'bad_host!:4569'\nnode_id = '1'\n",
-        "register.peer",
-        "host:port",
-    ),
+    (PEER + "peer = 'reg.example.org:0'\n", "register.peer", "1 to 65535"),
+    (PEER + "peer = 'reg.example.org'\n", "register.peer", "host:port"),
+    (PEER + "peer = 'bad_host!:4569'\n", "register.peer", "host:port"),
     (MINIMAL + "[register]\npeer = '-bad.org:4569'\nnode_id = '1'\n", "register.peer", "host:port"),
     # non-loopback control
     ("[listener]\n[control]\nbind = '0.0.0.0:8730'\n", "control.bind", "loopback"),
@@ -799,11 +761,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[portal]\nuser = 'a'\nnode = '1'\n", "portal.credential_env", None),
     (MINIMAL + "[portal]\nuser = ''\nnode = '1'\ncredential_env = 'X'\n", "portal.user", None),
     (MINIMAL + "[portal]\nuser = 'a'\nnode = ' '\ncredential_env = 'X'\n", "portal.node", None),
-    (
-        MINIMAL + "[portal]\nuser = 'a'\nnode = '1'\ncredential_env = 'hunter 2'\n",
-        "portal.credential_env",
-        "PORTAL_PASSWORD",
-    ),
+    (PORTAL + "credential_env = 'hunter 2'\n", "portal.credential_env", "PORTAL_PASSWORD"),
     # [wireguard]
     (MINIMAL + "[wireguard]\naddress = '10.0.0.1'\n", "wireguard.private_key_env", None),
     (MINIMAL + WG.replace("allowed_ips", "allowed"), "wireguard.allowed", "allowed_ips"),
@@ -844,25 +802,13 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[ami]\nenabled = 'yes'\n", "ami.enabled", "true"),
     (MINIMAL + "[ami]\nsecret = 'x'\n", "ami.secret", "username"),
     (MINIMAL + "[announce.tts]\nenabled = true\n", "announce.tts.binary", "TTS"),
-    (
-        MINIMAL + "[announce]\nenabled = true\nid_interval_secs = 600\n",
-        "announce.callsign",
-        "callsign",
-    ),
+    (ANNOUNCE + "id_interval_secs = 600\n", "announce.callsign", "callsign"),
     (MINIMAL + "[announce]\ncallsign = 'W1AW!'\n", "announce.callsign", "A-Z"),
-    (
-        MINIMAL + "[announce]\nenabled = true\nid_mode = 'tts'\n",
-        "announce.id_mode",
-        "[announce.tts]",
-    ),
+    (ANNOUNCE + "id_mode = 'tts'\n", "announce.id_mode", "[announce.tts]"),
     # registration methods, status posts, DNS lookup
     (MINIMAL + HTTP_REG.replace("'http'", "'sip'"), "register.method", "iax2, http"),
     (MINIMAL + HTTP_REG + "peer = '192.0.2.1:4569'\n", "register.peer", 'url for method = "http"'),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '2000'\nurl = 'https://r.org/'\n",
-        "register.url",
-        'method = "http"',
-    ),
+    (REG + "node_id = '2000'\nurl = 'https://r.org/'\n", "register.url", 'method = "http"'),
     (MINIMAL + HTTP_REG + "url = 'ftp://r.example.org/'\n", "register.url", "https://"),
     (MINIMAL + HTTP_REG + "url = 'https://'\n", "register.url", "https://"),
     (MINIMAL + HTTP_REG + "url = 'https://u:p@r.example.org/'\n", "register.url", None),
@@ -870,11 +816,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + HTTP_REG + "url = 'https://r.example.org:x/'\n", "register.url", None),
     (MINIMAL + HTTP_REG + "url = 5\n", "register.url", None),
     (MINIMAL + "[statpost]\n", "statpost", "[register]"),
-    (
-        MINIMAL + HTTP_REG + "[statpost]\ninterval_secs = 10\n",
-        "statpost.interval_secs",
-        "30 to 600",
-    ),
+    (STATPOST + "interval_secs = 10\n", "statpost.interval_secs", "30 to 600"),
     (MINIMAL + HTTP_REG + "[statpost]\nurl = 'http://s.org/u?a=1'\n", "statpost.url", None),
     (MINIMAL + HTTP_REG + "[statpost]\nnode = '2000'\n", "statpost.node", "interval_secs"),
     (MINIMAL + "[links]\ndns = 'yes'\n", "links.dns", "true, false"),
