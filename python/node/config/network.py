@@ -182,7 +182,8 @@ def _optional_env_name(example: str, what: str) -> Parser:
     name = env_name(example, what)
 
     def parse(raw: object, ctx: Context) -> str | None:
-        return name(raw, ctx) if raw != "" else None
+        # Empty (or any false value, as before) means none, as in the template's prose.
+        return name(raw, ctx) if raw else None
 
     return parse
 
