@@ -21,7 +21,6 @@ from node.config.station import (
     SERIAL_PTT_PINS,
     AnnounceConfig,
     RadioConfig,
-    TtsConfig,
 )
 from node.config.values import NODE_ID
 
@@ -81,31 +80,33 @@ def _secrets(s: SecretsConfig, raw: Mapping[str, Any], fail: Fail) -> SecretsCon
     return s
 
 
-def _tts(t: TtsConfig, raw: Mapping[str, Any], fail: Fail) -> TtsConfig:
-    if t.enabled and not t.binary.strip():
-        fail(
+def _announce(a: AnnounceConfig, raw: Mapping[str, Any], fail: Fail) -> AnnounceConfig:
+    periodic_id = a.enabled and a.id_mode != "off" and a.id_interval_secs > 0
+    # (broken, key, problem, accepted), in the order they are reported.
+    checks = (
+        (
+            a.tts.enabled and not a.tts.binary.strip(),
             "announce.tts.binary",
             "is empty but TTS is enabled",
             "the name or path of the TTS executable",
-        )
-    return t
-
-
-def _announce(a: AnnounceConfig, raw: Mapping[str, Any], fail: Fail) -> AnnounceConfig:
-    periodic_id = a.enabled and a.id_mode != "off" and a.id_interval_secs > 0
-    if periodic_id and not a.callsign:
-        fail(
+        ),
+        (
+            periodic_id and not a.callsign,
             "announce.callsign",
             "is empty but a periodic station ID is enabled (announce.enabled, id_mode, "
             "id_interval_secs); the ID needs the text to send",
             "a callsign, e.g. W1AW",
-        )
-    if a.enabled and a.id_mode == "tts" and not a.tts.enabled:
-        fail(
+        ),
+        (
+            a.enabled and a.id_mode == "tts" and not a.tts.enabled,
             "announce.id_mode",
             'is "tts" but [announce.tts] is not enabled',
             'id_mode = "cw" or "off", or [announce.tts] enabled = true',
-        )
+        ),
+    )
+    for broken, key, problem, accepted in checks:
+        if broken:
+            fail(key, problem, accepted)
     return a
 
 
@@ -202,7 +203,6 @@ SECTION_RULES: Mapping[str, Callable[[Any, Mapping[str, Any], Fail], Any]] = {
     "register": _register,
     "control": _control,
     "secrets": _secrets,
-    "announce.tts": _tts,
     "announce": _announce,
     "ami": _ami,
     "radio": _radio,
