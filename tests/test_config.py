@@ -492,6 +492,13 @@ def test_format_bits_match_iax2() -> None:
 # --- template -----------------------------------------------------------------------------------
 
 
+def test_radio_carrier_shares_the_cm108_ptt_device(tmp_path: Path) -> None:
+    radio = load_text(tmp_path, CM108 + "carrier = 'cm108'\n").radio
+    assert (radio.carrier_device, radio.ptt_pin, radio.carrier_pin) == ("/dev/hidraw0", None, None)
+    radio = load_text(tmp_path, CM108 + "carrier = 'cm108'\nptt_pin = 4\ncarrier_pin = 2\n").radio
+    assert (radio.ptt_pin, radio.carrier_pin) == (4, 2)
+
+
 def test_template_loads_to_exactly_the_defaults(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "node.toml"
     write_template(path)
@@ -650,6 +657,8 @@ AUDIO = MINIMAL + "[audio]\n"
 ULAW = "codec_policy = 'ulaw_only'\n"
 DTMF = MINIMAL + "[dtmf]\n"
 STATPOST = MINIMAL + HTTP_REG + "[statpost]\n"
+RADIO = MINIMAL + "[radio]\n"
+CM108 = RADIO + "ptt = 'cm108'\nptt_device = '/dev/hidraw0'\n"
 
 # (file text, dotted key named by the error, a fragment of the accepted values or None)
 BAD: list[tuple[str, str | None, str | None]] = [
@@ -829,6 +838,26 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[links]\ndns_servers = ['ns.example.org:53']\n", "links.dns_servers[0]", None),
     (MINIMAL + "[links]\ndns_servers = ['127.0.0.1:0']\n", "links.dns_servers[0]", "1 to 65535"),
     (MINIMAL + "[links]\ndns_timeout_ms = 50\n", "links.dns_timeout_ms", "100 to 30000"),
+    # [radio]: what a device and a pin may be depends on the backend
+    (RADIO + "ptt = 'cm108'\n", "radio.ptt_device", "hidraw"),
+    (RADIO + "ptt = 'usb'\n", "radio.ptt", "cm108"),
+    (RADIO + "carrier = 'serial'\ncarrier_pin = 'cts'\n", "radio.carrier_device", "serial port"),
+    (RADIO + "carrier = 'cm108'\n", "radio.carrier_device", "hidraw"),
+    (RADIO + "carrier = 'vox'\ncarrier_device = '/dev/x'\n", "radio.carrier_device", None),
+    (RADIO + "ptt_device = '/dev/x'\n", "radio.ptt_device", None),
+    (RADIO + "ptt_pin = 3\n", "radio.ptt_pin", None),
+    (RADIO + "ptt = 'gpio'\nptt_device = 'gpiochip0'\n", "radio.ptt_pin", "line offset"),
+    (RADIO + "ptt = 'gpio'\nptt_device = 'chip'\nptt_pin = 600\n", "radio.ptt_pin", "0-511"),
+    (CM108 + "ptt_pin = 9\n", "radio.ptt_pin", "1-8"),
+    (CM108 + "ptt_pin = 1.5\n", "radio.ptt_pin", "GPIO number"),
+    (RADIO + "ptt = 'serial'\nptt_device = '/dev/x'\nptt_pin = 'cts'\n", "radio.ptt_pin", "rts"),
+    (RADIO + "carrier = 'serial'\ncarrier_device = '/dev/x'\n", "radio.carrier_pin", "cts"),
+    (CM108 + "carrier = 'cm108'\ncarrier_pin = 'x'\n", "radio.carrier_pin", "vol_down"),
+    (RADIO + "courtesy_tone = [[1, 2]]\n", "radio.courtesy_tone[0]", "[first Hz"),
+    (RADIO + "courtesy_tone = [[10, 0, 80]]\n", "radio.courtesy_tone[0]", "20-3500"),
+    (RADIO + "courtesy_tone = [[880, 0, 0]]\n", "radio.courtesy_tone[0]", "1 to 5000"),
+    (RADIO + f"courtesy_tone = [{'[880, 0, 80], ' * 17}]\n", "radio.courtesy_tone", "steps"),
+    (RADIO + "vox_threshold_db = 5\n", "radio.vox_threshold_db", "-80.0 to 0.0"),
 ]
 
 

@@ -12,7 +12,6 @@ carry no position, so value errors name the key.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,7 +34,8 @@ else:  # pragma: no cover - exercised only on Python 3.10
 __all__ = ["load_config"]
 
 _REQUIRED = tuple(s.name for s in SECTIONS if s.required)
-_ITEM = re.compile(r"at `\$\[(\d+)\]")
+#: How `_describe` names the members of a union type ("an integer or a string").
+_KINDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
 
 
 def load_config(path: str | os.PathLike[str]) -> NodeConfig:
@@ -131,10 +131,9 @@ class _Loader:
                 self.fail(where, exc.problem, exc.accepted)
         try:
             return msgspec.convert(raw, key.hint)
-        except msgspec.ValidationError as exc:
-            item = _ITEM.search(str(exc))
-            where = dotted if item is None else f"{dotted}[{item.group(1)}]"
-            self.fail(where, *_describe(key, raw))
+        except msgspec.ValidationError:
+            # Only the key is taken from the fault; the words come from the declaration.
+            self.fail(dotted, *_describe(key, raw))
 
     def links(self, raw: object) -> dict[str, Any]:
         """`[links]`: its own keys, spread over `NodeConfig`, and one table per node."""
@@ -186,7 +185,8 @@ def _describe(key: Key, raw: object) -> tuple[str, Iterable[str] | str | None]:
         return f"{float(raw)} is out of range", accepted  # type: ignore[arg-type]
     if key.type is str:
         return f"must be a string, got {got}", key.accepted
-    return f"cannot be {got}", key.accepted
+    kinds = [_KINDS[t] for t in get_args(key.type) if t in _KINDS]
+    return f"must be {' or '.join(kinds) or 'another type'}, got {got}", key.accepted
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal
 
 from node.config.schema import key
-from node.config.values import Context, FrozenDict, Invalid, choice_set, string
-from node.config.values import array as _array
+from node.config.values import Context, FrozenDict, Invalid, array, choice_set, string
 
 __all__ = [
     "CM108_BUTTONS",
@@ -90,7 +89,7 @@ def _courtesy_step(step: object) -> tuple[float, float, int]:
 def _courtesy_tone(raw: object, ctx: Context) -> tuple[tuple[float, float, int], ...]:
     if type(raw) is not list or len(raw) > 16:
         raise Invalid("must be an array of at most 16 steps", _COURTESY_FORM)
-    return _array(raw, _COURTESY_FORM, _courtesy_step)
+    return array(raw, _COURTESY_FORM, _courtesy_step)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -347,6 +346,7 @@ class RadioConfig:
             "(required). E.g.",
             show="prose",
             example=3,
+            accepted="a GPIO number or line offset, or a pin or line name",
         ),
     ] = None
     ptt_invert: Annotated[
@@ -380,6 +380,7 @@ class RadioConfig:
             '"dsr" or "cd" (required); gpio: the line\'s offset or name (required). E.g.',
             show="prose",
             example="vol_down",
+            accepted="a GPIO number or line offset, or a pin or line name",
         ),
     ] = None
     carrier_invert: Annotated[
