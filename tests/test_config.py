@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import stat
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -949,6 +950,8 @@ def test_string_values_are_never_echoed_in_errors(tmp_path: Path) -> None:
             load_text(tmp_path, text)
         assert canary not in str(info.value), text
         assert canary not in repr(info.value.args)
+        # Nor in a logged traceback: no library exception quoting it rides along as context.
+        assert canary not in "".join(traceback.format_exception(info.value)), text
 
 
 # --- property tests -----------------------------------------------------------------------------

@@ -123,17 +123,21 @@ class _Loader:
             model = get_args(key.type)[1]
             read = {n: self.table(body, model, f"{dotted}.{n}") for n, body in t.items()}
             return FrozenDict({**key.default, **read})
+        # Failures are raised outside the `except` blocks, so no library exception (whose text
+        # may quote the value) rides along as the ConfigError's context.
         if key.parse is not None:
             try:
                 return key.parse(raw, ctx)
             except Invalid as exc:
-                where = dotted if exc.item is None else f"{dotted}[{exc.item}]"
-                self.fail(where, exc.problem, exc.accepted)
+                invalid = exc
+            where = dotted if invalid.item is None else f"{dotted}[{invalid.item}]"
+            self.fail(where, invalid.problem, invalid.accepted)
         try:
             return msgspec.convert(raw, key.hint)
         except msgspec.ValidationError:
-            # Only the key is taken from the fault; the words come from the declaration.
-            self.fail(dotted, *_describe(key, raw))
+            pass
+        # Only the key is taken from the fault; the words come from the declaration.
+        self.fail(dotted, *_describe(key, raw))
 
     def links(self, raw: object) -> dict[str, Any]:
         """`[links]`: its own keys, spread over `NodeConfig`, and one table per node."""
