@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -9,6 +10,7 @@ import logging
 import os
 import re
 import stat
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -399,35 +401,28 @@ def test_empty_nodes_file_means_none(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("section", "text", "expected"),
     [
-        ("127.0.0.1:8730", Address("127.0.0.1", 8730)),
-        ("127.10.0.1:1", Address("127.10.0.1", 1)),
-        ("localhost:8730", Address("localhost", 8730)),
-        ("[::1]:65535", Address("::1", 65535)),
+        # The control channel takes loopback addresses only.
+        ("control", "127.0.0.1:8730", Address("127.0.0.1", 8730)),
+        ("control", "127.10.0.1:1", Address("127.10.0.1", 1)),
+        ("control", "localhost:8730", Address("localhost", 8730)),
+        ("control", "[::1]:65535", Address("::1", 65535)),
         # Port 0 on a bind lets the OS choose (tests never take fixed ports).
-        ("127.0.0.1:0", Address("127.0.0.1", 0)),
+        ("control", "127.0.0.1:0", Address("127.0.0.1", 0)),
+        ("listener", "0.0.0.0:4569", Address("0.0.0.0", 4569)),
+        ("listener", "192.0.2.7:4569", Address("192.0.2.7", 4569)),
+        ("listener", "[2001:db8::1]:4570", Address("2001:db8::1", 4570)),
+        ("listener", "[::]:4569", Address("::", 4569)),
     ],
 )
-def test_loopback_control_binds_are_accepted(tmp_path: Path, text: str, expected: Address) -> None:
-    config = load_text(tmp_path, f'[listener]\n[control]\nbind = "{text}"\n')
-    assert config.control.bind == expected
-    assert config.control.bind.is_loopback
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("0.0.0.0:4569", Address("0.0.0.0", 4569)),
-        ("192.0.2.7:4569", Address("192.0.2.7", 4569)),
-        ("[2001:db8::1]:4570", Address("2001:db8::1", 4570)),
-        ("[::]:4569", Address("::", 4569)),
-    ],
-)
-def test_listener_binds(tmp_path: Path, text: str, expected: Address) -> None:
-    config = load_text(tmp_path, f'[listener]\nbind = "{text}"\n[control]\n')
-    assert config.listener.bind == expected
-    assert str(config.listener.bind) == text
+def test_bind_addresses(tmp_path: Path, section: str, text: str, expected: Address) -> None:
+    tables = {"listener": "", "control": "", section: f'bind = "{text}"\n'}
+    config = load_text(tmp_path, "".join(f"[{name}]\n{body}" for name, body in tables.items()))
+    bind = getattr(config, section).bind
+    assert bind == expected
+    assert str(bind) == text
+    assert bind.is_loopback is (section == "control")
 
 
 @pytest.mark.parametrize(
@@ -496,6 +491,13 @@ def test_format_bits_match_iax2() -> None:
 
 
 # --- template -----------------------------------------------------------------------------------
+
+
+def test_radio_carrier_shares_the_cm108_ptt_device(tmp_path: Path) -> None:
+    radio = load_text(tmp_path, CM108 + "carrier = 'cm108'\n").radio
+    assert (radio.carrier_device, radio.ptt_pin, radio.carrier_pin) == ("/dev/hidraw0", None, None)
+    radio = load_text(tmp_path, CM108 + "carrier = 'cm108'\nptt_pin = 4\ncarrier_pin = 2\n").radio
+    assert (radio.ptt_pin, radio.carrier_pin) == (4, 2)
 
 
 def test_template_loads_to_exactly_the_defaults(tmp_path: Path) -> None:
@@ -577,6 +579,61 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
     )
 
 
+def _template_settings(text: str) -> dict[str, Any]:
+    """`{"section.key": value}` of every setting the template writes, on or switched off."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    settings: dict[str, Any] = {}
+    table = ""
+    for line in text.splitlines():
+        header = re.match(r"^#?\[([^\]]+)\]", line)
+        if header:
+            table = header.group(1)
+        setting = re.match(r"^#? ?([a-z_0-9]+ = .*)$", line)
+        if setting and not line.startswith("#  "):
+            with contextlib.suppress(tomllib.TOMLDecodeError):
+                ((name, value),) = tomllib.loads(setting.group(1)).items()
+                settings[f"{table}.{name}" if table else name] = value
+    return settings
+
+
+def test_template_is_generated_from_the_declarations() -> None:
+    # Every key the template writes shows its declared default (or its declared example), in
+    # the table it belongs to: text and loader read the same declaration.
+    from node._template import TEMPLATE
+    from node.config.node import SECTIONS, NodeConfig
+    from node.config.schema import keys_of
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Address):
+            return str(value)
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        return "" if value is None else value
+
+    settings = _template_settings(TEMPLATE)
+    declared = {"codec_policy": next(k for k in keys_of(NodeConfig) if k.name == "codec_policy")}
+    for section in SECTIONS:
+        tables = [(section.name, section.model)]
+        if section.name == "links":
+            tables.append(("links.2000", LinkConfig))
+        for name, model in tables:
+            for key in keys_of(model):
+                if key.section is not None:
+                    tables.append((f"{name}.{key.name}", key.section))
+                elif key.tables:
+                    model_of = type(next(iter(key.default.values())))
+                    tables += [(f"{name}.{key.name}.{t}", model_of) for t in key.tables]
+                elif key.show != "hidden":
+                    declared[f"{name}.{key.name}"] = key
+    assert set(settings) == set(declared)
+    for dotted, key in declared.items():
+        assert settings[dotted] == plain(key.shown), dotted
+
+
 def test_template_mentions_every_key_and_no_secret_value() -> None:
     from node._template import TEMPLATE
 
@@ -591,6 +648,18 @@ def test_template_mentions_every_key_and_no_secret_value() -> None:
 # --- errors -------------------------------------------------------------------------------------
 
 HTTP_REG = "[register]\nmethod = 'http'\nnode_id = '2000'\n"
+# Beginnings of the cases below, so that each case is one line.
+REG = MINIMAL + "[register]\npeer = '192.0.2.1:4569'\n"
+PEER = MINIMAL + "[register]\nnode_id = '1'\n"
+PORTAL = MINIMAL + "[portal]\nuser = 'a'\nnode = '1'\n"
+EVENT = MINIMAL + "[announce.events.hangup]\n"
+ANNOUNCE = MINIMAL + "[announce]\nenabled = true\n"
+AUDIO = MINIMAL + "[audio]\n"
+ULAW = "codec_policy = 'ulaw_only'\n"
+DTMF = MINIMAL + "[dtmf]\n"
+STATPOST = MINIMAL + HTTP_REG + "[statpost]\n"
+RADIO = MINIMAL + "[radio]\n"
+CM108 = RADIO + "ptt = 'cm108'\nptt_device = '/dev/hidraw0'\n"
 
 # (file text, dotted key named by the error, a fragment of the accepted values or None)
 BAD: list[tuple[str, str | None, str | None]] = [
@@ -605,11 +674,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[announce]\nvolume = 3\n", "announce.volume", "id_mode"),
     (MINIMAL + "[announce.tts]\nspeed = 1\n", "announce.tts.speed", "binary"),
     (MINIMAL + "[announce.events.ringing]\n", "announce.events.ringing", "incoming_call"),
-    (
-        MINIMAL + "[announce.events.hangup]\nwhere = 'x'\n",
-        "announce.events.hangup.where",
-        "destination",
-    ),
+    (EVENT + "where = 'x'\n", "announce.events.hangup.where", "destination"),
     (MINIMAL + "[links.2000]\ncolour = 'x'\n", "links.2000.colour", "shape"),
     (MINIMAL + "[links.2000]\nmode = 'x'\n", "links.2000.mode", "monitor"),
     (MINIMAL + "[links.2000]\nnetwork = 'dmr'\n", "links.2000.network", "dstar"),
@@ -623,11 +688,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[dtmf]\ntimeout = 1\n", "dtmf.timeout", "inter_digit_timeout_ms"),
     (MINIMAL + "[bridge]\nparrot = true\n", "bridge.parrot", "mode"),
     (MINIMAL + "[audio]\ndevice = 'x'\n", "audio.device", "backend"),
-    (
-        MINIMAL + "[portal]\nuser='a'\nnode='1'\ncredential_env='X'\npassword='p'\n",
-        "portal.password",
-        "user",
-    ),
+    (PORTAL + "credential_env='X'\npassword='p'\n", "portal.password", "user"),
     # wrong types
     ("[listener]\nmax_calls = '8'\n[control]\n", "listener.max_calls", "integer"),
     ("[listener]\nmax_calls = true\n[control]\n", "listener.max_calls", "integer"),
@@ -647,30 +708,14 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = ['env']\n", "secrets.source", "env"),
     (MINIMAL + "[dtmf]\nenabled = 2024-01-01\n", "dtmf.enabled", "true, false"),
     (MINIMAL + "[announce]\nevents = 3\n", "announce.events", None),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = 2000.5\n",
-        "register.node_id",
-        "digits",
-    ),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = 'W1AW'\n",
-        "register.node_id",
-        "digits",
-    ),
+    (REG + "node_id = 2000.5\n", "register.node_id", "digits"),
+    (REG + "node_id = 'W1AW'\n", "register.node_id", "digits"),
     (MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = -1\n", "register.node_id", "digits"),
     # out of range
     ("[listener]\nmax_calls = 0\n[control]\n", "listener.max_calls", "1 to 32766"),
     ("[listener]\nmax_calls = 40000\n[control]\n", "listener.max_calls", "1 to 32766"),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '1'\nrefresh = 5\n",
-        "register.refresh",
-        "10 to 3600",
-    ),
-    (
-        MINIMAL + "[dtmf]\ninter_digit_timeout_ms = -1\n",
-        "dtmf.inter_digit_timeout_ms",
-        "100 to 60000",
-    ),
+    (REG + "node_id = '1'\nrefresh = 5\n", "register.refresh", "10 to 3600"),
+    (DTMF + "inter_digit_timeout_ms = -1\n", "dtmf.inter_digit_timeout_ms", "100 to 60000"),
     (MINIMAL + "[announce]\ncw_wpm = 100\n", "announce.cw_wpm", "5 to 60"),
     (MINIMAL + "[dtmf]\ninband_sources = ['radio']\n", "dtmf.inband_sources[0]", "local"),
     (MINIMAL + "[dtmf]\ninband_sources = 'calls'\n", "dtmf.inband_sources", "links"),
@@ -685,26 +730,14 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[secrets]\nsource = 'vault'\n", "secrets.source", "env, control, config"),
     (MINIMAL + "[bridge]\nmode = 'echo'\n", "bridge.mode", "conference, parrot"),
     (MINIMAL + "[audio]\nbackend = 'alsa'\n", "audio.backend", "cpal, none"),
-    (
-        MINIMAL + "[audio]\ndevice_rate = 44100\n",
-        "audio.device_rate",
-        "0 (automatic), 16000, 48000",
-    ),
-    (
-        "codec_policy = 'ulaw_only'\n" + MINIMAL + "[audio]\ndevice_rate = 16000\n",
-        "audio.device_rate",
-        "0 (automatic), 8000, 48000",
-    ),
+    (AUDIO + "device_rate = 44100\n", "audio.device_rate", "0 (automatic), 16000, 48000"),
+    (ULAW + AUDIO + "device_rate = 16000\n", "audio.device_rate", "0 (automatic), 8000, 48000"),
     (MINIMAL + "[audio]\ndevice_rate = 96000\n", "audio.device_rate", "0 to 48000"),
     (MINIMAL + "[audio]\nrx_gain_db = 21\n", "audio.rx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[audio]\ntx_gain_db = -40.5\n", "audio.tx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[audio]\ntx_gain_db = '3'\n", "audio.tx_gain_db", "-40.0 to 20.0"),
     (MINIMAL + "[announce]\nid_mode = 'voice'\n", "announce.id_mode", "cw, tts, off"),
-    (
-        MINIMAL + "[announce.events.hangup]\ndestination = 'air'\n",
-        "announce.events.hangup.destination",
-        "to_air, to_monitor",
-    ),
+    (EVENT + "destination = 'air'\n", "announce.events.hangup.destination", "to_air, to_monitor"),
     (MINIMAL + "[links.2000]\nshape = 'guest'\n", "links.2000.shape", "standard, wt-guest"),
     ("codec_policy = 'ULAW_ONLY'\n" + MINIMAL, "codec_policy", "ulaw_only"),
     # socket addresses
@@ -720,21 +753,9 @@ BAD: list[tuple[str, str | None, str | None]] = [
     ("[listener]\nbind = '256.1.1.1:4569'\n[control]\n", "listener.bind", "IP address"),
     ("[listener]\nbind = 'myhost:4569'\n[control]\n", "listener.bind", "IP address"),
     ("[listener]\nbind = '0.0.0.0:４５６９'\n[control]\n", "listener.bind", "host:port"),
-    (
-        MINIMAL + "[register]\npeer = 'reg.example.org:0'\nnode_id = '1'\n",
-        "register.peer",
-        "1 to 65535",
-    ),
-    (
-        MINIMAL + "[register]\npeer = 'reg.example.org'\nnode_id = '1'\n",
-        "register.peer",
-        "host:port",
-    ),
-    (
-        MINIMAL + "[register]\npeer = 'bad_host!:4569'\nnode_id = '1'\n",
-        "register.peer",
-        "host:port",
-    ),
+    (PEER + "peer = 'reg.example.org:0'\n", "register.peer", "1 to 65535"),
+    (PEER + "peer = 'reg.example.org'\n", "register.peer", "host:port"),
+    (PEER + "peer = 'bad_host!:4569'\n", "register.peer", "host:port"),
     (MINIMAL + "[register]\npeer = '-bad.org:4569'\nnode_id = '1'\n", "register.peer", "host:port"),
     # non-loopback control
     ("[listener]\n[control]\nbind = '0.0.0.0:8730'\n", "control.bind", "loopback"),
@@ -750,11 +771,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[portal]\nuser = 'a'\nnode = '1'\n", "portal.credential_env", None),
     (MINIMAL + "[portal]\nuser = ''\nnode = '1'\ncredential_env = 'X'\n", "portal.user", None),
     (MINIMAL + "[portal]\nuser = 'a'\nnode = ' '\ncredential_env = 'X'\n", "portal.node", None),
-    (
-        MINIMAL + "[portal]\nuser = 'a'\nnode = '1'\ncredential_env = 'hunter 2'\n",
-        "portal.credential_env",
-        "PORTAL_PASSWORD",
-    ),
+    (PORTAL + "credential_env = 'hunter 2'\n", "portal.credential_env", "PORTAL_PASSWORD"),
     # [wireguard]
     (MINIMAL + "[wireguard]\naddress = '10.0.0.1'\n", "wireguard.private_key_env", None),
     (MINIMAL + WG.replace("allowed_ips", "allowed"), "wireguard.allowed", "allowed_ips"),
@@ -795,25 +812,13 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[ami]\nenabled = 'yes'\n", "ami.enabled", "true"),
     (MINIMAL + "[ami]\nsecret = 'x'\n", "ami.secret", "username"),
     (MINIMAL + "[announce.tts]\nenabled = true\n", "announce.tts.binary", "TTS"),
-    (
-        MINIMAL + "[announce]\nenabled = true\nid_interval_secs = 600\n",
-        "announce.callsign",
-        "callsign",
-    ),
+    (ANNOUNCE + "id_interval_secs = 600\n", "announce.callsign", "callsign"),
     (MINIMAL + "[announce]\ncallsign = 'W1AW!'\n", "announce.callsign", "A-Z"),
-    (
-        MINIMAL + "[announce]\nenabled = true\nid_mode = 'tts'\n",
-        "announce.id_mode",
-        "[announce.tts]",
-    ),
+    (ANNOUNCE + "id_mode = 'tts'\n", "announce.id_mode", "[announce.tts]"),
     # registration methods, status posts, DNS lookup
     (MINIMAL + HTTP_REG.replace("'http'", "'sip'"), "register.method", "iax2, http"),
     (MINIMAL + HTTP_REG + "peer = '192.0.2.1:4569'\n", "register.peer", 'url for method = "http"'),
-    (
-        MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = '2000'\nurl = 'https://r.org/'\n",
-        "register.url",
-        'method = "http"',
-    ),
+    (REG + "node_id = '2000'\nurl = 'https://r.org/'\n", "register.url", 'method = "http"'),
     (MINIMAL + HTTP_REG + "url = 'ftp://r.example.org/'\n", "register.url", "https://"),
     (MINIMAL + HTTP_REG + "url = 'https://'\n", "register.url", "https://"),
     (MINIMAL + HTTP_REG + "url = 'https://u:p@r.example.org/'\n", "register.url", None),
@@ -821,11 +826,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + HTTP_REG + "url = 'https://r.example.org:x/'\n", "register.url", None),
     (MINIMAL + HTTP_REG + "url = 5\n", "register.url", None),
     (MINIMAL + "[statpost]\n", "statpost", "[register]"),
-    (
-        MINIMAL + HTTP_REG + "[statpost]\ninterval_secs = 10\n",
-        "statpost.interval_secs",
-        "30 to 600",
-    ),
+    (STATPOST + "interval_secs = 10\n", "statpost.interval_secs", "30 to 600"),
     (MINIMAL + HTTP_REG + "[statpost]\nurl = 'http://s.org/u?a=1'\n", "statpost.url", None),
     (MINIMAL + HTTP_REG + "[statpost]\nnode = '2000'\n", "statpost.node", "interval_secs"),
     (MINIMAL + "[links]\ndns = 'yes'\n", "links.dns", "true, false"),
@@ -838,6 +839,26 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[links]\ndns_servers = ['ns.example.org:53']\n", "links.dns_servers[0]", None),
     (MINIMAL + "[links]\ndns_servers = ['127.0.0.1:0']\n", "links.dns_servers[0]", "1 to 65535"),
     (MINIMAL + "[links]\ndns_timeout_ms = 50\n", "links.dns_timeout_ms", "100 to 30000"),
+    # [radio]: what a device and a pin may be depends on the backend
+    (RADIO + "ptt = 'cm108'\n", "radio.ptt_device", "hidraw"),
+    (RADIO + "ptt = 'usb'\n", "radio.ptt", "cm108"),
+    (RADIO + "carrier = 'serial'\ncarrier_pin = 'cts'\n", "radio.carrier_device", "serial port"),
+    (RADIO + "carrier = 'cm108'\n", "radio.carrier_device", "hidraw"),
+    (RADIO + "carrier = 'vox'\ncarrier_device = '/dev/x'\n", "radio.carrier_device", None),
+    (RADIO + "ptt_device = '/dev/x'\n", "radio.ptt_device", None),
+    (RADIO + "ptt_pin = 3\n", "radio.ptt_pin", None),
+    (RADIO + "ptt = 'gpio'\nptt_device = 'gpiochip0'\n", "radio.ptt_pin", "line offset"),
+    (RADIO + "ptt = 'gpio'\nptt_device = 'chip'\nptt_pin = 600\n", "radio.ptt_pin", "0-511"),
+    (CM108 + "ptt_pin = 9\n", "radio.ptt_pin", "1-8"),
+    (CM108 + "ptt_pin = 1.5\n", "radio.ptt_pin", "GPIO number"),
+    (RADIO + "ptt = 'serial'\nptt_device = '/dev/x'\nptt_pin = 'cts'\n", "radio.ptt_pin", "rts"),
+    (RADIO + "carrier = 'serial'\ncarrier_device = '/dev/x'\n", "radio.carrier_pin", "cts"),
+    (CM108 + "carrier = 'cm108'\ncarrier_pin = 'x'\n", "radio.carrier_pin", "vol_down"),
+    (RADIO + "courtesy_tone = [[1, 2]]\n", "radio.courtesy_tone[0]", "[first Hz"),
+    (RADIO + "courtesy_tone = [[10, 0, 80]]\n", "radio.courtesy_tone[0]", "20-3500"),
+    (RADIO + "courtesy_tone = [[880, 0, 0]]\n", "radio.courtesy_tone[0]", "1 to 5000"),
+    (RADIO + f"courtesy_tone = [{'[880, 0, 80], ' * 17}]\n", "radio.courtesy_tone", "steps"),
+    (RADIO + "vox_threshold_db = 5\n", "radio.vox_threshold_db", "-80.0 to 0.0"),
 ]
 
 
@@ -929,6 +950,8 @@ def test_string_values_are_never_echoed_in_errors(tmp_path: Path) -> None:
             load_text(tmp_path, text)
         assert canary not in str(info.value), text
         assert canary not in repr(info.value.args)
+        # Nor in a logged traceback: no library exception quoting it rides along as context.
+        assert canary not in "".join(traceback.format_exception(info.value)), text
 
 
 # --- property tests -----------------------------------------------------------------------------

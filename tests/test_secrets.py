@@ -22,6 +22,7 @@ from node.secrets import (
     REDACTED,
     RedactingFilter,
     Secret,
+    SecretSettings,
     SecretStore,
     check_private_file,
 )
@@ -728,3 +729,35 @@ def test_ami_password_through_post_secrets_needs_ami_enabled(tmp_path: Path) -> 
     with pytest.raises(CommandError) as info:
         store.set("ami:admin", CANARY)
     assert info.value.status == 409
+
+
+# --- the store knows nothing of the configuration -----------------------------------------------
+
+
+def test_the_store_is_built_from_plain_settings(tmp_path: Path) -> None:
+    # Whoever owns the configuration hands the store plain values; a NodeConfig is one such owner.
+    settings = SecretSettings(
+        source="env", node_id="2000", ami_user="admin", portal_env="PORTAL_PW"
+    )
+    env = {"NET_NODE": "2000", "NET_SECRET": CANARY, "NET_AMI_SECRET": OTHER, "PORTAL_PW": "p"}
+    store = SecretStore(settings, env)
+    assert store.node_secret() == Secret(CANARY)
+    assert store.ami_login("admin", OTHER)
+    assert store.portal_secret() == Secret("p")
+    config = load(tmp_path, BASE + REGISTER)
+    assert config.secret_settings == SecretSettings(
+        config_file=config.path, source="env", node_id="2000"
+    )
+    assert repr(SecretStore(config, env)) == repr(SecretStore(config.secret_settings, env))
+    assert_hidden(settings, store)
+
+
+def test_secrets_import_nothing_of_the_configuration() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, node.secrets, node.peers_file\n"
+        "assert not [m for m in sys.modules if m.startswith('node.config')], sorted(sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -490,7 +490,7 @@ def load_node(path: Path, handler: logging.Handler) -> tuple[NodeConfig, SecretS
     `handler` redacting those secrets from then on; None (logged) on a configuration error."""
     try:
         config = load_or_create(path)
-        secrets = SecretStore(config)
+        secrets = SecretStore(config.secret_settings)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
         return None

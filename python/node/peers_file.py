@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from node.credential import Secret, private_mode_problem
 from node.errors import ConfigError
-from node.secrets import Secret, private_mode_problem
 
 __all__ = ["MAX_BYTES", "PeersFile", "parse_peers", "read_peers_file"]
 

@@ -30,19 +30,17 @@ import hmac
 import logging
 import os
 import re
-import stat
 import string
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
 
+from node.credential import REDACTED, Secret, check_private_file, private_mode_problem
 from node.errors import CommandError, ConfigError
-from node.wireguard import decode_key
-
-if TYPE_CHECKING:
-    from node.config import NodeConfig
-    from node.peers_file import PeersFile
+from node.peers_file import PeersFile, read_peers_file
+from node.wg_key import decode_key
 
 __all__ = [
     "AMI_USER_PREFIX",
@@ -54,14 +52,13 @@ __all__ = [
     "PeersChange",
     "RedactingFilter",
     "Secret",
+    "SecretSettings",
     "SecretStore",
     "check_private_file",
     "private_mode_problem",
     "shown_text",
 ]
 
-#: What every redacted secret is shown as.
-REDACTED = "***"
 ENV_NODE = "NET_NODE"
 ENV_SECRET = "NET_SECRET"
 ENV_PEER_PREFIX = "NET_PEER_"
@@ -77,70 +74,6 @@ _PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
 MAX_SHOWN_TEXT = 120
 
 
-class Secret:
-    """A credential that never shows itself.
-
-    `repr`, `str` and `format` print `***`; pickling is refused (a pickle is a byte string that
-    would carry the value to wherever it is written). `copy`/`deepcopy` return the same object,
-    which is safe because a `Secret` is immutable, and lets `dataclasses.asdict` walk a config that
-    holds one. `reveal()` is for the single place that needs the text (the MD5 challenge answer).
-    """
-
-    __slots__ = ("_value",)
-    _value: str
-
-    def __init__(self, value: str) -> None:
-        if not isinstance(value, str):
-            # The type name only: the value might be the secret in the wrong shape.
-            raise TypeError(f"Secret wraps a str, not {type(value).__name__}")
-        if not value:
-            raise ValueError("a secret must not be empty")
-        object.__setattr__(self, "_value", value)
-
-    def reveal(self) -> str:
-        """The secret text. Call only where the value itself is needed, never to log it."""
-        return self._value
-
-    def equals(self, other: Secret | str) -> bool:
-        """Constant-time comparison, so response timing says nothing about the value."""
-        theirs = other._value if isinstance(other, Secret) else other
-        if not isinstance(theirs, str):
-            return False
-        return hmac.compare_digest(self._value.encode(), theirs.encode())
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Secret):
-            return NotImplemented
-        return self.equals(other)
-
-    def __hash__(self) -> int:
-        return hash((Secret, self._value))
-
-    def __repr__(self) -> str:
-        return f"Secret('{REDACTED}')"
-
-    def __str__(self) -> str:
-        return REDACTED
-
-    def __format__(self, format_spec: str) -> str:
-        return REDACTED
-
-    def __setattr__(self, name: str, value: object) -> NoReturn:
-        raise AttributeError("Secret is immutable")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        raise AttributeError("Secret is immutable")
-
-    def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a Secret cannot be pickled")
-
-    def __copy__(self) -> Secret:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
-        return self
-
-
 def shown_text(text: str, private: Iterable[str], limit: int = MAX_SHOWN_TEXT) -> str:
     """A peer's free text made fit to show: printable, short, and free of anything we sent that
     must stay private (a hostile registrar could echo a password back)."""
@@ -151,33 +84,40 @@ def shown_text(text: str, private: Iterable[str], limit: int = MAX_SHOWN_TEXT) -
     return clean[:limit]
 
 
-def private_mode_problem(mode: int, path: str | os.PathLike[str]) -> tuple[str, str] | None:
-    """`(problem, accepted)` when group or others may read or write a file of `mode`, else None."""
-    loose = stat.S_IMODE(mode) & 0o077
-    if not loose:
-        return None
-    return (
-        f"the file holds a secret but its mode is {stat.S_IMODE(mode):04o}: group or others "
-        f"may read or write it; refusing it (fix: chmod 600 {path})",
-        "a file readable and writable by its owner alone (mode 0600 or 0400)",
-    )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretSettings:
+    """What the store needs to know of the configuration, as plain values.
 
-
-def check_private_file(path: str | os.PathLike[str], key: str) -> None:
-    """Refuse a file that group or others may read or write (it holds a secret).
-
-    `os.stat` follows symlinks on purpose: mounted secrets are often symlinks, and it is the
-    target's mode that decides who can read the content.
+    Built by whoever owns the configuration (`NodeConfig.secret_settings`), so this module knows
+    nothing of how the configuration is declared or read. `config_file` is the file errors name
+    (and whose permissions `source = "config"` checks), None for a configuration built in code;
+    `source`, `node_id`, the inline secrets, `peers_file` and the environment variable names
+    are the keys of those names (`[secrets]`, `[register]`, `[portal] credential_env`,
+    `[wireguard] private_key_env` / `preshared_key_env`), None where the section is absent;
+    `ami_user` is the `[ami]` login name, None when AMI is off.
     """
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise ConfigError(
-            str(path), key, f"cannot check the file's permissions: {exc.strerror}"
-        ) from None
-    problem = private_mode_problem(mode, path)
-    if problem is not None:
-        raise ConfigError(str(path), key, *problem)
+
+    config_file: Path | None = None
+    source: str = "env"
+    node_id: str | None = None
+    inline_secret: Secret | None = None
+    inline_ami_secret: Secret | None = None
+    ami_user: str | None = None
+    peers_file: Path | None = None
+    portal_env: str | None = None
+    wg_private_env: str | None = None
+    wg_preshared_env: str | None = None
+
+
+class HasSecretSettings(Protocol):
+    """A configuration that can say what the store needs (`NodeConfig` is one)."""
+
+    @property
+    def secret_settings(self) -> SecretSettings: ...
+
+
+def _settings(source: SecretSettings | HasSecretSettings) -> SecretSettings:
+    return source if isinstance(source, SecretSettings) else source.secret_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +153,17 @@ class SecretStore:
     (`set`) and a reload of the peers file (`reload`) change what it holds.
     """
 
-    def __init__(self, config: NodeConfig, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: SecretSettings | HasSecretSettings,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        settings = _settings(config)
         env: Mapping[str, str] = os.environ if environ is None else environ
         self._lock = threading.Lock()
-        self._path = str(config.path) if config.path is not None else "<config>"
-        self._source = config.secrets.source
-        self._node_id = config.register.node_id if config.register is not None else None
+        self._path = str(settings.config_file) if settings.config_file is not None else "<config>"
+        self._source = settings.source
+        self._node_id = settings.node_id
         self._node_secret: Secret | None = None
         self._env_peers: dict[str, Secret] = {}
         self._peers: dict[str, Secret] = {}
@@ -226,7 +171,7 @@ class SecretStore:
         self._wg_private: Secret | None = None
         self._wg_preshared: Secret | None = None
         #: The `[ami]` user (None when AMI is off) and its password.
-        self._ami_user = config.ami.username if config.ami.enabled else None
+        self._ami_user = settings.ami_user
         self._ami_secret: Secret | None = None
         # Everything ever known, longest first so a secret that contains another is replaced whole.
         self._known: tuple[str, ...] = ()
@@ -241,12 +186,12 @@ class SecretStore:
         if self._source == "env":
             self._load_env(env)
         elif self._source == "config":
-            self._load_inline(config)
-        self._load_ami(config, env)
+            self._load_inline(settings)
+        self._load_ami(settings, env)
         self._load_env_peers(env)
-        self._peers = self._merge_peers(self._read_peers_file(config))
-        self._load_portal(config, env)
-        self._load_wireguard(config, env)
+        self._peers = self._merge_peers(self._read_peers_file(settings))
+        self._load_portal(settings, env)
+        self._load_wireguard(settings, env)
 
     # --- startup ------------------------------------------------------------------------------
 
@@ -285,10 +230,10 @@ class SecretStore:
         self._node_secret = Secret(net_secret)
         self._remember(net_secret)
 
-    def _load_inline(self, config: NodeConfig) -> None:
-        if config.path is not None:
-            check_private_file(config.path, "secrets.secret")
-        secret = config.secrets.secret
+    def _load_inline(self, settings: SecretSettings) -> None:
+        if settings.config_file is not None:
+            check_private_file(settings.config_file, "secrets.secret")
+        secret = settings.inline_secret
         if secret is not None:
             self._remember(secret.reveal())
         if self._node_id is None:
@@ -302,9 +247,10 @@ class SecretStore:
             )
         self._node_secret = secret
 
-    def _load_ami(self, config: NodeConfig, env: Mapping[str, str]) -> None:
-        if config.secrets.ami_secret is not None:
-            self._remember(config.secrets.ami_secret.reveal())
+    def _load_ami(self, settings: SecretSettings, env: Mapping[str, str]) -> None:
+        inline = settings.inline_ami_secret
+        if inline is not None:
+            self._remember(inline.reveal())
         if self._ami_user is None or self._source == "control":
             return
         if self._source == "env":
@@ -318,14 +264,14 @@ class SecretStore:
                 )
             self._ami_secret = Secret(value)
             return
-        if config.secrets.ami_secret is None:
+        if inline is None:
             raise ConfigError(
                 self._path,
                 "secrets.ami_secret",
                 f"is empty, but [ami] is enabled and secrets.source is config (set it to the AMI "
                 f"password of user {self._ami_user})",
             )
-        self._ami_secret = config.secrets.ami_secret
+        self._ami_secret = inline
 
     def _load_env_peers(self, env: Mapping[str, str]) -> None:
         for name, value in env.items():
@@ -345,18 +291,16 @@ class SecretStore:
                 raise ConfigError(ENVIRONMENT, name, "is empty; a peer secret must not be empty")
             self._env_peers[node] = Secret(value)
 
-    def _read_peers_file(self, config: NodeConfig) -> PeersFile | None:
-        # Imported here: the peers file module builds on `Secret`, defined in this one.
-        from node.peers_file import read_peers_file
-
-        path = config.secrets.peers_file
+    def _read_peers_file(self, settings: SecretSettings) -> PeersFile | None:
+        path = settings.peers_file
         if path is None:
             return None
         try:
             peers = read_peers_file(path)
         except (FileNotFoundError, NotADirectoryError):
             # The value is not repeated: a path that leads nowhere may be a pasted secret.
-            base = f", {config.path.absolute().parent}" if config.path is not None else ""
+            config_file = settings.config_file
+            base = f", {config_file.absolute().parent}" if config_file is not None else ""
             raise ConfigError(
                 self._path,
                 "secrets.peers_file",
@@ -383,10 +327,10 @@ class SecretStore:
             merged[node] = secret
         return merged
 
-    def _load_portal(self, config: NodeConfig, env: Mapping[str, str]) -> None:
-        if config.portal is None:
+    def _load_portal(self, settings: SecretSettings, env: Mapping[str, str]) -> None:
+        var = settings.portal_env
+        if var is None:
             return
-        var = config.portal.credential_env
         value = env.get(var)
         if not value:
             raise ConfigError(
@@ -397,14 +341,13 @@ class SecretStore:
         self._portal = Secret(value)
         self._remember(value)
 
-    def _load_wireguard(self, config: NodeConfig, env: Mapping[str, str]) -> None:
-        wg = config.wireguard
-        if wg is None:
+    def _load_wireguard(self, settings: SecretSettings, env: Mapping[str, str]) -> None:
+        if settings.wg_private_env is None:
             return
-        self._wg_private = self._env_key(env, wg.private_key_env, "wireguard.private_key_env")
-        if wg.preshared_key_env is not None:
+        self._wg_private = self._env_key(env, settings.wg_private_env, "wireguard.private_key_env")
+        if settings.wg_preshared_env is not None:
             self._wg_preshared = self._env_key(
-                env, wg.preshared_key_env, "wireguard.preshared_key_env"
+                env, settings.wg_preshared_env, "wireguard.preshared_key_env"
             )
 
     def _env_key(self, env: Mapping[str, str], var: str, key: str) -> Secret:
@@ -436,7 +379,7 @@ class SecretStore:
 
     # --- reload -------------------------------------------------------------------------------
 
-    def reload(self, config: NodeConfig) -> PeersChange:
+    def reload(self, config: SecretSettings | HasSecretSettings) -> PeersChange:
         """SIGHUP: take the inbound peer secrets of `config`'s peers file for calls from now on.
 
         All or nothing: on any problem (`ConfigError`) the store is unchanged. Calls already set
@@ -445,9 +388,10 @@ class SecretStore:
         source or inline secret needs a restart. With `source = "config"` the config file's
         permissions are checked again, as at startup.
         """
-        if config.secrets.source == "config" and config.path is not None:
-            check_private_file(config.path, "secrets.secret")
-        new = self._merge_peers(self._read_peers_file(config))
+        settings = _settings(config)
+        if settings.source == "config" and settings.config_file is not None:
+            check_private_file(settings.config_file, "secrets.secret")
+        new = self._merge_peers(self._read_peers_file(settings))
         with self._lock:
             old = self._peers
             self._peers = new

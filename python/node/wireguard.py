@@ -1,19 +1,18 @@
 """WireGuard keys and the tunnel as the node reports it (`[wireguard]`, docs/wireguard.md).
 
 The tunnel itself runs inside the Rust engine (`rust/wireguard.rs`); this module holds what the
-Python side needs around it: the base64 key format `wg(8)` uses, key generation for
-`node wg-keygen`, and the snapshot's `tunnel` object built from the engine's figures.
+Python side needs around it: the engine's settings, public keys for `node wg-keygen`, and the
+snapshot's `tunnel` object built from the engine's figures. The key format itself is
+`node.wg_key`'s (re-exported here).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from node._core import wg_public_key
+from node.wg_key import KEY_FORMAT, KEY_LEN, decode_key, encode_key, generate_private_key
 
 if TYPE_CHECKING:
     from node.config import NodeConfig
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEY_FORMAT",
+    "KEY_LEN",
     "TunnelSettings",
     "decode_key",
     "encode_key",
@@ -31,11 +31,8 @@ __all__ = [
     "tunnel_stats",
 ]
 
-KEY_LEN = 32
 #: The node's IAX2 port inside the tunnel when `[listener] bind` asks for any port.
 IAX2_PORT = 4569
-#: How errors describe an acceptable key.
-KEY_FORMAT = "44 characters of base64 (32 bytes), as `wg genkey` / `node wg-keygen` print"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,30 +80,6 @@ def tunnel_settings(
         private_key=keys[0],
         preshared_key=keys[1],
     )
-
-
-def decode_key(text: str) -> bytes:
-    """The 32 raw bytes of a base64 WireGuard key. ValueError, never quoting the text (it may
-    be a private key), when it is not one."""
-    try:
-        raw = base64.b64decode(text.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(f"not a WireGuard key ({KEY_FORMAT})") from None
-    if len(raw) != KEY_LEN:
-        raise ValueError(f"not a WireGuard key ({KEY_FORMAT})")
-    return raw
-
-
-def encode_key(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
-
-
-def generate_private_key() -> bytes:
-    """A fresh X25519 private key, clamped as `wg genkey` clamps it (RFC 7748 §5)."""
-    key = bytearray(secrets.token_bytes(KEY_LEN))
-    key[0] &= 248
-    key[31] = (key[31] & 127) | 64
-    return bytes(key)
 
 
 def public_key(private: bytes) -> bytes:

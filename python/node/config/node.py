@@ -1,0 +1,153 @@
+"""`NodeConfig`, the whole configuration, and the table of its sections.
+
+`SECTIONS` is the one list of the file's sections, in the order the template writes them: the
+loader takes the accepted section names and the required ones from it, the template its layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from node.config import network as net
+from node.config import station
+from node.config.schema import key
+from node.config.values import (
+    FORMAT_ALAW,
+    FORMAT_SLIN,
+    FORMAT_SLIN16,
+    FORMAT_ULAW,
+    CodecOffer,
+    FrozenDict,
+)
+from node.secrets import SecretSettings
+
+__all__ = ["SECTIONS", "TOP_KEYS", "CodecPolicy", "NodeConfig", "Section"]
+
+CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
+
+_CODEC_OFFERS: Mapping[str, CodecOffer] = {
+    "ulaw_only": CodecOffer((FORMAT_ULAW, FORMAT_ALAW)),
+    "allow_slin": CodecOffer((FORMAT_ULAW, FORMAT_ALAW), frozenset({FORMAT_SLIN})),
+    "prefer_slin": CodecOffer((FORMAT_SLIN, FORMAT_ULAW, FORMAT_ALAW)),
+    "prefer_slin16": CodecOffer((FORMAT_SLIN16, FORMAT_SLIN, FORMAT_ULAW, FORMAT_ALAW)),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One `[name]` table of the file."""
+
+    name: str
+    model: type
+    #: The file must have it (`[listener]`, `[control]`).
+    required: bool = False
+    #: The template writes it switched on (its keys active), not as a commented-out block.
+    written: bool = False
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("listener", net.ListenerConfig, required=True, written=True),
+    Section("control", net.ControlConfig, required=True, written=True),
+    Section("secrets", net.SecretsConfig, written=True),
+    Section("register", net.RegisterConfig),
+    Section("statpost", net.StatpostConfig),
+    Section("bridge", station.BridgeConfig),
+    Section("audio", station.AudioConfig),
+    Section("announce", station.AnnounceConfig),
+    Section("dtmf", station.DtmfConfig),
+    # `[links]` holds its own keys and one `[links.<node_id>]` table per node.
+    Section("links", net.LinksKeys),
+    Section("keying", station.KeyingConfig),
+    Section("radio", station.RadioConfig),
+    Section("ami", net.AmiConfig),
+    Section("portal", net.PortalConfig),
+    Section("parrot", station.ParrotConfig),
+    Section("wireguard", net.WireGuardConfig),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeConfig:
+    """The whole configuration. `NodeConfig()` is the safe default."""
+
+    listener: net.ListenerConfig = field(default_factory=net.ListenerConfig)
+    register: net.RegisterConfig | None = None
+    control: net.ControlConfig = field(default_factory=net.ControlConfig)
+    secrets: net.SecretsConfig = field(default_factory=net.SecretsConfig)
+    bridge: station.BridgeConfig = field(default_factory=station.BridgeConfig)
+    audio: station.AudioConfig = field(default_factory=station.AudioConfig)
+    codec_policy: Annotated[
+        CodecPolicy,
+        key(
+            "Offered codecs, best first:\n"
+            "  ulaw_only     = mu-law, A-law\n"
+            "  allow_slin    = mu-law, A-law, slin (slin only if the peer asks for it)\n"
+            "  prefer_slin   = slin, mu-law, A-law\n"
+            "  prefer_slin16 = slin16, slin, mu-law, A-law (the station mixes at 16 kHz)\n"
+            "A caller whose requested format is in the common set gets that format; a caller "
+            'with no codec in common is rejected ("Unable to negotiate codec", cause 65).\n'
+            'Allowed: "ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16".'
+        ),
+    ] = "prefer_slin16"
+    announce: station.AnnounceConfig = field(default_factory=station.AnnounceConfig)
+    dtmf: station.DtmfConfig = field(default_factory=station.DtmfConfig)
+    links: Mapping[str, net.LinkConfig] = field(default_factory=FrozenDict)
+    #: *Extension* (`[links] verify_source_ip`): refuse an inbound link whose source address
+    #: is not the address its node number resolves to, as app_rpt does.
+    verify_source_ip: bool = False
+    keying: station.KeyingConfig = field(default_factory=station.KeyingConfig)
+    radio: station.RadioConfig = field(default_factory=station.RadioConfig)
+    ami: net.AmiConfig = field(default_factory=net.AmiConfig)
+    #: *Extension* (`[links] nodes_file`): an extnodes-format file resolving node numbers
+    #: (`<node>=radio@<ip>:<port>/<node>,<ip>`); None when unset. Relative paths in the file are
+    #: resolved against the config file's directory.
+    nodes_file: Path | None = None
+    #: *Extension* (`[links] dns`, `dns_domain`, `dns_servers`, `dns_timeout_ms`).
+    dns: net.DnsConfig = field(default_factory=net.DnsConfig)
+    #: *Extension* (`[statpost]`): None when the section is absent (no status posts).
+    statpost: net.StatpostConfig | None = None
+    portal: net.PortalConfig | None = None
+    parrot: station.ParrotConfig = field(default_factory=station.ParrotConfig)
+    #: `[wireguard]`: None when the section is absent (plain UDP).
+    wireguard: net.WireGuardConfig | None = None
+    #: The file this was loaded from; None for a config built in code. Not part of equality.
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def node_id(self) -> str | None:
+        """This node's number (`[register].node_id`), None when registration is unconfigured."""
+        return self.register.node_id if self.register is not None else None
+
+    @property
+    def station_rate(self) -> int:
+        """Sample rate of the station's own capture, playback and mixing."""
+        return 16000 if self.codec_policy == "prefer_slin16" else 8000
+
+    @property
+    def codec_offer(self) -> CodecOffer:
+        """The formats offered to peers, best first, per `codec_policy`."""
+        return _CODEC_OFFERS[self.codec_policy]
+
+    @property
+    def secret_settings(self) -> SecretSettings:
+        """What the secret store needs of this configuration, as plain values."""
+        wg = self.wireguard
+        return SecretSettings(
+            config_file=self.path,
+            source=self.secrets.source,
+            node_id=self.node_id,
+            inline_secret=self.secrets.secret,
+            inline_ami_secret=self.secrets.ami_secret,
+            ami_user=self.ami.username if self.ami.enabled else None,
+            peers_file=self.secrets.peers_file,
+            portal_env=self.portal.credential_env if self.portal is not None else None,
+            wg_private_env=wg.private_key_env if wg is not None else None,
+            wg_preshared_env=wg.preshared_key_env if wg is not None else None,
+        )
+
+
+#: Keys of the file that belong to no section (they go above the first `[section]`).
+TOP_KEYS: tuple[str, ...] = ("codec_policy",)
