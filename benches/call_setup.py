@@ -8,7 +8,10 @@ how many were answered, the set-up times, and what was lost on the way in:
 - `queue_overflow`: full frames and engine events the engine dropped because Python fell a
   whole queue behind (the figure `tests/load/test_call_setup.py` reports but does not fail on:
   on a loaded host it depends on the host, and the callers' retransmissions recover every call);
-- `kernel_drops`: datagrams the kernel dropped before the engine read them (SO_RXQ_OVFL).
+- `kernel_drops`: datagrams the kernel dropped before the engine read them (SO_RXQ_OVFL);
+- `caller_socket_drops`: what the callers' own sockets dropped: with talkers during set-up the
+  node sends every answered call the mix, more than the one Python process playing all callers
+  reads on a small host, and a set-up frame lost there is the load generator's loss, not ours.
 
     python benches/call_setup.py                         # 2,000 calls at 100/s, 3 runs
     python benches/call_setup.py --calls 1000 --rate 200 --repeat 1
@@ -32,13 +35,13 @@ if str(ROOT) not in sys.path:
 from tests.load.daemon_load import callers, final_line, start_daemon  # noqa: E402
 
 
-def run(calls: int, rate: float, hold: float) -> dict[str, object]:
+def run(calls: int, rate: float, hold: float, talkers: int, talk_after: bool) -> dict[str, object]:
     daemon = start_daemon(calls, probe_every=60.0)
     try:
         cpu0 = daemon.cpu()
-        gen = callers(
-            daemon, "setup", "--calls", str(calls), "--rate", str(rate), "--hold", str(hold)
-        )
+        args = ["--calls", str(calls), "--rate", str(rate), "--hold", str(hold)]
+        args += ["--talkers", str(talkers)] + (["--talk-after-setup"] if talk_after else [])
+        gen = callers(daemon, "setup", *args)
         r = final_line(gen, timeout=max(120.0, 3 * calls / rate + hold))
         stats = daemon.stats()
         return {
@@ -47,7 +50,9 @@ def run(calls: int, rate: float, hold: float) -> dict[str, object]:
             "answered": r["answered"],
             "rejected": r["rejected"],
             "lost": r["lost"],
+            "up_hearing_audio": r["up_hearing_audio"],
             "setup_ms": r["setup_ms"],
+            "caller_socket_drops": r["socket_drops"],
             "queue_overflow": stats["queue_overflow"],
             "kernel_drops": stats.get("kernel_drops"),
             "node_cpu_s": round(daemon.cpu() - cpu0, 2),
@@ -62,10 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--rate", type=float, default=100.0, help="new calls per second")
     ap.add_argument("--hold", type=float, default=5.0, help="seconds every call is held")
+    ap.add_argument("--talkers", type=int, default=2, help="callers that talk into the mix")
+    ap.add_argument(
+        "--talk-after-setup",
+        action="store_true",
+        help="talkers start once every call is answered (as the test does)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     for _ in range(args.repeat):
-        print(json.dumps(run(args.calls, args.rate, args.hold)), flush=True)
+        r = run(args.calls, args.rate, args.hold, args.talkers, args.talk_after_setup)
+        print(json.dumps(r), flush=True)
     return 0
 
 

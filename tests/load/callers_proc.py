@@ -107,6 +107,8 @@ class Callers:
         self.talking: list[Placed] = []
         self.next_voice = 0.0
         self.voice_k = 0
+        #: Talkers send only while this is set (`--talk-after-setup` clears it during set-up).
+        self.voice_on = True
 
     # --- signalling -----------------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class Callers:
     # --- media ----------------------------------------------------------------------------
 
     def _voice(self, now: float) -> None:
-        while self.talking and now >= self.next_voice:
+        while self.voice_on and self.talking and now >= self.next_voice:
             k = self.voice_k
             for call in self.talking:
                 ts = 20 * k + 1000
@@ -216,7 +218,7 @@ class Callers:
         self._voice(now)
         if self.timers:
             timeout = min(timeout, max(0.0, self.timers[0][0] - now))
-        if self.talking:
+        if self.voice_on and self.talking:
             timeout = min(timeout, max(0.0, self.next_voice - now))
         for key, _ in self.sel.select(timeout):
             self._readable(key.data)
@@ -289,7 +291,21 @@ class Callers:
             "up_hearing_audio": sum(1 for c in up if c.minis_in > 0),
             "minis_in": sum(c.minis_in for c in self.calls.values()),
             "gaps": sum(c.gaps for c in self.calls.values()),
+            "socket_drops": socket_drops({s.getsockname()[1] for s in self.socks}),
         }
+
+
+def socket_drops(ports: set[int]) -> int:
+    """Datagrams the kernel dropped at these UDP ports' full receive buffers (the `drops`
+    column of /proc/net/udp): what an overloaded host, not the node, lost on the way to us."""
+    total = 0
+    with open("/proc/net/udp") as f:
+        next(f)
+        for line in f:
+            cols = line.split()
+            if int(cols[1].rsplit(":", 1)[1], 16) in ports:
+                total += int(cols[-1])
+    return total
 
 
 def _tone() -> list[bytes]:
@@ -306,7 +322,14 @@ def _tone() -> list[bytes]:
 TONE: list[bytes] = []
 
 
-def run_setup(c: Callers, calls: int, rate: float, hold: float) -> dict[str, Any]:
+def run_setup(
+    c: Callers, calls: int, rate: float, hold: float, talk_after_setup: bool = False
+) -> dict[str, Any]:
+    # With talkers the node sends every answered call the mix, 50 datagrams a second each: at
+    # 2,000 calls that is more than this one Python process can read on a busy host, and the
+    # kernel then drops set-up frames with the audio. `talk_after_setup` keeps the talkers
+    # quiet until every call is answered, so set-up is measured apart from the flood.
+    c.voice_on = not talk_after_setup
     t0 = time.monotonic()
     while c.stats.placed < calls:
         due = t0 + c.stats.placed / rate
@@ -322,6 +345,9 @@ def run_setup(c: Callers, calls: int, rate: float, hold: float) -> dict[str, Any
             break
         c.poll(0.05)
     print(json.dumps({"ready": True, **c.summary()}), flush=True)
+    if not c.voice_on:
+        c.voice_on = True
+        c.next_voice = time.monotonic()
     c.run_for(hold)
     result = c.summary()
     now = time.monotonic()
@@ -371,6 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=100.0, help="new calls per second (setup)")
     ap.add_argument("--hold", type=float, default=5.0, help="seconds every call stays up (setup)")
     ap.add_argument("--talkers", type=int, default=0)
+    ap.add_argument(
+        "--talk-after-setup",
+        action="store_true",
+        help="talkers start once every call is answered (setup)",
+    )
     ap.add_argument("--sockets", type=int, default=0, help="caller sockets (default: calls/50)")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds (churn)")
     ap.add_argument("--churn-every", type=float, default=3.0)
@@ -382,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     sockets = args.sockets or max(1, args.calls // 50)
     c = Callers((host, int(port)), sockets, args.talkers)
     if args.mode == "setup":
-        result = run_setup(c, args.calls, args.rate, args.hold)
+        result = run_setup(c, args.calls, args.rate, args.hold, args.talk_after_setup)
     else:
         result = run_churn(
             c, args.calls, args.duration, args.churn_every, args.seed, args.report_every

@@ -45,7 +45,12 @@ class EngineTransport:
         try:
             wireguard = None if tunnel is None else _wireguard(tunnel)
             self._engine = Engine(
-                bind, rate=rate, mix_minus=mix_minus, legs=legs, wireguard=wireguard
+                bind,
+                rate=rate,
+                mix_minus=mix_minus,
+                queue_limit=queue_limit(legs),
+                legs=legs,
+                wireguard=wireguard,
             )
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.
@@ -106,6 +111,13 @@ class EngineTransport:
             self._loop.remove_reader(self._engine.wakeup_fd())
             self._loop = None
         self._engine.stop()
+
+
+def queue_limit(legs: int) -> int:
+    """How many full frames (and, apart, engine events) may wait for Python. A talk spurt that
+    starts asks for one full voice frame per listening leg at once, and a set-up burst brings a
+    few frames per call: the queue holds several per leg, and never fewer than 4,096."""
+    return max(4096, 8 * legs)
 
 
 def _wireguard(t: TunnelSettings) -> WireGuard:
