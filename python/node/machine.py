@@ -66,6 +66,11 @@ class DeadlineTable(Generic[K]):
     def __repr__(self) -> str:
         return f"DeadlineTable({self._at!r})"
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DeadlineTable) and self._at == other._at
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
     def __bool__(self) -> bool:
         return bool(self._at)
 

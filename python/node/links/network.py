@@ -15,20 +15,58 @@ Lists go out when a link is added (dialled or answered) and every 30 s, not when
 or a neighbour's list changes:
 that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
 the network learns of a departure with the next periodic list.
+
+One link's data, states and timers are in link.py, the actions in link_actions.py and the
+events in link_events.py; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from typing import Any
 
 from node.errors import CommandError
 from node.links import text as t
+from node.links.link import (
+    Handshake,
+    Link,
+    LinkMode,
+    LinkState,
+    LinkTimer,
+    LinkTrigger,
+    PermanentLink,
+    SavedLink,
+)
+from node.links.link_actions import (
+    CAUSE_LINK_END,
+    CAUSE_NOT_HERE,
+    Answer,
+    Dial,
+    Hangup,
+    LinkAction,
+    SendCng,
+    SendKey,
+    SendText,
+    SendUnkey,
+    SetLeg,
+    VerifySource,
+)
+from node.links.link_events import (
+    LinkConnected,
+    LinkDisconnected,
+    LinkEvent,
+    LinkKeyed,
+    MessageReceived,
+    RemoteDigitReceived,
+    TelemetryReceived,
+)
+from node.machine import DeadlineTable
 
 __all__ = [
+    "CAUSE_LINK_END",
+    "CAUSE_NOT_HERE",
     "Answer",
     "Dial",
     "Handshake",
@@ -43,6 +81,7 @@ __all__ = [
     "LinkNetwork",
     "LinkOutput",
     "LinkState",
+    "LinkTimer",
     "MessageReceived",
     "PermanentLink",
     "RemoteDigitReceived",
@@ -78,190 +117,6 @@ DEAD_CALL_GRACE = 1.0
 #: A web-transceiver host that answers and hangs up this soon refused the guest: app_rpt's
 #: `[allstar-public]` dialplan answers a bad token, waits 1 s and hangs up.
 GUEST_REFUSAL_WINDOW = 1.5
-#: Q.931 cause codes on link hangups: app_rpt ends links with 0, its dialplan refuses a call
-#: to a node it does not host with 16.
-CAUSE_LINK_END = 0
-CAUSE_NOT_HERE = 16
-
-
-class LinkMode(Enum):
-    """What we do with a link: talk and listen (`*3`), only listen (`*2`), or only listen on
-    the local radio (`*75`, app_rpt's local monitor: not relayed to the other links and calls,
-    and left out of our `L` lists)."""
-
-    TRANSCEIVE = "transceive"
-    MONITOR = "monitor"
-    LOCAL_MONITOR = "local_monitor"
-
-    @property
-    def letter(self) -> str:
-        return "T" if self is LinkMode.TRANSCEIVE else "R"
-
-    @property
-    def leg(self) -> str:
-        """The engine's leg mode for a link in this mode."""
-        return {
-            LinkMode.TRANSCEIVE: "transceive",
-            LinkMode.MONITOR: "receive_only",
-            LinkMode.LOCAL_MONITOR: "local_only",
-        }[self]
-
-
-class LinkState(Enum):
-    CONNECTING = "connecting"
-    UP = "up"
-    #: Lost (or failed) and waiting to dial again.
-    RETRYING = "retrying"
-
-
-class Handshake(Enum):
-    """How keying crosses the link (app_rpt `enum newkey`)."""
-
-    #: Answered, no handshake yet: voice presence keys (app_rpt's initial state).
-    PENDING = "pending"
-    #: `!NEWKEY1!`: voice presence keys; we send voice only while talking, then UNKEY + CNG.
-    NEWKEY1 = "newkey1"
-    #: `!NEWKEY!`: RADIO_KEY/UNKEY, KEY repeated every 2 s while talking.
-    NEWKEY = "newkey"
-    #: No handshake within 2 s: RADIO_KEY/UNKEY.
-    LEGACY = "legacy"
-    #: A `wt-guest` link: we are a web-transceiver guest, keyed by voice presence both ways,
-    #: and speak no dialect (app_rpt never sends a guest `!NEWKEY1!`).
-    GUEST = "guest"
-
-    @property
-    def by_voice(self) -> bool:
-        return self in (Handshake.PENDING, Handshake.NEWKEY1, Handshake.GUEST)
-
-
-# --- actions: what the controller does for the network, in order ---------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LinkAction:
-    """Base of what the network asks the controller to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class Dial(LinkAction):
-    """Resolve `node` and place the link call; report back with `dialled` or `dial_failed`."""
-
-    node: str
-    mode: LinkMode
-
-
-@dataclass(frozen=True, slots=True)
-class SendText(LinkAction):
-    callno: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SendKey(LinkAction):
-    """CONTROL RADIO_KEY on the call."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class SendUnkey(LinkAction):
-    """CONTROL RADIO_UNKEY on the call."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class SendCng(LinkAction):
-    """A CNG frame: app_rpt ends every voice spurt with UNKEY plus one CNG."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class Answer(LinkAction):
-    """Answer a held inbound link call."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class Hangup(LinkAction):
-    """End the call with CAUSECODE `causecode` and no CAUSE text, as app_rpt does."""
-
-    callno: int
-    causecode: int = CAUSE_LINK_END
-
-
-@dataclass(frozen=True, slots=True)
-class SetLeg(LinkAction):
-    """Change the media leg: `mode` ("transceive", "receive_only") and/or `keying`
-    ("voice", "control"); None keeps the current value."""
-
-    callno: int
-    mode: str | None = None
-    keying: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class VerifySource(LinkAction):
-    """Check that `ip` is the address `node` resolves to (app_rpt's parse_caller); report
-    back with `source_checked`."""
-
-    callno: int
-    node: str
-    ip: str
-
-
-# --- events -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LinkEvent:
-    """Base of what the network reports."""
-
-    #: The linked node.
-    node: str
-    #: Our IAX2 call number of the link's call, or None when there is none (yet).
-    callno: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class LinkConnected(LinkEvent):
-    mode: LinkMode
-    direction: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkDisconnected(LinkEvent):
-    """The link went down (or never came up); `reason` is safe to show."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkKeyed(LinkEvent):
-    """The link's receiver keyed (`keyed`) or unkeyed."""
-
-    keyed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class TelemetryReceived(LinkEvent):
-    """`T` telemetry from another node arrived over the link (forwarded already)."""
-
-    telemetry: t.Telemetry
-
-
-@dataclass(frozen=True, slots=True)
-class MessageReceived(LinkEvent):
-    message: t.Message
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteDigitReceived(LinkEvent):
-    """A `D` digit addressed to us (remote command mode of the sending node)."""
-
-    digit: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,121 +129,6 @@ class LinkOutput:
     changed: bool = False
     #: When `timer()` must run next.
     deadline: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PermanentLink:
-    """A link the node keeps up by itself ("permalink"): dialled at start, redialled forever."""
-
-    node: str
-    mode: LinkMode = LinkMode.TRANSCEIVE
-
-
-# --- one link -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SavedLink:
-    """A link `disconnect_all` dropped, as `*74` brings it back."""
-
-    node: str
-    mode: LinkMode
-    permanent: bool
-
-
-class _Timer(Enum):
-    NEWKEY = "newkey"
-    REDUNDANT = "redundant"
-    LIST = "list"
-    RETRY = "retry"
-    DEAD_CALL = "dead_call"
-
-
-@dataclass(slots=True)
-class Link:
-    """One link's state (the machine is `LinkNetwork`)."""
-
-    node: str
-    mode: LinkMode
-    direction: str
-    state: LinkState = LinkState.CONNECTING
-    callno: int | None = None
-    addr: tuple[str, int] | None = None
-    codec: str | None = None
-    permanent: bool = False
-    handshake: Handshake = Handshake.PENDING
-    rx_keyed: bool = False
-    last_keyed: float | None = None
-    #: When its receiver last keyed and last unkeyed (app_rpt's lastkeytime/lastunkeytime,
-    #: what AMI SawStat reports); cleared when the link is lost.
-    keyed_at: float | None = None
-    unkeyed_at: float | None = None
-    connected_at: float | None = None
-    #: The network behind this link, from its latest `L` list.
-    behind: tuple[t.LinkEntry, ...] = ()
-    #: We are sending it a talk spurt.
-    talking: bool = False
-    #: Outbound retries since the link was last up.
-    retries: int = 0
-    #: Redials since the link was created (app_rpt's `reconnects`, shown by AMI XStat).
-    reconnects: int = 0
-    #: A `wt-guest` link (we dial as a web-transceiver guest; no link texts either way).
-    guest: bool = False
-    #: When the guest call was answered (a refusal answers and hangs up at once).
-    answered_at: float | None = None
-    #: An inbound call held until the caller's source address is verified.
-    verifying: bool = False
-    timers: dict[_Timer, float] = field(default_factory=dict)
-
-    @property
-    def up(self) -> bool:
-        return self.state is LinkState.UP
-
-    @property
-    def transceive_up(self) -> bool:
-        return self.up and self.mode is LinkMode.TRANSCEIVE
-
-    @property
-    def behind_nodes(self) -> frozenset[str]:
-        return frozenset(e.node for e in self.behind)
-
-    @property
-    def list_letter(self) -> str:
-        """How this link appears in `L` lists: T, R, or C while not up."""
-        return self.mode.letter if self.up else "C"
-
-    def to_json(self, now: float) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "call": self.callno,
-            "mode": self.mode.value if self.up else "connecting",
-            "direction": self.direction,
-            "state": self.state.value,
-            "keyed": self.rx_keyed,
-            "last_keyed_s": None if self.last_keyed is None else round(now - self.last_keyed, 1),
-            "connected_s": None if self.connected_at is None else round(now - self.connected_at, 1),
-            "codec": self.codec,
-            "nodes": [str(e) for e in self.behind],
-            "permanent": self.permanent,
-            "addr": None if self.addr is None else f"{self.addr[0]}:{self.addr[1]}",
-            "newkey": self.handshake.value,
-        }
-
-
-def _behind(link: Link) -> list[t.LinkEntry]:
-    """`link` and everything behind it as its neighbours see it: behind a monitor link every
-    transceive entry reads as monitor, behind a link that is not up everything as connecting
-    (app_rpt __mklinklist)."""
-    letter = link.list_letter
-    out = [t.LinkEntry(letter, link.node)]
-    for e in link.behind:
-        if letter == "C":
-            out.append(t.LinkEntry("C", e.node))
-        elif letter == "R" and e.mode == "T":
-            out.append(t.LinkEntry("R", e.node))
-        else:
-            out.append(e)
-    return out
 
 
 # --- the network --------------------------------------------------------------------------------
@@ -420,7 +160,7 @@ class LinkNetwork:
         self._links: dict[str, Link] = {}
         self._by_call: dict[int, Link] = {}
         #: Calls we no longer talk into (peer sent `!!DISCONNECT!!`, or we replaced the link).
-        self._dead: dict[int, float] = {}
+        self._dead: DeadlineTable[int] = DeadlineTable()
         self._kick_at: float | None = None
         self._kick_skip: set[str] = set()
         self._local_keyed = False
@@ -486,18 +226,17 @@ class LinkNetwork:
                 continue
             if link.mode is LinkMode.LOCAL_MONITOR:
                 continue
-            entries.extend(_behind(link))
+            entries.extend(link.listed())
         return entries
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [link.to_json(now) for link in self._links.values()]
 
     def next_deadline(self) -> float | None:
-        times = [d for link in self._links.values() for d in link.timers.values()]
-        times.extend(self._dead.values())
-        if self._kick_at is not None:
-            times.append(self._kick_at)
-        return min(times) if times else None
+        times = [link.timers.earliest() for link in self._links.values()]
+        times += (self._dead.earliest(), self._kick_at)
+        pending = [at for at in times if at is not None]
+        return min(pending) if pending else None
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -528,7 +267,7 @@ class LinkNetwork:
 
     def _send_list(self, link: Link, now: float) -> None:
         self._send(link, self._list_for(link))
-        link.timers[_Timer.LIST] = now + LIST_INTERVAL
+        link.timers.set(LinkTimer.LIST, now + LIST_INTERVAL)
 
     def _telemetry(self, token: str, *args: str) -> None:
         """Our telemetry to every transceive link (app_rpt send_tele_link)."""
@@ -570,7 +309,7 @@ class LinkNetwork:
 
     def _go_dead(self, callno: int, now: float) -> None:
         """Stop talking into `callno`; hang it up if it is still there after the grace time."""
-        self._dead[callno] = now + DEAD_CALL_GRACE
+        self._dead.set(callno, now + DEAD_CALL_GRACE)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -739,7 +478,7 @@ class LinkNetwork:
             # app_rpt's dialplan: a call to a node not hosted here is hung up after ACCEPT.
             log.info("link call from %s to %s refused: not this node", node, called or "-")
             self._do(Hangup(callno, CAUSE_NOT_HERE))
-            self._dead[callno] = now + DEAD_CALL_GRACE
+            self._go_dead(callno, now)
             return self._output()
         old = self._links.get(node)
         if old is not None:
@@ -774,7 +513,7 @@ class LinkNetwork:
         # What app_rpt does to a caller it cannot verify: hang up with cause 0, no ANSWER.
         self._do(Hangup(callno))
         self._drop(link)
-        self._dead[callno] = now + DEAD_CALL_GRACE
+        self._go_dead(callno, now)
         self._events.append(LinkDisconnected(link.node, callno, f"refused: source address {why}"))
         return self._output()
 
@@ -787,11 +526,11 @@ class LinkNetwork:
         if link is None or link.state is not LinkState.CONNECTING:
             return self._output()
         assert self.me is not None
-        link.state = LinkState.UP
+        link.go(LinkTrigger.ANSWERED)
         link.codec = codec
         link.connected_at = now
         link.retries = 0
-        link.timers.pop(_Timer.RETRY, None)
+        link.timers.cancel(LinkTimer.RETRY)
         if link.guest:
             # The host rings for seconds (with early audio) before it answers; the web
             # transceiver is up from the first ring. No texts: the others hear of us by list.
@@ -801,7 +540,7 @@ class LinkNetwork:
             self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
             return self._output()
         link.handshake = Handshake.PENDING
-        link.timers[_Timer.NEWKEY] = now + NEWKEY_TIMEOUT
+        link.timers.set(LinkTimer.NEWKEY, now + NEWKEY_TIMEOUT)
         self._changed = True
         self._send(link, t.NEWKEY1)
         if link.direction == "outbound":
@@ -827,7 +566,8 @@ class LinkNetwork:
 
     def call_ended(self, callno: int, reason: str, now: float, *, refused: bool) -> LinkOutput:
         """The link's call ended: `refused` when the peer rejected the NEW (no retry)."""
-        if self._dead.pop(callno, None) is not None:
+        if callno in self._dead:
+            self._dead.cancel(callno)
             return self._output()
         link = self._by_call.pop(callno, None)
         if link is None:
@@ -850,21 +590,20 @@ class LinkNetwork:
         return self._output()
 
     def _failed(self, link: Link, reason: str, now: float, *, retry: bool) -> None:
-        link.state = LinkState.CONNECTING
+        link.go(LinkTrigger.FAILED)
         link.rx_keyed = False
         link.keyed_at = link.unkeyed_at = None
         link.talking = False
         link.behind = ()
         link.connected_at = None
-        for kind in (_Timer.NEWKEY, _Timer.REDUNDANT, _Timer.LIST):
-            link.timers.pop(kind, None)
+        link.timers.cancel(LinkTimer.NEWKEY, LinkTimer.REDUNDANT, LinkTimer.LIST)
         self._changed = True
         can_retry = link.direction == "outbound" and retry
         if can_retry and (link.permanent or link.retries < MAX_RETRIES):
             delay = min(RETRY_MAX, RETRY_FIRST * 2 ** min(link.retries, 8))
             link.retries += 1
-            link.state = LinkState.RETRYING
-            link.timers[_Timer.RETRY] = now + delay
+            link.go(LinkTrigger.RETRY_LATER)
+            link.timers.set(LinkTimer.RETRY, now + delay)
             self._events.append(
                 LinkDisconnected(
                     link.node, None, f"{reason}; retry {link.retries} in {delay:.0f} s"
@@ -933,7 +672,7 @@ class LinkNetwork:
     def _handshake(self, link: Link, handshake: Handshake) -> None:
         previous = link.handshake
         link.handshake = handshake
-        link.timers.pop(_Timer.NEWKEY, None)
+        link.timers.cancel(LinkTimer.NEWKEY)
         if link.callno is not None and previous.by_voice != handshake.by_voice:
             self._do(SetLeg(link.callno, keying="voice" if handshake.by_voice else "control"))
         self._changed = True
@@ -970,10 +709,10 @@ class LinkNetwork:
             if not link.handshake.by_voice:
                 self._do(SendKey(callno))
                 if link.handshake is Handshake.NEWKEY:
-                    link.timers[_Timer.REDUNDANT] = now + REDUNDANT_KEY_INTERVAL
+                    link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
         elif link.talking:
             link.talking = False
-            link.timers.pop(_Timer.REDUNDANT, None)
+            link.timers.cancel(LinkTimer.REDUNDANT)
             self._do(SendUnkey(callno))
             if link.handshake.by_voice:
                 self._do(SendCng(callno))
@@ -982,16 +721,13 @@ class LinkNetwork:
     # --- time ---------------------------------------------------------------------------------
 
     def timer(self, now: float) -> LinkOutput:
-        for callno, at in list(self._dead.items()):
-            if at <= now:
-                del self._dead[callno]
-                # The call is still here (else `call_ended` forgot it): end it ourselves.
-                self._do(Hangup(callno))
+        for callno in self._dead.due(now):
+            self._dead.cancel(callno)
+            # The call is still here (else `call_ended` forgot it): end it ourselves.
+            self._do(Hangup(callno))
         for link in list(self._links.values()):
-            for kind, at in list(link.timers.items()):
-                if at > now:
-                    continue
-                del link.timers[kind]
+            for kind in link.timers.due(now):
+                link.timers.cancel(kind)
                 self._fire(link, kind, now)
         if self._kick_at is not None and self._kick_at <= now:
             self._kick_at = None
@@ -1001,17 +737,17 @@ class LinkNetwork:
                     self._send_list(link, now)
         return self._output()
 
-    def _fire(self, link: Link, kind: _Timer, now: float) -> None:
-        if kind is _Timer.NEWKEY and link.handshake is Handshake.PENDING:
+    def _fire(self, link: Link, kind: LinkTimer, now: float) -> None:
+        if kind is LinkTimer.NEWKEY and link.handshake is Handshake.PENDING:
             log.warning("node %s did not send !NEWKEY1! within 2 s: legacy keying", link.node)
             self._handshake(link, Handshake.LEGACY)
-        elif kind is _Timer.REDUNDANT and link.talking and link.callno is not None:
+        elif kind is LinkTimer.REDUNDANT and link.talking and link.callno is not None:
             self._do(SendKey(link.callno))
-            link.timers[_Timer.REDUNDANT] = now + REDUNDANT_KEY_INTERVAL
-        elif kind is _Timer.LIST and link.up:
+            link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
+        elif kind is LinkTimer.LIST and link.up:
             self._send_list(link, now)
-        elif kind is _Timer.RETRY and link.state is LinkState.RETRYING:
-            link.state = LinkState.CONNECTING
+        elif kind is LinkTimer.RETRY and link.state is LinkState.RETRYING:
+            link.go(LinkTrigger.REDIAL)
             link.reconnects += 1
             self._changed = True
             self._do(Dial(link.node, link.mode))
