@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from node.errors import LocalProtocolError
-from node.iax2.registration import Deregistered, Registered, RegistrationEvent, RegistrationFailed
+from node.iax2.registration import (
+    Deregistered,
+    Registered,
+    RegistrationEvent,
+    RegistrationFailed,
+    RegistrationStanding,
+)
 from node.secrets import Secret, shown_text
 
 __all__ = [
@@ -135,7 +141,7 @@ def _perceived(ipaddr: Any, port: Any) -> tuple[str, int] | None:
     return (ip, port if ok_port else 0)
 
 
-class HttpRegistration:
+class HttpRegistration(RegistrationStanding):
     """The HTTP registration client for one node (sans-I/O). Inputs carry non-decreasing `now`."""
 
     def __init__(
@@ -153,6 +159,7 @@ class HttpRegistration:
             raise ValueError("node_id must not be empty")
         if interval <= 0:
             raise ValueError("the re-post interval must be positive")
+        super().__init__(now)
         self.url = url
         self.node_id = node_id
         self.iax_port = iax_port
@@ -165,9 +172,6 @@ class HttpRegistration:
         self._in_flight: int | None = None
         #: When the next POST is due (interval after the previous one started); None when idle.
         self._due: float | None = None
-        self._perceived: tuple[str, int] | None = None
-        self._last_failure: str | None = None
-        self._now = now
 
     # --- properties ---
 
@@ -178,17 +182,6 @@ class HttpRegistration:
     @property
     def registered(self) -> bool:
         return self._state is HttpRegistrationState.REGISTERED
-
-    @property
-    def apparent_addr(self) -> tuple[str, int] | None:
-        """Our address as the registrar saw it in its last confirming reply, while registered
-        (port 0 when the reply gave none)."""
-        return self._perceived if self.registered else None
-
-    @property
-    def last_failure(self) -> str | None:
-        """The reason of the last failed POST, until one succeeds (never a secret)."""
-        return self._last_failure
 
     def next_deadline(self) -> float | None:
         # While a POST is under way its reply (or failure) decides what comes next.
@@ -224,7 +217,7 @@ class HttpRegistration:
         self._state = HttpRegistrationState.UNREGISTERED
         self._in_flight = None
         self._due = None
-        self._perceived = None
+        self._apparent = None
         return self._output(events=[Deregistered()])
 
     # --- inputs ---
@@ -247,9 +240,9 @@ class HttpRegistration:
             assert outcome.reason is not None
             return self._finish_failed(outcome.reason, now)
         self._in_flight = None
-        changed = not self.registered or outcome.perceived != self._perceived
+        changed = not self.registered or outcome.perceived != self._apparent
         self._state = HttpRegistrationState.REGISTERED
-        self._perceived = outcome.perceived
+        self._apparent = outcome.perceived
         self._last_failure = None
         events: list[RegistrationEvent] = []
         if changed:
@@ -283,7 +276,7 @@ class HttpRegistration:
     def _finish_failed(self, reason: str, now: float) -> HttpOutput:
         self._in_flight = None
         self._state = HttpRegistrationState.FAILED
-        self._perceived = None
+        self._apparent = None
         self._last_failure = reason
         return self._after_post(now, [RegistrationFailed(reason)])
 
@@ -294,11 +287,6 @@ class HttpRegistration:
             out = self._post(now)
             return HttpOutput(out.posts, (*events, *out.events), out.deadline)
         return self._output(events=events)
-
-    def _advance(self, now: float) -> None:
-        if now < self._now:
-            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
-        self._now = now
 
     def _output(
         self,

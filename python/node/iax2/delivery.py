@@ -35,6 +35,7 @@ __all__ = [
     "RETRY_BACKOFF",
     "Pending",
     "ReliableDelivery",
+    "echo_reply",
     "first_retry",
 ]
 
@@ -60,6 +61,29 @@ _MAX_PROBES = 8
 def first_retry(rtt: float) -> float:
     """The first retransmission delay for a measured RTT: 2 x RTT within [0.1 s, 10 s]."""
     return min(MAX_RETRY, max(MIN_RETRY, 2.0 * rtt))
+
+
+def echo_reply(
+    frame: FullFrame,
+    subclass: int,
+    *,
+    scall: int,
+    oseq: int,
+    iseq: int,
+    ies: list[tuple[int, object]] | None = None,
+) -> FullFrame:
+    """An IAX frame that answers `frame` without taking a sequence number (ACK, VNAK, call 1's
+    stateless replies): it echoes the timestamp and goes to the call number that sent it."""
+    return FullFrame(
+        FrameType.IAX,
+        subclass,
+        scall=scall,
+        dcall=frame.scall,
+        ts=frame.ts,
+        oseq=oseq,
+        iseq=iseq,
+        ies=ies,
+    )
 
 
 @dataclass(slots=True)
@@ -166,15 +190,7 @@ class ReliableDelivery:
         own oseqno); nobody reads it, but the wire then matches Asterisk's byte for byte.
         """
         self._frames.append(
-            FullFrame(
-                FrameType.IAX,
-                subclass,
-                scall=self.callno,
-                dcall=frame.scall,
-                ts=frame.ts,
-                oseq=frame.iseq,
-                iseq=self.iseq,
-            )
+            echo_reply(frame, subclass, scall=self.callno, oseq=frame.iseq, iseq=self.iseq)
         )
 
     def _ack(self, frame: FullFrame) -> None:

@@ -34,7 +34,9 @@ from dataclasses import dataclass
 from node._core import FullFrame
 from node.errors import LocalProtocolError
 from node.iax2.constants import IE, FrameType, IaxSubclass
+from node.iax2.delivery import echo_reply
 from node.iax2.stateless import APATHETIC_CALLNO
+from node.machine import DeadlineTable, TransitionTable
 from node.secrets import Secret, shown_text
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "Registration",
     "RegistrationEvent",
     "RegistrationFailed",
+    "RegistrationStanding",
     "RegistrationState",
 ]
 
@@ -172,21 +175,24 @@ class _Move(enum.Enum):
 
 
 _S = RegistrationState
-_TRANSITIONS: dict[tuple[RegistrationState, _Move], RegistrationState] = {
-    (_S.IDLE, _Move.START): _S.REGISTERING,
-    (_S.RETRY_WAIT, _Move.START): _S.REGISTERING,
-    (_S.RELEASING, _Move.START): _S.REGISTERING,
-    (_S.REGISTERED, _Move.REFRESH): _S.REFRESHING,
-    (_S.REGISTERING, _Move.ACCEPTED): _S.REGISTERED,
-    (_S.REFRESHING, _Move.ACCEPTED): _S.REGISTERED,
-    (_S.REGISTERING, _Move.FAILED): _S.RETRY_WAIT,
-    (_S.REFRESHING, _Move.FAILED): _S.RETRY_WAIT,
-    (_S.REGISTERING, _Move.RELEASE): _S.RELEASING,
-    (_S.REGISTERED, _Move.RELEASE): _S.RELEASING,
-    (_S.REFRESHING, _Move.RELEASE): _S.RELEASING,
-    (_S.RETRY_WAIT, _Move.DROP): _S.IDLE,
-    (_S.RELEASING, _Move.RELEASED): _S.IDLE,
-}
+_TRANSITIONS: TransitionTable[RegistrationState, _Move] = TransitionTable(
+    {
+        _S.IDLE: {_Move.START: _S.REGISTERING},
+        _S.REGISTERING: {
+            _Move.ACCEPTED: _S.REGISTERED,
+            _Move.FAILED: _S.RETRY_WAIT,
+            _Move.RELEASE: _S.RELEASING,
+        },
+        _S.REGISTERED: {_Move.REFRESH: _S.REFRESHING, _Move.RELEASE: _S.RELEASING},
+        _S.REFRESHING: {
+            _Move.ACCEPTED: _S.REGISTERED,
+            _Move.FAILED: _S.RETRY_WAIT,
+            _Move.RELEASE: _S.RELEASING,
+        },
+        _S.RETRY_WAIT: {_Move.START: _S.REGISTERING, _Move.DROP: _S.IDLE},
+        _S.RELEASING: {_Move.START: _S.REGISTERING, _Move.RELEASED: _S.IDLE},
+    }
+)
 
 
 class _Timer(enum.Enum):
@@ -269,7 +275,40 @@ class _Dialog:
 # --- the machine --------------------------------------------------------------------------------
 
 
-class Registration:
+class RegistrationStanding:
+    """What a registration machine knows of its standing with the registrar, the same for the
+    IAX2 machine here and the HTTP one (allstar/http_registration.py): whether it is registered,
+    our address as the registrar saw it, and why the last attempt failed. Both take
+    non-decreasing `now` on every input."""
+
+    def __init__(self, now: float) -> None:
+        self._apparent: tuple[str, int] | None = None
+        self._last_failure: str | None = None
+        self._now = now
+
+    @property
+    def registered(self) -> bool:
+        """Whether the registrar currently holds our registration (as far as we know)."""
+        raise NotImplementedError
+
+    @property
+    def apparent_addr(self) -> tuple[str, int] | None:
+        """Our address as the registrar saw it in its last confirming reply, while registered
+        (port 0 when the reply gave none)."""
+        return self._apparent if self.registered else None
+
+    @property
+    def last_failure(self) -> str | None:
+        """The reason of the last failed attempt, until an attempt succeeds (never a secret)."""
+        return self._last_failure
+
+    def _advance(self, now: float) -> None:
+        if now < self._now:
+            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
+        self._now = now
+
+
+class Registration(RegistrationStanding):
     """Registration client for one registrar (sans-I/O).
 
     `callno_source()` returns a free source call number (2..32767) for each new dialog; the
@@ -290,6 +329,7 @@ class Registration:
             raise ValueError("username must not be empty")
         if not 1 <= refresh <= 0xFFFF:
             raise ValueError(f"refresh {refresh} is outside 1-65535 seconds")
+        super().__init__(now)
         self.peer = (peer[0], int(peer[1]))
         self.username = username
         self.refresh = refresh
@@ -301,11 +341,8 @@ class Registration:
         self._dialog: _Dialog | None = None
         # The last finished dialog, kept so a retransmitted REGACK/REGREJ is ACKed again.
         self._previous: _Dialog | None = None
-        self._timers: dict[_Timer, float] = {}
+        self._timers: DeadlineTable[_Timer] = DeadlineTable()
         self._granted: int | None = None
-        self._apparent: tuple[str, int] | None = None
-        self._last_failure: str | None = None
-        self._now = now
 
     # --- properties ---
 
@@ -317,16 +354,6 @@ class Registration:
     def registered(self) -> bool:
         """Whether the registrar currently holds our registration (as far as we know)."""
         return self._state in (RegistrationState.REGISTERED, RegistrationState.REFRESHING)
-
-    @property
-    def apparent_addr(self) -> tuple[str, int] | None:
-        """Our address as the registrar saw it in its last genuine REGACK, while registered."""
-        return self._apparent if self.registered else None
-
-    @property
-    def last_failure(self) -> str | None:
-        """The reason of the last failed attempt, until an attempt succeeds (never a secret)."""
-        return self._last_failure
 
     @property
     def granted_refresh(self) -> int | None:
@@ -344,7 +371,7 @@ class Registration:
         return frozenset(d.scall for d in (self._dialog, self._previous) if d is not None)
 
     def next_deadline(self) -> float | None:
-        return min(self._timers.values()) if self._timers else None
+        return self._timers.earliest()
 
     def set_secret(self, secret: Secret | str | None) -> None:
         """Provide or replace the password (POST /secrets); used from the next challenge on."""
@@ -374,8 +401,7 @@ class Registration:
             self._move(_Move.REFRESH)
         else:
             self._move(_Move.START)
-        self._timers.pop(_Timer.REFRESH, None)
-        self._timers.pop(_Timer.RETRY, None)
+        self._timers.cancel(_Timer.REFRESH, _Timer.RETRY)
         frames.append(self._open(IaxSubclass.REGREQ, now))
         return self._output(frames)
 
@@ -407,11 +433,11 @@ class Registration:
         frames: list[FullFrame] = []
         events: list[RegistrationEvent] = []
         while True:
-            due = [kind for kind, at in self._timers.items() if at <= now]
+            due = self._timers.due(now)
             if not due:
                 break
-            kind = min(due, key=lambda k: self._timers[k])
-            del self._timers[kind]
+            kind = min(due, key=self._timers.__getitem__)
+            self._timers.cancel(kind)
             if kind is _Timer.RETRANSMIT:
                 self._retransmit(now, frames, events)
             elif kind is _Timer.REFRESH:
@@ -500,7 +526,7 @@ class Registration:
             self._previous.done = True
             self._previous.request = None
         self._dialog = None
-        self._timers.pop(_Timer.RETRANSMIT, None)
+        self._timers.cancel(_Timer.RETRANSMIT)
 
     def _request_ies(self, dialog: _Dialog) -> list[tuple[int, _IeValue]]:
         ies: list[tuple[int, _IeValue]] = [(IE.USERNAME, self.username)]
@@ -532,7 +558,7 @@ class Registration:
         )
         dialog.request = request
         dialog.oseq = (dialog.oseq + 1) & 0xFF
-        self._timers[_Timer.RETRANSMIT] = now + interval
+        self._timers.set(_Timer.RETRANSMIT, now + interval)
         return self._request_frame(dialog, request, retrans=False)
 
     def _request_frame(self, dialog: _Dialog, request: _Request, *, retrans: bool) -> FullFrame:
@@ -558,14 +584,15 @@ class Registration:
             return
         if request.acked or request.sends >= MAX_SENDS:
             if now < request.give_up_at:
-                self._timers[_Timer.RETRANSMIT] = request.give_up_at
+                self._timers.set(_Timer.RETRANSMIT, request.give_up_at)
                 return
             self._finish_failed(dialog, "no reply from registrar", now, events, retry_soon=True)
             return
         request.sends += 1
         request.interval = min(request.interval * RETRY_FACTOR, MAX_RETRY)
-        self._timers[_Timer.RETRANSMIT] = (
-            now + request.interval if request.sends < MAX_SENDS else request.give_up_at
+        self._timers.set(
+            _Timer.RETRANSMIT,
+            now + request.interval if request.sends < MAX_SENDS else request.give_up_at,
         )
         frames.append(self._request_frame(dialog, request, retrans=True))
 
@@ -582,7 +609,7 @@ class Registration:
             # Karn: only an unambiguous exchange measures the round trip.
             self._rtt = max(now - request.first_sent, 0.0)
         # No more resends; the give-up time still applies while we wait for the answer.
-        self._timers[_Timer.RETRANSMIT] = request.give_up_at
+        self._timers.set(_Timer.RETRANSMIT, request.give_up_at)
 
     def _reack(self, dialog: _Dialog, frame: FullFrame) -> list[FullFrame]:
         """A finished dialog only ACKs repeats of frames it already handled."""
@@ -594,14 +621,8 @@ class Registration:
 
     def _ack(self, dialog: _Dialog, frame: FullFrame) -> FullFrame:
         """ACK `frame`: echo its timestamp; oseq is ours (ACKs do not advance it)."""
-        return FullFrame(
-            FrameType.IAX,
-            IaxSubclass.ACK,
-            scall=dialog.scall,
-            dcall=frame.scall,
-            ts=frame.ts,
-            oseq=dialog.oseq,
-            iseq=dialog.iseq,
+        return echo_reply(
+            frame, IaxSubclass.ACK, scall=dialog.scall, oseq=dialog.oseq, iseq=dialog.iseq
         )
 
     def _on_calltoken(
@@ -711,7 +732,7 @@ class Registration:
         self._last_failure = None
         # Re-register a little early (Asterisk `iax2_do_register`): the registrar's record
         # lapses after the granted interval (plus a grace of 10 s in Asterisk).
-        self._timers[_Timer.REFRESH] = now + granted * 5 / 6
+        self._timers.set(_Timer.REFRESH, now + granted * 5 / 6)
         logger.debug("registration %s: registered for %d s", self.username, granted)
         if changed:
             events.append(Registered(refresh=granted, apparent_addr=apparent))
@@ -739,7 +760,7 @@ class Registration:
         # Silence may be a passing outage: come back soon. A refusal will not change by itself
         # soon, so wait a whole refresh interval, as Asterisk does, to spare the registrar.
         delay = min(RETRY_AFTER_NO_REPLY, float(self.refresh)) if retry_soon else self.refresh
-        self._timers[_Timer.RETRY] = now + delay
+        self._timers.set(_Timer.RETRY, now + delay)
         logger.debug("registration %s: failed (%s)", self.username, reason)
         events.append(RegistrationFailed(reason))
 
@@ -749,7 +770,7 @@ class Registration:
         if dialog is not None:
             dialog.done = True
             dialog.request = None
-        self._timers.pop(_Timer.RETRANSMIT, None)
+        self._timers.cancel(_Timer.RETRANSMIT)
 
     def _reject_reason(self, frame: FullFrame) -> str:
         cause = frame.ie(IE.CAUSE)
@@ -767,19 +788,8 @@ class Registration:
 
     # --- plumbing ---
 
-    def _advance(self, now: float) -> None:
-        if now < self._now:
-            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
-        self._now = now
-
     def _move(self, move: _Move) -> None:
-        try:
-            new = _TRANSITIONS[(self._state, move)]
-        except KeyError:
-            raise LocalProtocolError(
-                f"registration cannot {move.value} from state {self._state.value}"
-            ) from None
-        self._state = new
+        self._state = _TRANSITIONS.move(self._state, move, "registration")
 
     def _output(
         self,
