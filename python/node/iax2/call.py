@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from node._core import FullFrame
 from node.errors import LocalProtocolError
+from node.iax2 import call_events
 from node.iax2.auth import AUTH_MD5, check_md5, md5_response
 from node.iax2.call_events import (
     CallAccepted,
@@ -120,31 +121,16 @@ __all__ = [
     "TRANSITIONS",
     "Address",
     "Call",
-    "CallAccepted",
-    "CallAnswered",
-    "CallEvent",
-    "CallHungUp",
-    "CallIncoming",
-    "CallLost",
-    "CallRejected",
-    "CallRinging",
     "CallState",
-    "ControlReceived",
     "DialParams",
     "Direction",
-    "DtmfBegan",
-    "DtmfReceived",
     "InboundSetup",
-    "LossReason",
-    "MediaFormatChanged",
     "Output",
-    "RadioKeyed",
-    "RadioUnkeyed",
     "RrStats",
-    "TextReceived",
-    "VoiceFullReceived",
     "first_retry",
 ]
+# Every event a call reports (call_events.py) is a name of this module too.
+__all__ += call_events.__all__
 
 Address = tuple[str, int]
 

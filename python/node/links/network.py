@@ -16,18 +16,18 @@ or a neighbour's list changes:
 that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
 the network learns of a departure with the next periodic list.
 
-One link's data, states and timers are in link.py, the actions in link_actions.py and the
-events in link_events.py; their public names are importable from here too.
+One link's data, states and timers are in link.py, and the actions, events and `LinkOutput`
+in link_output.py; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from node.errors import CommandError
+from node.links import link_output
 from node.links import text as t
 from node.links.link import (
     Handshake,
@@ -39,61 +39,42 @@ from node.links.link import (
     PermanentLink,
     SavedLink,
 )
-from node.links.link_actions import (
+from node.links.link_output import (
     CAUSE_LINK_END,
     CAUSE_NOT_HERE,
     Answer,
     Dial,
     Hangup,
     LinkAction,
+    LinkConnected,
+    LinkDisconnected,
+    LinkEvent,
+    LinkKeyed,
+    LinkOutput,
+    MessageReceived,
+    RemoteDigitReceived,
     SendCng,
     SendKey,
     SendText,
     SendUnkey,
     SetLeg,
-    VerifySource,
-)
-from node.links.link_events import (
-    LinkConnected,
-    LinkDisconnected,
-    LinkEvent,
-    LinkKeyed,
-    MessageReceived,
-    RemoteDigitReceived,
     TelemetryReceived,
+    VerifySource,
 )
 from node.machine import DeadlineTable
 
 __all__ = [
-    "CAUSE_LINK_END",
-    "CAUSE_NOT_HERE",
-    "Answer",
-    "Dial",
     "Handshake",
-    "Hangup",
     "Link",
-    "LinkAction",
-    "LinkConnected",
-    "LinkDisconnected",
-    "LinkEvent",
-    "LinkKeyed",
     "LinkMode",
     "LinkNetwork",
-    "LinkOutput",
     "LinkState",
     "LinkTimer",
-    "MessageReceived",
     "PermanentLink",
-    "RemoteDigitReceived",
     "SavedLink",
-    "SendCng",
-    "SendKey",
-    "SendText",
-    "SendUnkey",
-    "SetLeg",
-    "TelemetryReceived",
-    "VerifySource",
 ]
+# The actions, events and output of the network (link_output.py) are names of this module too.
+__all__ += link_output.__all__
 
 log = logging.getLogger(__name__)
 
@@ -117,18 +98,6 @@ DEAD_CALL_GRACE = 1.0
 #: A web-transceiver host that answers and hangs up this soon refused the guest: app_rpt's
 #: `[allstar-public]` dialplan answers a bad token, waits 1 s and hangs up.
 GUEST_REFUSAL_WINDOW = 1.5
-
-
-@dataclass(frozen=True, slots=True)
-class LinkOutput:
-    """What one input produced."""
-
-    actions: tuple[LinkAction, ...] = ()
-    events: tuple[LinkEvent, ...] = ()
-    #: Whether anything the snapshot shows of the links changed.
-    changed: bool = False
-    #: When `timer()` must run next.
-    deadline: float | None = None
 
 
 # --- the network --------------------------------------------------------------------------------
