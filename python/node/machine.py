@@ -1,4 +1,5 @@
-"""The two tables a sans-I/O machine of the node is built on: its transitions and its deadlines.
+"""The parts a sans-I/O machine of the node is built from: its transitions, its deadlines, and
+the outbox its inputs fill.
 
 `TransitionTable` holds every legal move of a machine's states, state -> trigger -> next state, in
 one place (h11/_state.py). A move the table does not list is our own misuse, never the peer's:
@@ -8,7 +9,11 @@ it raises `LocalProtocolError`.
 the machine's next deadline is the earliest, and `due(now)` names every kind that has expired.
 Deadlines are monotonic seconds, the same clock as the `now` the machine is fed (style rule 3).
 
-Both are plain data: no clock, no I/O, no callbacks.
+`Outbox` collects what one input produces, the things to send (frames, actions, POSTs) in order
+and the events, until the machine packs them into its one frozen output (style rule 2) with
+`take()`, which also empties it for the next input.
+
+All three are plain data: no clock, no I/O, no callbacks.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from typing import Generic, TypeVar
 
 from node.errors import LocalProtocolError
 
-__all__ = ["DeadlineTable", "TransitionTable"]
+__all__ = ["DeadlineTable", "Outbox", "TransitionTable"]
 
 S = TypeVar("S", bound=Enum)
 T = TypeVar("T", bound=Enum)
 K = TypeVar("K")
+ItemT = TypeVar("ItemT")
+EventT = TypeVar("EventT")
 
 
 class TransitionTable(Mapping[S, Mapping[T, S]], Generic[S, T]):
@@ -104,3 +111,24 @@ class DeadlineTable(Generic[K]):
         (a fixed order, so simultaneous timers fire the same way every time). They stay armed:
         the caller cancels or re-arms each as it fires it."""
         return [kind for kind, at in self._at.items() if at <= now]
+
+
+class Outbox(Generic[ItemT, EventT]):
+    """What the current input has produced: items to send, in order, and events."""
+
+    __slots__ = ("_events", "_items", "report", "send")
+
+    def __init__(self) -> None:
+        self._items: list[ItemT] = []
+        self._events: list[EventT] = []
+        #: Queue an item to send (the list's own append: frames go through here per frame).
+        self.send = self._items.append
+        #: Record an event.
+        self.report = self._events.append
+
+    def take(self) -> tuple[tuple[ItemT, ...], tuple[EventT, ...]]:
+        """Everything produced since the last `take()`, in order; the outbox is then empty."""
+        items, events = tuple(self._items), tuple(self._events)
+        self._items.clear()
+        self._events.clear()
+        return items, events

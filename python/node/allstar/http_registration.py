@@ -141,7 +141,7 @@ def _perceived(ipaddr: Any, port: Any) -> tuple[str, int] | None:
     return (ip, port if ok_port else 0)
 
 
-class HttpRegistration(RegistrationStanding):
+class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
     """The HTTP registration client for one node (sans-I/O). Inputs carry non-decreasing `now`."""
 
     def __init__(
@@ -159,14 +159,13 @@ class HttpRegistration(RegistrationStanding):
             raise ValueError("node_id must not be empty")
         if interval <= 0:
             raise ValueError("the re-post interval must be positive")
-        super().__init__(now)
+        super().__init__(HttpRegistrationState.UNREGISTERED, now)
         self.url = url
         self.node_id = node_id
         self.iax_port = iax_port
         self.interval = float(interval)
         self.timeout = timeout
         self._secret = secret
-        self._state = HttpRegistrationState.UNREGISTERED
         self._seq = 0
         #: The seq of the POST under way, if any.
         self._in_flight: int | None = None
@@ -174,10 +173,6 @@ class HttpRegistration(RegistrationStanding):
         self._due: float | None = None
 
     # --- properties ---
-
-    @property
-    def state(self) -> HttpRegistrationState:
-        return self._state
 
     @property
     def registered(self) -> bool:

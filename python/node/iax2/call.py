@@ -204,7 +204,6 @@ class Call(ReliableDelivery):
         self.peer_last_ts = 0
         self._rr_stats = rr_stats
         self._timers: DeadlineTable[_Timer] = DeadlineTable()
-        self._events: list[CallEvent] = []
         # outbound
         self._dial: DialParams | None = None
         self._new_ies: IeList = []
@@ -251,10 +250,8 @@ class Call(ReliableDelivery):
     # --- plumbing -----------------------------------------------------------------------------
 
     def _output(self) -> Output:
-        out = Output(tuple(self._frames), tuple(self._events), self.next_deadline())
-        self._frames = []
-        self._events = []
-        return out
+        frames, events = self._out.take()
+        return Output(frames, events, self.next_deadline())
 
     def _go(self, trigger: CallTrigger) -> None:
         nxt = TRANSITIONS.move(self.state, trigger, f"call {self.callno}")
@@ -270,7 +267,7 @@ class Call(ReliableDelivery):
             self._timers.clear()
 
     def _event(self, event: CallEvent) -> None:
-        self._events.append(event)
+        self._out.report(event)
 
     def _start_keepalives(self, now: float) -> None:
         self._timers.set(_Timer.PING, now + PING_INTERVAL)
@@ -477,7 +474,7 @@ class Call(ReliableDelivery):
         same way. The VNAK carries the iseqno we still wait for, so the peer resends from there.
         """
         self._require_media("voice")
-        self._frames.append(
+        self._out.send(
             FullFrame(
                 FrameType.IAX,
                 IaxSubclass.VNAK,

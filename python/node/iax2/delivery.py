@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 from node._core import FullFrame
 from node.iax2.constants import FrameType, IaxSubclass
 from node.iax2.timestamps import CallClock
+from node.machine import Outbox
 
 if TYPE_CHECKING:
+    from node.iax2.call_events import CallEvent
     from node.iax2.call_ies import IeList
 
 __all__ = [
@@ -121,8 +123,8 @@ class ReliableDelivery:
         # Our outstanding PING/LAGRQ by timestamp: when sent, and whether retransmitted.
         self._probes: dict[int, tuple[float, bool]] = {}
         self._vnak_served: tuple[int, float] | None = None  # (iseqno, when)
-        #: Frames produced by the current input, in order.
-        self._frames: list[FullFrame] = []
+        #: Frames and events produced by the current input, in order.
+        self._out: Outbox[FullFrame, CallEvent] = Outbox()
         # Set while handling one in-order frame: did a reply carry the ack, or must none go out?
         self._replied = False
         self._suppress_ack = False
@@ -166,7 +168,7 @@ class ReliableDelivery:
         )
         self._queue.append(pending)
         self.oseq = (self.oseq + 1) & _MASK8
-        self._frames.append(self._build(pending, retrans=False))
+        self._out.send(self._build(pending, retrans=False))
         self._replied = True
 
     def _build(self, p: Pending, *, retrans: bool) -> FullFrame:
@@ -189,7 +191,7 @@ class ReliableDelivery:
         Like Asterisk, the oseqno field repeats the iseqno of the frame answered (normally our
         own oseqno); nobody reads it, but the wire then matches Asterisk's byte for byte.
         """
-        self._frames.append(
+        self._out.send(
             echo_reply(frame, subclass, scall=self.callno, oseq=frame.iseq, iseq=self.iseq)
         )
 
@@ -199,7 +201,7 @@ class ReliableDelivery:
     def _retransmit(self, p: Pending) -> None:
         if p.ftype == FrameType.IAX and p.ts in self._probes:
             self._probes[p.ts] = (self._probes[p.ts][0], True)
-        self._frames.append(self._build(p, retrans=True))
+        self._out.send(self._build(p, retrans=True))
 
     def _retransmit_due(self, now: float) -> bool:
         """Resend every frame whose retry time has come. True when one of them has been sent

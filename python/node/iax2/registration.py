@@ -30,6 +30,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from node._core import FullFrame
 from node.errors import LocalProtocolError
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+StateT = TypeVar("StateT", bound=enum.Enum)
 
 #: AUTHMETHODS bits (IE 14): plaintext, MD5 challenge/response, RSA signature.
 AUTH_PLAINTEXT = 0x1
@@ -275,16 +278,21 @@ class _Dialog:
 # --- the machine --------------------------------------------------------------------------------
 
 
-class RegistrationStanding:
+class RegistrationStanding(Generic[StateT]):
     """What a registration machine knows of its standing with the registrar, the same for the
-    IAX2 machine here and the HTTP one (allstar/http_registration.py): whether it is registered,
-    our address as the registrar saw it, and why the last attempt failed. Both take
+    IAX2 machine here and the HTTP one (allstar/http_registration.py): its state, whether it is
+    registered, our address as the registrar saw it, and why the last attempt failed. Both take
     non-decreasing `now` on every input."""
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, state: StateT, now: float) -> None:
+        self._state = state
         self._apparent: tuple[str, int] | None = None
         self._last_failure: str | None = None
         self._now = now
+
+    @property
+    def state(self) -> StateT:
+        return self._state
 
     @property
     def registered(self) -> bool:
@@ -308,7 +316,7 @@ class RegistrationStanding:
         self._now = now
 
 
-class Registration(RegistrationStanding):
+class Registration(RegistrationStanding[RegistrationState]):
     """Registration client for one registrar (sans-I/O).
 
     `callno_source()` returns a free source call number (2..32767) for each new dialog; the
@@ -329,14 +337,13 @@ class Registration(RegistrationStanding):
             raise ValueError("username must not be empty")
         if not 1 <= refresh <= 0xFFFF:
             raise ValueError(f"refresh {refresh} is outside 1-65535 seconds")
-        super().__init__(now)
+        super().__init__(RegistrationState.IDLE, now)
         self.peer = (peer[0], int(peer[1]))
         self.username = username
         self.refresh = refresh
         self._secret: Secret | None = None
         self.set_secret(secret)
         self._callno_source = callno_source
-        self._state = RegistrationState.IDLE
         self._rtt = INITIAL_RTT
         self._dialog: _Dialog | None = None
         # The last finished dialog, kept so a retransmitted REGACK/REGREJ is ACKed again.
@@ -345,10 +352,6 @@ class Registration(RegistrationStanding):
         self._granted: int | None = None
 
     # --- properties ---
-
-    @property
-    def state(self) -> RegistrationState:
-        return self._state
 
     @property
     def registered(self) -> bool:

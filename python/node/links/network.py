@@ -61,7 +61,7 @@ from node.links.link_output import (
     TelemetryReceived,
     VerifySource,
 )
-from node.machine import DeadlineTable
+from node.machine import DeadlineTable, Outbox
 
 __all__ = [
     "Handshake",
@@ -142,8 +142,7 @@ class LinkNetwork:
         self.last_keyed_node: str | None = None
         #: Sequence number of the `D` texts we send (app_rpt's dtmfidx).
         self._dtmf_seq = 0
-        self._actions: list[LinkAction] = []
-        self._events: list[LinkEvent] = []
+        self._out: Outbox[LinkAction, LinkEvent] = Outbox()
         self._changed = False
 
     def __repr__(self) -> str:
@@ -210,21 +209,14 @@ class LinkNetwork:
     # --- plumbing -----------------------------------------------------------------------------
 
     def _output(self) -> LinkOutput:
-        out = LinkOutput(
-            tuple(self._actions), tuple(self._events), self._changed, self.next_deadline()
-        )
-        self._actions = []
-        self._events = []
-        self._changed = False
-        return out
-
-    def _do(self, action: LinkAction) -> None:
-        self._actions.append(action)
+        actions, events = self._out.take()
+        changed, self._changed = self._changed, False
+        return LinkOutput(actions, events, changed, self.next_deadline())
 
     def _send(self, link: Link, text: str) -> None:
         # A guest speaks no dialect: the host treats it as a web transceiver, not a node.
         if link.callno is not None and link.up and not link.guest:
-            self._do(SendText(link.callno, text))
+            self._out.send(SendText(link.callno, text))
 
     def _kick(self, now: float) -> None:
         """Send every link our list soon (once, however many changes come meanwhile)."""
@@ -295,7 +287,7 @@ class LinkNetwork:
                         guest=perm.node in self._guests,
                     )
                     self._links[perm.node] = link
-                    self._do(Dial(link.node, link.mode))
+                    self._out.send(Dial(link.node, link.mode))
                     self._changed = True
         return self._output()
 
@@ -336,7 +328,7 @@ class LinkNetwork:
             existing.permanent = existing.permanent or permanent
             existing.mode = mode
             if existing.callno is not None and existing.up:
-                self._do(SetLeg(existing.callno, mode=mode.leg))
+                self._out.send(SetLeg(existing.callno, mode=mode.leg))
             self._telemetry("COMPLETE")
             self._kick(now)
             self._changed = True
@@ -349,7 +341,7 @@ class LinkNetwork:
             guest=node in self._guests,
         )
         self._links[node] = link
-        self._do(Dial(node, mode))
+        self._out.send(Dial(node, mode))
         # The others learn of the new (connecting) link at once, as app_rpt's rpt_link_add.
         self._kick(now)
         self._changed = True
@@ -360,7 +352,7 @@ class LinkNetwork:
         link = self._links.get(node)
         if link is None or link.state is not LinkState.CONNECTING:
             # Disconnected while it was being resolved: end the call we just placed.
-            self._do(Hangup(callno))
+            self._out.send(Hangup(callno))
             return self._output()
         self._bind(link, callno)
         link.addr = addr
@@ -388,10 +380,10 @@ class LinkNetwork:
             # the one being dropped included (it is still up).
             self._telemetry("COMPLETE")
         if callno is not None:
-            self._do(Hangup(callno, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END))
+            self._out.send(Hangup(callno, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END))
             self._go_dead(callno, now)
         self._drop(link)
-        self._events.append(LinkDisconnected(node, callno, reason))
+        self._out.report(LinkDisconnected(node, callno, reason))
         return self._output()
 
     def disconnect_all(self, now: float, reason: str = "disconnected by operator") -> LinkOutput:
@@ -405,10 +397,10 @@ class LinkNetwork:
             self._telemetry("COMPLETE")
         for link in links:
             if link.callno is not None:
-                self._do(Hangup(link.callno))
+                self._out.send(Hangup(link.callno))
                 self._go_dead(link.callno, now)
             self._drop(link)
-            self._events.append(LinkDisconnected(link.node, link.callno, reason))
+            self._out.report(LinkDisconnected(link.node, link.callno, reason))
         return self._output()
 
     def reachable(self, node: str) -> bool:
@@ -446,7 +438,7 @@ class LinkNetwork:
         if self.me is None or called != self.me or node == self.me:
             # app_rpt's dialplan: a call to a node not hosted here is hung up after ACCEPT.
             log.info("link call from %s to %s refused: not this node", node, called or "-")
-            self._do(Hangup(callno, CAUSE_NOT_HERE))
+            self._out.send(Hangup(callno, CAUSE_NOT_HERE))
             self._go_dead(callno, now)
             return self._output()
         old = self._links.get(node)
@@ -454,7 +446,7 @@ class LinkNetwork:
             # A node that calls again replaces its old link (app_rpt kills the old one).
             log.info("node %s linked again: replacing its old link", node)
             if old.callno is not None:
-                self._do(Hangup(old.callno))
+                self._out.send(Hangup(old.callno))
                 self._go_dead(old.callno, now)
             self._drop(old)
         link = Link(node, LinkMode.TRANSCEIVE, "inbound", addr=addr)
@@ -463,9 +455,9 @@ class LinkNetwork:
         self._changed = True
         if self._verify:
             link.verifying = True
-            self._do(VerifySource(callno, node, addr[0]))
+            self._out.send(VerifySource(callno, node, addr[0]))
         else:
-            self._do(Answer(callno))
+            self._out.send(Answer(callno))
         return self._output()
 
     def source_checked(self, callno: int, matches: bool | None, now: float) -> LinkOutput:
@@ -475,15 +467,15 @@ class LinkNetwork:
             return self._output()
         link.verifying = False
         if matches:
-            self._do(Answer(callno))
+            self._out.send(Answer(callno))
             return self._output()
         why = "does not match its node's address" if matches is False else "cannot be resolved"
         log.warning("link call from node %s refused: source %s", link.node, why)
         # What app_rpt does to a caller it cannot verify: hang up with cause 0, no ANSWER.
-        self._do(Hangup(callno))
+        self._out.send(Hangup(callno))
         self._drop(link)
         self._go_dead(callno, now)
-        self._events.append(LinkDisconnected(link.node, callno, f"refused: source address {why}"))
+        self._out.report(LinkDisconnected(link.node, callno, f"refused: source address {why}"))
         return self._output()
 
     # --- call events --------------------------------------------------------------------------
@@ -506,7 +498,7 @@ class LinkNetwork:
             link.handshake = Handshake.GUEST
             self._changed = True
             self._kick(now)
-            self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
+            self._out.report(LinkConnected(link.node, callno, link.mode, link.direction))
             return self._output()
         link.handshake = Handshake.PENDING
         link.timers.set(LinkTimer.NEWKEY, now + NEWKEY_TIMEOUT)
@@ -524,7 +516,7 @@ class LinkNetwork:
             self._send_list(link, now)
             self._kick_skip.add(link.node)
         self._kick(now)
-        self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
+        self._out.report(LinkConnected(link.node, callno, link.mode, link.direction))
         return self._output()
 
     def answered(self, callno: int, now: float) -> None:
@@ -573,7 +565,7 @@ class LinkNetwork:
             link.retries += 1
             link.go(LinkTrigger.RETRY_LATER)
             link.timers.set(LinkTimer.RETRY, now + delay)
-            self._events.append(
+            self._out.report(
                 LinkDisconnected(
                     link.node, None, f"{reason}; retry {link.retries} in {delay:.0f} s"
                 )
@@ -582,7 +574,7 @@ class LinkNetwork:
         if link.retries:
             reason = f"{reason}; gave up after {link.retries} retries"
         self._drop(link)
-        self._events.append(LinkDisconnected(link.node, None, reason))
+        self._out.report(LinkDisconnected(link.node, None, reason))
 
     def text(self, callno: int, text: str, now: float) -> LinkOutput:
         """A TEXT frame arrived on the link's call."""
@@ -611,15 +603,15 @@ class LinkNetwork:
         elif isinstance(item, t.Telemetry):
             if item.source != self.me:
                 self._forward(link, text, transceive_only=True)
-                self._events.append(TelemetryReceived(link.node, callno, item))
+                self._out.report(TelemetryReceived(link.node, callno, item))
         elif isinstance(item, t.Message):
             log.info("message from node %s to %s: %s", item.source, item.dest, item.text[:160])
-            self._events.append(MessageReceived(link.node, callno, item))
+            self._out.report(MessageReceived(link.node, callno, item))
             if item.dest != self.me:
                 self._forward(link, text, transceive_only=False)
         elif isinstance(item, t.RemoteDtmf):
             if item.dest == self.me:
-                self._events.append(RemoteDigitReceived(link.node, callno, item.digit))
+                self._out.report(RemoteDigitReceived(link.node, callno, item.digit))
             else:
                 self._route(link, item.dest, text)
         elif isinstance(item, t.KeyQuery):
@@ -643,7 +635,7 @@ class LinkNetwork:
         link.handshake = handshake
         link.timers.cancel(LinkTimer.NEWKEY)
         if link.callno is not None and previous.by_voice != handshake.by_voice:
-            self._do(SetLeg(link.callno, keying="voice" if handshake.by_voice else "control"))
+            self._out.send(SetLeg(link.callno, keying="voice" if handshake.by_voice else "control"))
         self._changed = True
 
     def _peer_disconnected(self, link: Link, now: float) -> None:
@@ -651,7 +643,7 @@ class LinkNetwork:
         self._drop(link)
         if callno is not None:
             self._go_dead(callno, now)
-        self._events.append(LinkDisconnected(link.node, callno, "disconnected by peer"))
+        self._out.report(LinkDisconnected(link.node, callno, "disconnected by peer"))
 
     def rx_keyed(self, callno: int, keyed: bool, now: float) -> LinkOutput:
         """The engine's keying edge of the link's receiver."""
@@ -665,7 +657,7 @@ class LinkNetwork:
             else:
                 link.unkeyed_at = now
             self._changed = True
-            self._events.append(LinkKeyed(link.node, callno, keyed))
+            self._out.report(LinkKeyed(link.node, callno, keyed))
         return self._output()
 
     def spurt(self, callno: int, started: bool, now: float) -> LinkOutput:
@@ -676,15 +668,15 @@ class LinkNetwork:
         if started:
             link.talking = True
             if not link.handshake.by_voice:
-                self._do(SendKey(callno))
+                self._out.send(SendKey(callno))
                 if link.handshake is Handshake.NEWKEY:
                     link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
         elif link.talking:
             link.talking = False
             link.timers.cancel(LinkTimer.REDUNDANT)
-            self._do(SendUnkey(callno))
+            self._out.send(SendUnkey(callno))
             if link.handshake.by_voice:
-                self._do(SendCng(callno))
+                self._out.send(SendCng(callno))
         return self._output()
 
     # --- time ---------------------------------------------------------------------------------
@@ -693,7 +685,7 @@ class LinkNetwork:
         for callno in self._dead.due(now):
             self._dead.cancel(callno)
             # The call is still here (else `call_ended` forgot it): end it ourselves.
-            self._do(Hangup(callno))
+            self._out.send(Hangup(callno))
         for link in list(self._links.values()):
             for kind in link.timers.due(now):
                 link.timers.cancel(kind)
@@ -711,7 +703,7 @@ class LinkNetwork:
             log.warning("node %s did not send !NEWKEY1! within 2 s: legacy keying", link.node)
             self._handshake(link, Handshake.LEGACY)
         elif kind is LinkTimer.REDUNDANT and link.talking and link.callno is not None:
-            self._do(SendKey(link.callno))
+            self._out.send(SendKey(link.callno))
             link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
         elif kind is LinkTimer.LIST and link.up:
             self._send_list(link, now)
@@ -719,7 +711,7 @@ class LinkNetwork:
             link.go(LinkTrigger.REDIAL)
             link.reconnects += 1
             self._changed = True
-            self._do(Dial(link.node, link.mode))
+            self._out.send(Dial(link.node, link.mode))
 
 
 def _kind(item: t.LinkText) -> str:
