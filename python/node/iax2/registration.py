@@ -37,7 +37,7 @@ from node.errors import LocalProtocolError
 from node.iax2.constants import IE, FrameType, IaxSubclass
 from node.iax2.delivery import echo_reply
 from node.iax2.stateless import APATHETIC_CALLNO
-from node.machine import DeadlineTable, TransitionTable
+from node.machine import DeadlineTable, Outbox, TransitionTable
 from node.secrets import Secret, shown_text
 
 __all__ = [
@@ -350,6 +350,7 @@ class Registration(RegistrationStanding[RegistrationState]):
         self._previous: _Dialog | None = None
         self._timers: DeadlineTable[_Timer] = DeadlineTable()
         self._granted: int | None = None
+        self._out: Outbox[FullFrame, RegistrationEvent] = Outbox()
 
     # --- properties ---
 
@@ -399,14 +400,13 @@ class Registration(RegistrationStanding[RegistrationState]):
         self._advance(now)
         if self._state in (RegistrationState.REGISTERING, RegistrationState.REFRESHING):
             return self._output()
-        frames: list[FullFrame] = []
         if self._state == RegistrationState.REGISTERED:
             self._move(_Move.REFRESH)
         else:
             self._move(_Move.START)
         self._timers.cancel(_Timer.REFRESH, _Timer.RETRY)
-        frames.append(self._open(IaxSubclass.REGREQ, now))
-        return self._output(frames)
+        self._out.send(self._open(IaxSubclass.REGREQ, now))
+        return self._output()
 
     def deregister(self, now: float) -> Output:
         """Stop being registered: send REGREL (answering a challenge again if asked) and stop
@@ -421,20 +421,19 @@ class Registration(RegistrationStanding[RegistrationState]):
         if self._state == RegistrationState.RETRY_WAIT:
             self._move(_Move.DROP)
             self._retire_dialog()
-            return self._output(events=[Deregistered()])
+            self._out.report(Deregistered())
+            return self._output()
         self._move(_Move.RELEASE)
         self._apparent = None
         self._granted = None
-        frame = self._open(IaxSubclass.REGREL, now)
-        return self._output([frame])
+        self._out.send(self._open(IaxSubclass.REGREL, now))
+        return self._output()
 
     # --- inputs ---
 
     def timer(self, now: float) -> Output:
         """Fire every deadline that has passed."""
         self._advance(now)
-        frames: list[FullFrame] = []
-        events: list[RegistrationEvent] = []
         while True:
             due = self._timers.due(now)
             if not due:
@@ -442,14 +441,14 @@ class Registration(RegistrationStanding[RegistrationState]):
             kind = min(due, key=self._timers.__getitem__)
             self._timers.cancel(kind)
             if kind is _Timer.RETRANSMIT:
-                self._retransmit(now, frames, events)
+                self._retransmit(now)
             elif kind is _Timer.REFRESH:
                 self._move(_Move.REFRESH)
-                frames.append(self._open(IaxSubclass.REGREQ, now))
+                self._out.send(self._open(IaxSubclass.REGREQ, now))
             else:
                 self._move(_Move.START)
-                frames.append(self._open(IaxSubclass.REGREQ, now))
-        return self._output(frames, events)
+                self._out.send(self._open(IaxSubclass.REGREQ, now))
+        return self._output()
 
     def receive(self, frame: FullFrame, now: float) -> Output:
         """Handle a full frame from the registrar. Peer faults never raise: unexpected frames
@@ -461,32 +460,30 @@ class Registration(RegistrationStanding[RegistrationState]):
         if dialog is None or frame.dcall != dialog.scall:
             previous = self._previous
             if previous is not None and frame.dcall == previous.scall:
-                return self._output(self._reack(previous, frame))
+                self._reack(previous, frame)
             return self._output()
-        frames: list[FullFrame] = []
-        events: list[RegistrationEvent] = []
         sub = frame.subclass
         if dialog.done:
-            frames.extend(self._reack(dialog, frame))
+            self._reack(dialog, frame)
         elif sub == IaxSubclass.CALLTOKEN:
-            self._on_calltoken(dialog, frame, now, frames, events)
+            self._on_calltoken(dialog, frame, now)
         elif sub == IaxSubclass.REGREJ and frame.scall == APATHETIC_CALLNO:
             # A stateless refusal of our call token (Asterisk's answer to a token that is bad or
             # older than 10 s, e.g. on a late retransmission) is outside the dialog's sequence
             # numbering: it comes with oseq 0 whatever we sent. A fresh token may well work, so
             # this is retried as soon as silence would be.
             self._note_acked(dialog, frame, now)
-            frames.append(self._ack(dialog, frame))
-            self._finish_failed(dialog, self._reject_reason(frame), now, events, retry_soon=True)
+            self._out.send(self._ack(dialog, frame))
+            self._finish_failed(dialog, self._reject_reason(frame), now, retry_soon=True)
         elif sub == IaxSubclass.ACK:
             self._note_acked(dialog, frame, now)
         elif sub == IaxSubclass.INVAL:
             self._finish_failed(
-                dialog, "registrar dropped the registration dialog", now, events, retry_soon=True
+                dialog, "registrar dropped the registration dialog", now, retry_soon=True
             )
         elif frame.oseq != dialog.iseq:
             if _seq_before(frame.oseq, dialog.iseq):
-                frames.append(self._ack(dialog, frame))  # a repeat: ACK it again
+                self._out.send(self._ack(dialog, frame))  # a repeat: ACK it again
             # else: from the future (we missed one); the registrar will retransmit it.
         else:
             dialog.iseq = (dialog.iseq + 1) & 0xFF
@@ -494,19 +491,17 @@ class Registration(RegistrationStanding[RegistrationState]):
                 dialog.dcall = frame.scall
             self._note_acked(dialog, frame, now)
             if sub == IaxSubclass.REGAUTH:
-                self._on_regauth(dialog, frame, now, frames, events)
+                self._on_regauth(dialog, frame, now)
             elif sub == IaxSubclass.REGACK:
-                frames.append(self._ack(dialog, frame))
-                self._on_regack(dialog, frame, now, events)
+                self._out.send(self._ack(dialog, frame))
+                self._on_regack(dialog, frame, now)
             elif sub == IaxSubclass.REGREJ:
-                frames.append(self._ack(dialog, frame))
-                self._finish_failed(
-                    dialog, self._reject_reason(frame), now, events, retry_soon=False
-                )
+                self._out.send(self._ack(dialog, frame))
+                self._finish_failed(dialog, self._reject_reason(frame), now, retry_soon=False)
             else:
                 # Anything else (PING, LAGRQ, ...) is acknowledged and otherwise ignored.
-                frames.append(self._ack(dialog, frame))
-        return self._output(frames, events)
+                self._out.send(self._ack(dialog, frame))
+        return self._output()
 
     # --- dialog handling ---
 
@@ -578,9 +573,7 @@ class Registration(RegistrationStanding[RegistrationState]):
             ies=[*request.ies],
         )
 
-    def _retransmit(
-        self, now: float, frames: list[FullFrame], events: list[RegistrationEvent]
-    ) -> None:
+    def _retransmit(self, now: float) -> None:
         dialog = self._dialog
         request = dialog.request if dialog is not None else None
         if dialog is None or request is None:
@@ -589,7 +582,7 @@ class Registration(RegistrationStanding[RegistrationState]):
             if now < request.give_up_at:
                 self._timers.set(_Timer.RETRANSMIT, request.give_up_at)
                 return
-            self._finish_failed(dialog, "no reply from registrar", now, events, retry_soon=True)
+            self._finish_failed(dialog, "no reply from registrar", now, retry_soon=True)
             return
         request.sends += 1
         request.interval = min(request.interval * RETRY_FACTOR, MAX_RETRY)
@@ -597,7 +590,7 @@ class Registration(RegistrationStanding[RegistrationState]):
             _Timer.RETRANSMIT,
             now + request.interval if request.sends < MAX_SENDS else request.give_up_at,
         )
-        frames.append(self._request_frame(dialog, request, retrans=True))
+        self._out.send(self._request_frame(dialog, request, retrans=True))
 
     def _note_acked(self, dialog: _Dialog, frame: FullFrame, now: float) -> None:
         """Every full frame's iseq acknowledges what we sent before it (iax2.md §1.8)."""
@@ -614,13 +607,13 @@ class Registration(RegistrationStanding[RegistrationState]):
         # No more resends; the give-up time still applies while we wait for the answer.
         self._timers.set(_Timer.RETRANSMIT, request.give_up_at)
 
-    def _reack(self, dialog: _Dialog, frame: FullFrame) -> list[FullFrame]:
+    def _reack(self, dialog: _Dialog, frame: FullFrame) -> None:
         """A finished dialog only ACKs repeats of frames it already handled."""
         if frame.subclass in (IaxSubclass.ACK, IaxSubclass.INVAL, IaxSubclass.CALLTOKEN):
-            return []
+            return
         if frame.oseq == dialog.iseq or not _seq_before(frame.oseq, dialog.iseq):
-            return []
-        return [self._ack(dialog, frame)]
+            return
+        self._out.send(self._ack(dialog, frame))
 
     def _ack(self, dialog: _Dialog, frame: FullFrame) -> FullFrame:
         """ACK `frame`: echo its timestamp; oseq is ours (ACKs do not advance it)."""
@@ -633,8 +626,6 @@ class Registration(RegistrationStanding[RegistrationState]):
         dialog: _Dialog,
         frame: FullFrame,
         now: float,
-        frames: list[FullFrame],
-        events: list[RegistrationEvent],
     ) -> None:
         request = dialog.request
         if request is None or request.dcall != 0:
@@ -646,7 +637,7 @@ class Registration(RegistrationStanding[RegistrationState]):
             return
         if dialog.token_rounds >= MAX_TOKEN_ROUNDS:
             self._finish_failed(
-                dialog, "registrar kept asking for a new call token", now, events, retry_soon=True
+                dialog, "registrar kept asking for a new call token", now, retry_soon=True
             )
             return
         self._note_acked(dialog, frame, now)
@@ -655,15 +646,13 @@ class Registration(RegistrationStanding[RegistrationState]):
         # The request starts over: sequence numbers 0, a new timestamp (iax2.md §4.3).
         dialog.oseq = 0
         dialog.iseq = 0
-        frames.append(self._send_request(dialog, now))
+        self._out.send(self._send_request(dialog, now))
 
     def _on_regauth(
         self,
         dialog: _Dialog,
         frame: FullFrame,
         now: float,
-        frames: list[FullFrame],
-        events: list[RegistrationEvent],
     ) -> None:
         methods = frame.ie(IE.AUTHMETHODS)
         challenge = _raw_ie(frame, IE.CHALLENGE)
@@ -683,13 +672,13 @@ class Registration(RegistrationStanding[RegistrationState]):
         elif self._secret is None:
             reason = "registrar asks for a password, but none is configured"
         if reason is not None:
-            frames.append(self._give_up_reject(dialog, reason, now))
-            self._finish_failed(dialog, reason, now, events, retry_soon=False)
+            self._out.send(self._give_up_reject(dialog, reason, now))
+            self._finish_failed(dialog, reason, now, retry_soon=False)
             return
         assert challenge is not None and self._secret is not None
         dialog.auth_rounds += 1
         dialog.md5 = _md5_response(challenge, self._secret)
-        frames.append(self._send_request(dialog, now))
+        self._out.send(self._send_request(dialog, now))
 
     def _give_up_reject(self, dialog: _Dialog, reason: str, now: float) -> FullFrame:
         """Tell the registrar we abandon the dialog, as Asterisk does when it cannot answer a
@@ -708,20 +697,18 @@ class Registration(RegistrationStanding[RegistrationState]):
         dialog.oseq = (dialog.oseq + 1) & 0xFF
         return frame
 
-    def _on_regack(
-        self, dialog: _Dialog, frame: FullFrame, now: float, events: list[RegistrationEvent]
-    ) -> None:
+    def _on_regack(self, dialog: _Dialog, frame: FullFrame, now: float) -> None:
         if dialog.subclass == IaxSubclass.REGREL:
             self._close_dialog()
             self._move(_Move.RELEASED)
             logger.debug("registration %s: released", self.username)
-            events.append(Deregistered())
+            self._out.report(Deregistered())
             return
         addr = frame.ie(IE.APPARENT_ADDR)
         apparent = (str(addr[0]), int(addr[1])) if isinstance(addr, tuple) else None
         if apparent is not None and apparent[0] == FAKE_ACK_ADDR:
             self._finish_failed(
-                dialog, "registrar sent a fake acknowledgement", now, events, retry_soon=False
+                dialog, "registrar sent a fake acknowledgement", now, retry_soon=False
             )
             return
         granted = frame.ie(IE.REFRESH)
@@ -738,23 +725,15 @@ class Registration(RegistrationStanding[RegistrationState]):
         self._timers.set(_Timer.REFRESH, now + granted * 5 / 6)
         logger.debug("registration %s: registered for %d s", self.username, granted)
         if changed:
-            events.append(Registered(refresh=granted, apparent_addr=apparent))
+            self._out.report(Registered(refresh=granted, apparent_addr=apparent))
 
-    def _finish_failed(
-        self,
-        dialog: _Dialog,
-        reason: str,
-        now: float,
-        events: list[RegistrationEvent],
-        *,
-        retry_soon: bool,
-    ) -> None:
+    def _finish_failed(self, dialog: _Dialog, reason: str, now: float, *, retry_soon: bool) -> None:
         self._close_dialog()
         if dialog.subclass == IaxSubclass.REGREL:
             # Nothing to retry: locally we are deregistered either way.
             self._move(_Move.RELEASED)
             logger.debug("registration %s: release unconfirmed (%s)", self.username, reason)
-            events.append(Deregistered())
+            self._out.report(Deregistered())
             return
         self._move(_Move.FAILED)
         self._apparent = None
@@ -765,7 +744,7 @@ class Registration(RegistrationStanding[RegistrationState]):
         delay = min(RETRY_AFTER_NO_REPLY, float(self.refresh)) if retry_soon else self.refresh
         self._timers.set(_Timer.RETRY, now + delay)
         logger.debug("registration %s: failed (%s)", self.username, reason)
-        events.append(RegistrationFailed(reason))
+        self._out.report(RegistrationFailed(reason))
 
     def _close_dialog(self) -> None:
         """The dialog is over: stop retransmitting but keep it to re-ACK repeats."""
@@ -794,9 +773,6 @@ class Registration(RegistrationStanding[RegistrationState]):
     def _move(self, move: _Move) -> None:
         self._state = _TRANSITIONS.move(self._state, move, "registration")
 
-    def _output(
-        self,
-        frames: list[FullFrame] | None = None,
-        events: list[RegistrationEvent] | None = None,
-    ) -> Output:
-        return Output(tuple(frames or ()), tuple(events or ()), self.next_deadline())
+    def _output(self) -> Output:
+        frames, events = self._out.take()
+        return Output(frames, events, self.next_deadline())
