@@ -36,6 +36,7 @@ from node.iax2.registration import (
     RegistrationFailed,
     RegistrationStanding,
 )
+from node.machine import Outbox
 from node.secrets import Secret, shown_text
 
 __all__ = [
@@ -171,6 +172,7 @@ class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
         self._in_flight: int | None = None
         #: When the next POST is due (interval after the previous one started); None when idle.
         self._due: float | None = None
+        self._out: Outbox[RegistrationPost, RegistrationEvent] = Outbox()
 
     # --- properties ---
 
@@ -201,7 +203,8 @@ class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
             return self._output()
         if self._state is HttpRegistrationState.UNREGISTERED:
             self._state = HttpRegistrationState.REGISTERING
-        return self._post(now)
+        self._post(now)
+        return self._output()
 
     def deregister(self, now: float) -> HttpOutput:
         """Stop posting (there is no HTTP unregister: the registrar's record lapses). A reply
@@ -213,7 +216,8 @@ class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
         self._in_flight = None
         self._due = None
         self._apparent = None
-        return self._output(events=[Deregistered()])
+        self._out.report(Deregistered())
+        return self._output()
 
     # --- inputs ---
 
@@ -221,7 +225,7 @@ class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
         """Post if one is due."""
         self._advance(now)
         if self._in_flight is None and self._due is not None and self._due <= now:
-            return self._post(now)
+            self._post(now)
         return self._output()
 
     def replied(self, seq: int, now: float, status: int, body: bytes) -> HttpOutput:
@@ -233,17 +237,18 @@ class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
         outcome = interpret_reply(status, body, (secret,))
         if not outcome.ok:
             assert outcome.reason is not None
-            return self._finish_failed(outcome.reason, now)
+            self._finish_failed(outcome.reason, now)
+            return self._output()
         self._in_flight = None
         changed = not self.registered or outcome.perceived != self._apparent
         self._state = HttpRegistrationState.REGISTERED
         self._apparent = outcome.perceived
         self._last_failure = None
-        events: list[RegistrationEvent] = []
         if changed:
             refresh = max(1, round(self.interval))
-            events.append(Registered(refresh=refresh, apparent_addr=outcome.perceived))
-        return self._after_post(now, events)
+            self._out.report(Registered(refresh=refresh, apparent_addr=outcome.perceived))
+        self._after_post(now)
+        return self._output()
 
     def failed(self, seq: int, now: float, reason: str) -> HttpOutput:
         """POST `seq` got no HTTP reply (unreachable, timed out, cut off): `reason` says how."""
@@ -251,41 +256,39 @@ class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
         if seq != self._in_flight:
             return self._output()
         secret = self._secret.reveal() if self._secret is not None else ""
-        return self._finish_failed(shown_text(reason, (secret,)) or "no reply", now)
+        self._finish_failed(shown_text(reason, (secret,)) or "no reply", now)
+        return self._output()
 
     # --- plumbing ---
 
-    def _post(self, now: float) -> HttpOutput:
+    def _post(self, now: float) -> None:
         self._due = now + self.interval
         if self._secret is None:
-            return self._finish_failed(
+            self._finish_failed(
                 f"no password for node {self.node_id} (set NET_SECRET or POST /secrets)", now
             )
+            return
         self._seq += 1
         self._in_flight = self._seq
         post = RegistrationPost(
             self._seq, self.url, self.node_id, self.iax_port, self._secret, self.timeout
         )
-        return self._output(posts=[post])
+        self._out.send(post)
 
-    def _finish_failed(self, reason: str, now: float) -> HttpOutput:
+    def _finish_failed(self, reason: str, now: float) -> None:
         self._in_flight = None
         self._state = HttpRegistrationState.FAILED
         self._apparent = None
         self._last_failure = reason
-        return self._after_post(now, [RegistrationFailed(reason)])
+        self._out.report(RegistrationFailed(reason))
+        self._after_post(now)
 
-    def _after_post(self, now: float, events: list[RegistrationEvent]) -> HttpOutput:
+    def _after_post(self, now: float) -> None:
         """A POST ended: the next is due an interval after it started, or now if that is past
         (a reply slower than the interval)."""
         if self._due is not None and self._due <= now:
-            out = self._post(now)
-            return HttpOutput(out.posts, (*events, *out.events), out.deadline)
-        return self._output(events=events)
+            self._post(now)
 
-    def _output(
-        self,
-        posts: list[RegistrationPost] | None = None,
-        events: list[RegistrationEvent] | None = None,
-    ) -> HttpOutput:
-        return HttpOutput(tuple(posts or ()), tuple(events or ()), self.next_deadline())
+    def _output(self) -> HttpOutput:
+        posts, events = self._out.take()
+        return HttpOutput(posts, events, self.next_deadline())
