@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING
 
 from node._core import FullFrame
@@ -81,6 +80,7 @@ from node.iax2.call_state import (
     SETUP_STATES,
     TRANSITIONS,
     CallState,
+    CallTimer,
     CallTrigger,
     Direction,
 )
@@ -153,13 +153,6 @@ _ECHOING = frozenset({IaxSubclass.PONG, IaxSubclass.LAGRP, IaxSubclass.CALLTOKEN
 _S, _T = CallState, CallTrigger
 
 
-class _Timer(Enum):
-    PING = "ping"
-    LAGRQ = "lagrq"
-    SETUP = "setup"
-    LINGER = "linger"
-
-
 # --- inputs and outputs -------------------------------------------------------------------------
 
 
@@ -203,7 +196,7 @@ class Call(ReliableDelivery):
         #: echo ours, PONG, LAGRP and CALLTOKEN, excluded): the base for unwrapping mini frames.
         self.peer_last_ts = 0
         self._rr_stats = rr_stats
-        self._timers: DeadlineTable[_Timer] = DeadlineTable()
+        self._timers: DeadlineTable[CallTimer] = DeadlineTable()
         # outbound
         self._dial: DialParams | None = None
         self._new_ies: IeList = []
@@ -257,9 +250,9 @@ class Call(ReliableDelivery):
         nxt = TRANSITIONS.move(self.state, trigger, f"call {self.callno}")
         self.state = nxt
         if nxt not in MEDIA_STATES:
-            self._timers.cancel(_Timer.PING, _Timer.LAGRQ)
+            self._timers.cancel(CallTimer.PING, CallTimer.LAGRQ)
         if nxt not in SETUP_STATES:
-            self._timers.cancel(_Timer.SETUP)
+            self._timers.cancel(CallTimer.SETUP)
         if nxt is _S.TERMINATED:
             self._queue.clear()
         if nxt is _S.CLOSED:
@@ -270,13 +263,13 @@ class Call(ReliableDelivery):
         self._out.report(event)
 
     def _start_keepalives(self, now: float) -> None:
-        self._timers.set(_Timer.PING, now + PING_INTERVAL)
-        self._timers.set(_Timer.LAGRQ, now + LAGRQ_INTERVAL)
+        self._timers.set(CallTimer.PING, now + PING_INTERVAL)
+        self._timers.set(CallTimer.LAGRQ, now + LAGRQ_INTERVAL)
 
     def _terminate(self, now: float, trigger: CallTrigger) -> None:
         self._go(trigger)
         if self.state is _S.TERMINATED:
-            self._timers.set(_Timer.LINGER, now + LINGER)
+            self._timers.set(CallTimer.LINGER, now + LINGER)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -288,7 +281,7 @@ class Call(ReliableDelivery):
         self._dial = params
         self._new_ies = new_ies(params, Offer.for_policy(self.policy))
         self._send_new(now, "" if params.calltoken else None)
-        self._timers.set(_Timer.SETUP, now + SETUP_TIMEOUT)
+        self._timers.set(CallTimer.SETUP, now + SETUP_TIMEOUT)
         return self._output()
 
     def _send_new(self, now: float, token: str | None) -> None:
@@ -310,7 +303,7 @@ class Call(ReliableDelivery):
         if setup.challenge is not None:
             self._go(_T.AUTH)
             self._send(now, FrameType.IAX, IaxSubclass.AUTHREQ, ies=authreq_ies(setup))
-            self._timers.set(_Timer.SETUP, now + SETUP_TIMEOUT)
+            self._timers.set(CallTimer.SETUP, now + SETUP_TIMEOUT)
         else:
             self._accept(now)
         return self._output()
@@ -496,13 +489,13 @@ class Call(ReliableDelivery):
         for kind in self._timers.due(now):
             if kind not in self._timers:  # cleared by an earlier one
                 continue
-            if kind is _Timer.PING:
+            if kind is CallTimer.PING:
                 self._timers.set(kind, now + PING_INTERVAL)
                 self._probe(now, IaxSubclass.PING)
-            elif kind is _Timer.LAGRQ:
+            elif kind is CallTimer.LAGRQ:
                 self._timers.set(kind, now + LAGRQ_INTERVAL)
                 self._probe(now, IaxSubclass.LAGRQ)
-            elif kind is _Timer.SETUP:
+            elif kind is CallTimer.SETUP:
                 if self._queue:
                     # Still retransmitting: that ends in CallLost (or an answer) within
                     # MAX_RETRY * MAX_SENDS; look again afterwards.
@@ -516,7 +509,7 @@ class Call(ReliableDelivery):
                     self._event(CallRejected(self.callno, "Timeout", 18, by_peer=False))
                 else:
                     self._hangup(now, "Timeout", 18)
-            elif kind is _Timer.LINGER:
+            elif kind is CallTimer.LINGER:
                 self._timers.cancel(kind)
                 self._go(_T.EXPIRED)
         return self._output()

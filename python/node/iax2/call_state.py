@@ -1,4 +1,5 @@
-"""Where an IAX2 call is, and the one table of the moves between (style rule 6).
+"""Where an IAX2 call is, the one table of the moves between (style rule 6), and the kinds of
+deadline it keeps (rule 4).
 
 `Call` (call.py) asks this table for every change of state, so an illegal move is caught in one
 place and raises `LocalProtocolError`. The diagram is in docs/iax2.md.
@@ -16,6 +17,7 @@ __all__ = [
     "SETUP_STATES",
     "TRANSITIONS",
     "CallState",
+    "CallTimer",
     "CallTrigger",
     "Direction",
 ]
@@ -95,3 +97,16 @@ MEDIA_STATES = frozenset({_S.ACCEPTED, _S.UP})
 SETUP_STATES = frozenset({_S.CALLING, _S.AUTHENTICATING})
 #: Set up or being set up: not hanging up, terminated or closed.
 LIVE_STATES = frozenset({_S.IDLE, _S.CALLING, _S.AUTHENTICATING, _S.ACCEPTED, _S.UP})
+
+
+class CallTimer(Enum):
+    """A call's deadlines beside retransmission (which each queued frame carries itself)."""
+
+    #: The next PING (RTT probe and keep-alive).
+    PING = "ping"
+    #: The next LAGRQ.
+    LAGRQ = "lagrq"
+    #: Call setup has taken too long.
+    SETUP = "setup"
+    #: The end of the linger after the call ended.
+    LINGER = "linger"
