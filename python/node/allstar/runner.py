@@ -111,7 +111,7 @@ class _Runner(Generic[CoreT]):
     def __init__(
         self, core: CoreT, clock: Callable[[], float], client: httpx.AsyncClient | None
     ) -> None:
-        self.core = core
+        self.core: CoreT = core
         self._clock = clock
         self._client = client or make_client()
         self._own_client = client is None

@@ -72,7 +72,7 @@ def echo_reply(
     scall: int,
     oseq: int,
     iseq: int,
-    ies: list[tuple[int, object]] | None = None,
+    ies: IeList | None = None,
 ) -> FullFrame:
     """An IAX frame that answers `frame` without taking a sequence number (ACK, VNAK, call 1's
     stateless replies): it echoes the timestamp and goes to the call number that sent it."""
