@@ -318,7 +318,7 @@ def test_disconnect_is_polite_and_final() -> None:
     assert not n.is_link_call(10)
     # No list for the departure: 1997 hears of it with the next periodic list.
     assert run_until(n, T0 + 90) == [SendText(20, "L ")]
-    assert n.links["1997"].timers[ln._Timer.LIST] == pytest.approx(T0 + 120)
+    assert n.links["1997"].timers[ln.LinkTimer.LIST] == pytest.approx(T0 + 120)
     with pytest.raises(CommandError) as exc:
         n.disconnect("1998", T0 + 65)
     assert exc.value.status == 404
@@ -415,7 +415,7 @@ def test_permanent_links_are_dialled_at_start_and_retried_for_ever() -> None:
         n.timer(now)
         n.dial_failed("1998", "no address", now)
         assert n.links["1998"].state is LinkState.RETRYING, i
-    assert n.links["1998"].timers[ln._Timer.RETRY] - now == pytest.approx(60.0)
+    assert n.links["1998"].timers[ln.LinkTimer.RETRY] - now == pytest.approx(60.0)
     assert n.snapshot(now)[0]["permanent"] is True
 
 

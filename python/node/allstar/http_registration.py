@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from node.errors import LocalProtocolError
-from node.iax2.registration import Deregistered, Registered, RegistrationEvent, RegistrationFailed
+from node.iax2.registration import (
+    Deregistered,
+    Registered,
+    RegistrationEvent,
+    RegistrationFailed,
+    RegistrationStanding,
+)
+from node.machine import Outbox
 from node.secrets import Secret, shown_text
 
 __all__ = [
@@ -135,7 +142,7 @@ def _perceived(ipaddr: Any, port: Any) -> tuple[str, int] | None:
     return (ip, port if ok_port else 0)
 
 
-class HttpRegistration:
+class HttpRegistration(RegistrationStanding[HttpRegistrationState]):
     """The HTTP registration client for one node (sans-I/O). Inputs carry non-decreasing `now`."""
 
     def __init__(
@@ -153,42 +160,25 @@ class HttpRegistration:
             raise ValueError("node_id must not be empty")
         if interval <= 0:
             raise ValueError("the re-post interval must be positive")
+        super().__init__(HttpRegistrationState.UNREGISTERED, now)
         self.url = url
         self.node_id = node_id
         self.iax_port = iax_port
         self.interval = float(interval)
         self.timeout = timeout
         self._secret = secret
-        self._state = HttpRegistrationState.UNREGISTERED
         self._seq = 0
         #: The seq of the POST under way, if any.
         self._in_flight: int | None = None
         #: When the next POST is due (interval after the previous one started); None when idle.
         self._due: float | None = None
-        self._perceived: tuple[str, int] | None = None
-        self._last_failure: str | None = None
-        self._now = now
+        self._out: Outbox[RegistrationPost, RegistrationEvent] = Outbox()
 
     # --- properties ---
 
     @property
-    def state(self) -> HttpRegistrationState:
-        return self._state
-
-    @property
     def registered(self) -> bool:
         return self._state is HttpRegistrationState.REGISTERED
-
-    @property
-    def apparent_addr(self) -> tuple[str, int] | None:
-        """Our address as the registrar saw it in its last confirming reply, while registered
-        (port 0 when the reply gave none)."""
-        return self._perceived if self.registered else None
-
-    @property
-    def last_failure(self) -> str | None:
-        """The reason of the last failed POST, until one succeeds (never a secret)."""
-        return self._last_failure
 
     def next_deadline(self) -> float | None:
         # While a POST is under way its reply (or failure) decides what comes next.
@@ -213,7 +203,8 @@ class HttpRegistration:
             return self._output()
         if self._state is HttpRegistrationState.UNREGISTERED:
             self._state = HttpRegistrationState.REGISTERING
-        return self._post(now)
+        self._post(now)
+        return self._output()
 
     def deregister(self, now: float) -> HttpOutput:
         """Stop posting (there is no HTTP unregister: the registrar's record lapses). A reply
@@ -224,8 +215,9 @@ class HttpRegistration:
         self._state = HttpRegistrationState.UNREGISTERED
         self._in_flight = None
         self._due = None
-        self._perceived = None
-        return self._output(events=[Deregistered()])
+        self._apparent = None
+        self._out.report(Deregistered())
+        return self._output()
 
     # --- inputs ---
 
@@ -233,7 +225,7 @@ class HttpRegistration:
         """Post if one is due."""
         self._advance(now)
         if self._in_flight is None and self._due is not None and self._due <= now:
-            return self._post(now)
+            self._post(now)
         return self._output()
 
     def replied(self, seq: int, now: float, status: int, body: bytes) -> HttpOutput:
@@ -245,17 +237,18 @@ class HttpRegistration:
         outcome = interpret_reply(status, body, (secret,))
         if not outcome.ok:
             assert outcome.reason is not None
-            return self._finish_failed(outcome.reason, now)
+            self._finish_failed(outcome.reason, now)
+            return self._output()
         self._in_flight = None
-        changed = not self.registered or outcome.perceived != self._perceived
+        changed = not self.registered or outcome.perceived != self._apparent
         self._state = HttpRegistrationState.REGISTERED
-        self._perceived = outcome.perceived
+        self._apparent = outcome.perceived
         self._last_failure = None
-        events: list[RegistrationEvent] = []
         if changed:
             refresh = max(1, round(self.interval))
-            events.append(Registered(refresh=refresh, apparent_addr=outcome.perceived))
-        return self._after_post(now, events)
+            self._out.report(Registered(refresh=refresh, apparent_addr=outcome.perceived))
+        self._after_post(now)
+        return self._output()
 
     def failed(self, seq: int, now: float, reason: str) -> HttpOutput:
         """POST `seq` got no HTTP reply (unreachable, timed out, cut off): `reason` says how."""
@@ -263,46 +256,39 @@ class HttpRegistration:
         if seq != self._in_flight:
             return self._output()
         secret = self._secret.reveal() if self._secret is not None else ""
-        return self._finish_failed(shown_text(reason, (secret,)) or "no reply", now)
+        self._finish_failed(shown_text(reason, (secret,)) or "no reply", now)
+        return self._output()
 
     # --- plumbing ---
 
-    def _post(self, now: float) -> HttpOutput:
+    def _post(self, now: float) -> None:
         self._due = now + self.interval
         if self._secret is None:
-            return self._finish_failed(
+            self._finish_failed(
                 f"no password for node {self.node_id} (set NET_SECRET or POST /secrets)", now
             )
+            return
         self._seq += 1
         self._in_flight = self._seq
         post = RegistrationPost(
             self._seq, self.url, self.node_id, self.iax_port, self._secret, self.timeout
         )
-        return self._output(posts=[post])
+        self._out.send(post)
 
-    def _finish_failed(self, reason: str, now: float) -> HttpOutput:
+    def _finish_failed(self, reason: str, now: float) -> None:
         self._in_flight = None
         self._state = HttpRegistrationState.FAILED
-        self._perceived = None
+        self._apparent = None
         self._last_failure = reason
-        return self._after_post(now, [RegistrationFailed(reason)])
+        self._out.report(RegistrationFailed(reason))
+        self._after_post(now)
 
-    def _after_post(self, now: float, events: list[RegistrationEvent]) -> HttpOutput:
+    def _after_post(self, now: float) -> None:
         """A POST ended: the next is due an interval after it started, or now if that is past
         (a reply slower than the interval)."""
         if self._due is not None and self._due <= now:
-            out = self._post(now)
-            return HttpOutput(out.posts, (*events, *out.events), out.deadline)
-        return self._output(events=events)
+            self._post(now)
 
-    def _advance(self, now: float) -> None:
-        if now < self._now:
-            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
-        self._now = now
-
-    def _output(
-        self,
-        posts: list[RegistrationPost] | None = None,
-        events: list[RegistrationEvent] | None = None,
-    ) -> HttpOutput:
-        return HttpOutput(tuple(posts or ()), tuple(events or ()), self.next_deadline())
+    def _output(self) -> HttpOutput:
+        posts, events = self._out.take()
+        return HttpOutput(posts, events, self.next_deadline())

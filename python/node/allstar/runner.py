@@ -18,6 +18,7 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 import httpx
 
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+CoreT = TypeVar("CoreT", HttpRegistration, StatPoster)
 
 #: A registrar's reply is a few fields; more than this is cut off and judged as it stands.
 MAX_REPLY_BYTES = 64 * 1024
@@ -101,11 +104,14 @@ class DeadlineTimer:
         self._callback()
 
 
-class _Runner:
-    """What both runners hold: the clock, the HTTP client (closed with the runner when it made
-    it) and the timer that calls `_on_timer` at the core's deadline."""
+class _Runner(Generic[CoreT]):
+    """What both runners hold: the sans-I/O core, the clock, the HTTP client (closed with the
+    runner when it made it) and the timer that calls `_on_timer` at the core's deadline."""
 
-    def __init__(self, clock: Callable[[], float], client: httpx.AsyncClient | None) -> None:
+    def __init__(
+        self, core: CoreT, clock: Callable[[], float], client: httpx.AsyncClient | None
+    ) -> None:
+        self.core: CoreT = core
         self._clock = clock
         self._client = client or make_client()
         self._own_client = client is None
@@ -120,7 +126,7 @@ class _Runner:
             await self._client.aclose()
 
 
-class HttpRegistrationRunner(_Runner):
+class HttpRegistrationRunner(_Runner[HttpRegistration]):
     """Runs an `HttpRegistration`: POSTs with httpx, events to `on_events`."""
 
     def __init__(
@@ -131,8 +137,7 @@ class HttpRegistrationRunner(_Runner):
         clock: Callable[[], float] = time.monotonic,
         client: httpx.AsyncClient | None = None,
     ) -> None:
-        super().__init__(clock, client)
-        self.core = core
+        super().__init__(core, clock, client)
         self._on_events = on_events
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -189,7 +194,7 @@ class HttpRegistrationRunner(_Runner):
         self._apply(out)
 
 
-class StatPostRunner(_Runner):
+class StatPostRunner(_Runner[StatPoster]):
     """Runs a `StatPoster`: asks `report()` for the node's state when a post is due and GETs the
     URLs one after another. Never raises into the node; failures are logged once per outage."""
 
@@ -202,8 +207,7 @@ class StatPostRunner(_Runner):
         wall_clock: Callable[[], float] = time.time,
         client: httpx.AsyncClient | None = None,
     ) -> None:
-        super().__init__(clock, client)
-        self.core = core
+        super().__init__(core, clock, client)
         self._report = report
         self._wall = wall_clock
         self._queue: asyncio.Queue[str] = asyncio.Queue(STATPOST_QUEUE)

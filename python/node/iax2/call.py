@@ -7,19 +7,16 @@ A `Call` never touches a socket or a clock. Its inputs are `receive(frame, now)`
 (past-tense `CallEvent`s), and the absolute time at which `timer()` must be called next.
 `now` is float seconds of a monotonic clock; inputs must be monotonic.
 
-What the machine guarantees on the wire (research/iax2.md §1.8-1.11 and the 10 traps):
+Beside this file: the states and their transition table (call_state.py), the events
+(call_events.py), the IEs (call_ies.py) and reliable delivery, the base class (delivery.py);
+their public names are importable from here too. What the machine guarantees on the wire
+beyond delivery (research/iax2.md §1.8-1.11 and the 10 traps):
 
-* 8-bit sequence numbers, mod-256 arithmetic. ACK, INVAL, VNAK, TXCNT and TXACC advance
-  neither counter. Every received full frame's iseqno cumulatively acknowledges our queue.
 * Every in-order full frame is acknowledged: implicitly when our reply is itself a full frame
   that advances oseqno (it carries the new iseqno), else with an explicit ACK that echoes the
-  frame's timestamp and goes to the sender's call number. An ACK is never acknowledged. An old
-  duplicate is ACKed again; a frame from the future gets a VNAK and is dropped. A VNAK makes us
-  resend every unacknowledged frame from the seqno it asks for.
-* Reliable frames are retransmitted with R set and the *current* iseqno: first after
-  2 x RTT clamped to [0.1 s, 10 s] (RTT starts at 1 s and follows PING/PONG and LAGRQ/LAGRP
-  echoes), then x10 capped at 10 s; a frame sent 4 times without acknowledgement loses the call
-  (`CallLost`, no HANGUP: the peer is not answering anyway).
+  frame's timestamp and goes to the sender's call number. An ACK is never acknowledged.
+* A frame sent `MAX_SENDS` times without acknowledgement loses the call (`CallLost`, no
+  HANGUP: the peer is not answering anyway).
 * Timestamps: milliseconds from the call's first transmission, never 0, strictly increasing for
   non-voice full frames (`timestamps.CallClock`); ACK/PONG/LAGRP echo the received timestamp.
 * PING every 21 s and LAGRQ every 10 s once the call is accepted; PONG carries the RR IEs.
@@ -38,15 +35,65 @@ unauthenticated calls; at once after a successful challenge), announces the call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from node._core import FullFrame
 from node.errors import LocalProtocolError
-from node.iax2.auth import AUTH_MD5, SecretLike, check_md5, md5_response
+from node.iax2 import call_events
+from node.iax2.auth import AUTH_MD5, check_md5, md5_response
+from node.iax2.call_events import (
+    CallAccepted,
+    CallAnswered,
+    CallEvent,
+    CallHungUp,
+    CallIncoming,
+    CallLost,
+    CallRejected,
+    CallRinging,
+    ControlReceived,
+    DtmfBegan,
+    DtmfReceived,
+    LossReason,
+    MediaFormatChanged,
+    RadioKeyed,
+    RadioUnkeyed,
+    TextReceived,
+    VoiceFullReceived,
+)
+from node.iax2.call_ies import (
+    DialParams,
+    InboundSetup,
+    RrStats,
+    authreq_ies,
+    cause_ies,
+    cause_of,
+    format_ies,
+    format_of,
+    new_ies,
+    rr_ies,
+)
+from node.iax2.call_state import (
+    LIVE_STATES,
+    MEDIA_STATES,
+    SETUP_STATES,
+    TRANSITIONS,
+    CallState,
+    CallTimer,
+    CallTrigger,
+    Direction,
+)
 from node.iax2.constants import IE, ControlSubclass, FrameType, IaxSubclass
+from node.iax2.delivery import (
+    ACK_LIKE,
+    INITIAL_RTT,
+    MAX_RETRY,
+    MAX_SENDS,
+    MIN_RETRY,
+    ReliableDelivery,
+    first_retry,
+)
 from node.iax2.negotiate import (
     CAUSE_NO_CODEC,
     CAUSECODE_NO_CODEC,
@@ -55,64 +102,41 @@ from node.iax2.negotiate import (
     format_name,
     single_format,
 )
-from node.iax2.timestamps import CallClock
+from node.machine import DeadlineTable
+
+if TYPE_CHECKING:
+    from node.iax2.call_ies import IeList
 
 __all__ = [
     "DTMF_DIGITS",
+    "INITIAL_RTT",
     "LAGRQ_INTERVAL",
     "LINGER",
+    "MAX_RETRY",
     "MAX_SENDS",
     "MAX_TEXT_BYTES",
+    "MIN_RETRY",
     "PING_INTERVAL",
     "SETUP_TIMEOUT",
+    "TRANSITIONS",
     "Address",
     "Call",
-    "CallAccepted",
-    "CallAnswered",
-    "CallEvent",
-    "CallHungUp",
-    "CallIncoming",
-    "CallLost",
-    "CallRejected",
-    "CallRinging",
     "CallState",
-    "ControlReceived",
     "DialParams",
     "Direction",
-    "DtmfBegan",
-    "DtmfReceived",
     "InboundSetup",
-    "LossReason",
-    "MediaFormatChanged",
     "Output",
-    "RadioKeyed",
-    "RadioUnkeyed",
     "RrStats",
-    "TextReceived",
-    "VoiceFullReceived",
     "first_retry",
 ]
+# Every event a call reports (call_events.py) is a name of this module too.
+__all__ += call_events.__all__
 
 Address = tuple[str, int]
-
-if TYPE_CHECKING:
-    from node._core import _IeValue
-
-    #: IEs as `FullFrame(ies=...)` takes them.
-    IeList: TypeAlias = list[tuple[int, _IeValue]]
 
 #: Seconds between PINGs and between LAGRQs on an accepted call (chan_iax2.c defaults).
 PING_INTERVAL = 21.0
 LAGRQ_INTERVAL = 10.0
-#: Retransmission: first retry at 2 x RTT within these bounds, then x10 up to the maximum.
-MIN_RETRY = 0.1
-MAX_RETRY = 10.0
-RETRY_BACKOFF = 10.0
-#: A reliable frame is sent at most this many times (t = 0, 2, 12, 22 s with the default RTT);
-#: when the last retry also goes unanswered the call is lost (t = 32 s).
-MAX_SENDS = 4
-#: RTT assumed before any measurement (Asterisk's DEFAULT_RETRY_TIME).
-INITIAL_RTT = 1.0
 #: How long a dead call is kept to re-ACK retransmitted HANGUPs.
 LINGER = 10.0
 #: How long call setup (NEW or AUTHREQ until ACCEPT) may take once the peer has gone quiet
@@ -123,251 +147,10 @@ MAX_TEXT_BYTES = 1024
 #: Digits a DTMF frame may carry.
 DTMF_DIGITS = "0123456789*#ABCD"
 
-_ACK_LIKE = frozenset(
-    {IaxSubclass.ACK, IaxSubclass.INVAL, IaxSubclass.VNAK, IaxSubclass.TXCNT, IaxSubclass.TXACC}
-)
 _KNOWN_IAX = frozenset(int(s) for s in IaxSubclass)
 # In-order frames whose timestamp is an echo of ours rather than the peer's clock.
 _ECHOING = frozenset({IaxSubclass.PONG, IaxSubclass.LAGRP, IaxSubclass.CALLTOKEN})
-_MASK8 = 0xFF
-
-
-def first_retry(rtt: float) -> float:
-    """The first retransmission delay for a measured RTT: 2 x RTT within [0.1 s, 10 s]."""
-    return min(MAX_RETRY, max(MIN_RETRY, 2.0 * rtt))
-
-
-# --- states -------------------------------------------------------------------------------------
-
-
-class CallState(Enum):
-    """Where a call is. See docs/iax2.md for the diagram."""
-
-    #: Created, nothing sent or received yet.
-    IDLE = "idle"
-    #: Outbound: NEW sent (possibly again with a call token), waiting for the callee.
-    CALLING = "calling"
-    #: Outbound: AUTHREP sent. Inbound: AUTHREQ sent, waiting for AUTHREP.
-    AUTHENTICATING = "authenticating"
-    #: ACCEPT exchanged: media may flow, ringing until answered.
-    ACCEPTED = "accepted"
-    #: Answered.
-    UP = "up"
-    #: We sent HANGUP (or REJECT) and wait for its acknowledgement.
-    HANGING_UP = "hanging_up"
-    #: Over; kept for `LINGER` seconds to re-ACK retransmissions.
-    TERMINATED = "terminated"
-    #: Gone; the endpoint forgets it.
-    CLOSED = "closed"
-
-
-class Direction(Enum):
-    INBOUND = "inbound"
-    OUTBOUND = "outbound"
-
-
-class _Trigger(Enum):
-    DIAL = "dial"  # start_outbound
-    TOKEN = "token"  # CALLTOKEN received, NEW sent again
-    AUTH = "auth"  # AUTHREQ sent (inbound) or AUTHREP sent (outbound)
-    ACCEPT = "accept"  # ACCEPT sent (inbound) or received (outbound)
-    ANSWER = "answer"  # ANSWER sent (inbound) or received (outbound)
-    END = "end"  # we sent HANGUP or REJECT
-    PEER_END = "peer_end"  # HANGUP or REJECT received
-    END_ACKED = "end_acked"  # our HANGUP/REJECT was acknowledged
-    LOST = "lost"  # retransmissions exhausted, or INVAL received
-    EXPIRED = "expired"  # linger over
-
-
-_S, _T = CallState, _Trigger
-_LIVE_ENDS = {_T.END: _S.HANGING_UP, _T.PEER_END: _S.TERMINATED, _T.LOST: _S.CLOSED}
-
-#: The one table of legal transitions: state -> trigger -> next state.
-TRANSITIONS: dict[CallState, dict[_Trigger, CallState]] = {
-    _S.IDLE: {
-        _T.DIAL: _S.CALLING,
-        _T.AUTH: _S.AUTHENTICATING,
-        _T.ACCEPT: _S.ACCEPTED,
-        _T.END: _S.HANGING_UP,
-    },
-    _S.CALLING: {_T.TOKEN: _S.CALLING, _T.AUTH: _S.AUTHENTICATING, _T.ACCEPT: _S.ACCEPTED}
-    | _LIVE_ENDS,
-    _S.AUTHENTICATING: {_T.ACCEPT: _S.ACCEPTED} | _LIVE_ENDS,
-    _S.ACCEPTED: {_T.ANSWER: _S.UP} | _LIVE_ENDS,
-    _S.UP: dict(_LIVE_ENDS),
-    _S.HANGING_UP: {
-        _T.END_ACKED: _S.TERMINATED,
-        _T.PEER_END: _S.TERMINATED,
-        _T.LOST: _S.CLOSED,
-    },
-    _S.TERMINATED: {_T.EXPIRED: _S.CLOSED, _T.LOST: _S.CLOSED},
-    _S.CLOSED: {},
-}
-
-_MEDIA_STATES = frozenset({_S.ACCEPTED, _S.UP})
-_SETUP_STATES = frozenset({_S.CALLING, _S.AUTHENTICATING})
-
-
-class _Timer(Enum):
-    PING = "ping"
-    LAGRQ = "lagrq"
-    SETUP = "setup"
-    LINGER = "linger"
-
-
-# --- events -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CallEvent:
-    """Base of everything a call reports."""
-
-    #: Our (local) call number: the key the endpoint and the application know the call by.
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class CallIncoming(CallEvent):
-    """An inbound call passed the listener policy and is confirmed; answer or reject it."""
-
-    #: CALLING_NUMBER of the NEW (the caller's node number on AllStarLink), or "".
-    calling_number: str
-    #: CALLING_NAME of the NEW, or "".
-    calling_name: str
-    #: CALLED_NUMBER of the NEW, or "".
-    called_number: str
-    #: USERNAME of the NEW, or "".
-    username: str
-    #: The negotiated audio format (a `Format` bit).
-    format: int
-    #: Whether the caller passed an MD5 challenge.
-    authenticated: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CallRinging(CallEvent):
-    """The callee sent RINGING (outbound calls)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallAccepted(CallEvent):
-    """ACCEPT was exchanged: media may flow in `format` (a `Format` bit)."""
-
-    format: int
-
-
-@dataclass(frozen=True, slots=True)
-class CallAnswered(CallEvent):
-    """The call is answered: the callee sent ANSWER (outbound) or we did (inbound)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallRejected(CallEvent):
-    """The call was refused during setup."""
-
-    #: CAUSE text ("" when the REJECT carried none).
-    cause: str
-    #: Q.931 CAUSECODE (0 when the REJECT carried none).
-    causecode: int
-    #: True when the peer rejected our NEW; False when we refused an inbound call.
-    by_peer: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CallHungUp(CallEvent):
-    """A set-up call ended with a HANGUP."""
-
-    #: CAUSE text ("" when none was given).
-    cause: str
-    #: Q.931 CAUSECODE (16 = normal clearing; 0 when the peer gave none).
-    causecode: int
-    #: Whether the peer hung up (else we did).
-    by_peer: bool
-
-
-class LossReason(Enum):
-    """Why a call was lost without a HANGUP."""
-
-    #: A frame went unacknowledged after `MAX_SENDS` transmissions.
-    RETRIES_EXHAUSTED = "retries_exhausted"
-    #: The peer answered INVAL: it has no such call.
-    INVALIDATED = "invalidated"
-
-
-@dataclass(frozen=True, slots=True)
-class CallLost(CallEvent):
-    """The call is gone without a HANGUP exchange."""
-
-    reason: LossReason
-
-
-@dataclass(frozen=True, slots=True)
-class DtmfBegan(CallEvent):
-    """The peer started a DTMF digit (frame type 12; Asterisk sends it before the end)."""
-
-    digit: str
-    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
-class DtmfReceived(CallEvent):
-    """The peer sent a complete DTMF digit (frame type 1)."""
-
-    digit: str
-    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
-class TextReceived(CallEvent):
-    """A TEXT frame, NUL terminator removed (AllStarLink link texts such as "!NEWKEY1!")."""
-
-    text: str
-    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
-class RadioKeyed(CallEvent):
-    """CONTROL RADIO_KEY (12): the peer's transmitter keyed up."""
-
-    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
-class RadioUnkeyed(CallEvent):
-    """CONTROL RADIO_UNKEY (13): the peer's transmitter unkeyed."""
-
-    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
-class ControlReceived(CallEvent):
-    """Any other CONTROL frame after ACCEPT (PROGRESS, HOLD, stop sounds = -1, ...)."""
-
-    subclass: int
-    #: The sender's timestamp (ms), to keep the event in order with the peer's audio.
-    ts: int
-
-
-@dataclass(frozen=True, slots=True)
-class VoiceFullReceived(CallEvent):
-    """A full VOICE frame; it also sets the codec of the peer's following mini frames."""
-
-    format: int
-    #: The sender's 32-bit timestamp (ms).
-    ts: int
-    payload: bytes = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class MediaFormatChanged(CallEvent):
-    """The peer's voice switched to another format (a full voice frame in a new codec)."""
-
-    format: int
+_S, _T = CallState, CallTrigger
 
 
 # --- inputs and outputs -------------------------------------------------------------------------
@@ -383,79 +166,10 @@ class Output:
     deadline: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RrStats:
-    """Receive statistics for the RR IEs of a PONG (RFC 5456 §8.6.27-32), all non-negative."""
-
-    jitter: int = 0
-    loss_percent: int = 0
-    lost: int = 0
-    packets: int = 0
-    delay: int = 0
-    dropped: int = 0
-    out_of_order: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class DialParams:
-    """What an outbound NEW says about the call."""
-
-    called_number: str
-    calling_number: str | None = None
-    #: CALLING_NAME (a web-transceiver guest puts its token here: never shown in repr).
-    calling_name: str | None = field(default=None, repr=False)
-    #: USERNAME: who we are to the callee (AllStarLink nodes use "radio").
-    username: str | None = None
-    #: Our secret with the callee, for an MD5 AUTHREQ. Never shown in repr.
-    secret: str | SecretLike | None = field(default=None, repr=False)
-    #: Local wall-clock time for the DATETIME IE, (year, month, day, hour, minute, second).
-    datetime: tuple[int, int, int, int, int, int] | None = None
-    #: Send an empty CALLTOKEN IE (we support call tokens). Off only for very old peers.
-    calltoken: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class InboundSetup:
-    """The endpoint's verdict on an inbound NEW, handed to `Call.start_inbound`."""
-
-    #: The negotiated format (`negotiate.choose_format`).
-    format: int
-    #: "auto" answers once the call is confirmed; "manual" rings and waits for `answer()`;
-    #: "hold" waits for `answer()` or `hangup()` without ringing (a link call being vetted).
-    answer: str = "auto"
-    #: CHALLENGE to send in an AUTHREQ, or None for no authentication.
-    challenge: str | None = None
-    #: The secret the AUTHREP must match. None with a challenge means the user is unknown: the
-    #: challenge is a decoy and every answer fails, so callers cannot probe for usernames.
-    secret: str | SecretLike | None = field(default=None, repr=False)
-    calling_number: str = ""
-    calling_name: str = ""
-    called_number: str = ""
-    username: str = ""
-
-
-@dataclass(slots=True)
-class _Pending:
-    """A reliable frame waiting for acknowledgement, kept as constructor arguments so each
-    retransmission is a fresh frame (frames already handed out are never mutated)."""
-
-    ftype: int
-    subclass: int
-    ts: int
-    oseq: int
-    ies: IeList | None
-    payload: bytes
-    keep_dcall_zero: bool
-    next_at: float
-    interval: float
-    #: Timer-driven transmissions so far (VNAK resends do not count, as in Asterisk).
-    sends: int = 1
-
-
 # --- the machine --------------------------------------------------------------------------------
 
 
-class Call:
+class Call(ReliableDelivery):
     """One IAX2 call. Create it with the endpoint's call number, then start it."""
 
     def __init__(
@@ -469,12 +183,10 @@ class Call:
     ) -> None:
         if not 2 <= callno <= 0x7FFF:
             raise LocalProtocolError(f"call number {callno} is outside 2..32767")
-        self.callno = callno
+        super().__init__(callno)
         self.peer_addr = peer_addr
         self.direction = direction
         self.policy = codec_policy
-        #: The peer's call number (0 until known).
-        self.peer_callno = 0
         self.state = CallState.IDLE
         #: The negotiated audio format, once ACCEPT was exchanged.
         self.format: int | None = None
@@ -483,23 +195,8 @@ class Call:
         #: Timestamp of the peer's latest in-order full frame on its own clock (frames that
         #: echo ours, PONG, LAGRP and CALLTOKEN, excluded): the base for unwrapping mini frames.
         self.peer_last_ts = 0
-        #: Round-trip time in seconds: the latest PING/PONG or LAGRQ/LAGRP sample, as
-        #: Asterisk's `pingtime` (it sets the first retransmission delay).
-        self.rtt = INITIAL_RTT
-        self.clock = CallClock()
-        self.oseq = 0
-        self.iseq = 0
         self._rr_stats = rr_stats
-        self._queue: list[_Pending] = []
-        self._timers: dict[_Timer, float] = {}
-        # Our outstanding PING/LAGRQ by timestamp: when sent, and whether retransmitted.
-        self._probes: dict[int, tuple[float, bool]] = {}
-        self._vnak_served: tuple[int, float] | None = None  # (iseqno, when)
-        self._frames: list[FullFrame] = []
-        self._events: list[CallEvent] = []
-        # Set while handling one in-order frame: did a reply carry the ack, or must none go out?
-        self._replied = False
-        self._suppress_ack = False
+        self._timers: DeadlineTable[CallTimer] = DeadlineTable()
         # outbound
         self._dial: DialParams | None = None
         self._new_ies: IeList = []
@@ -525,16 +222,11 @@ class Call:
     @property
     def is_live(self) -> bool:
         """Set up or being set up: not hanging up, terminated or closed."""
-        return self.state in (_S.IDLE, _S.CALLING, _S.AUTHENTICATING, _S.ACCEPTED, _S.UP)
+        return self.state in LIVE_STATES
 
     @property
     def is_closed(self) -> bool:
         return self.state is CallState.CLOSED
-
-    @property
-    def unacked(self) -> int:
-        """How many reliable frames wait for acknowledgement."""
-        return len(self._queue)
 
     def timestamp(self, now: float) -> int:
         """The call's clock in ms at `now` (what the engine puts in mini frames)."""
@@ -542,118 +234,42 @@ class Call:
 
     def next_deadline(self) -> float | None:
         """When `timer()` must run next, or None."""
-        times = list(self._timers.values())
-        times.extend(p.next_at for p in self._queue)
-        return min(times) if times else None
+        at = self._timers.earliest()
+        retry = self._retry_deadline()
+        if retry is None or (at is not None and at <= retry):
+            return at
+        return retry
 
     # --- plumbing -----------------------------------------------------------------------------
 
     def _output(self) -> Output:
-        out = Output(tuple(self._frames), tuple(self._events), self.next_deadline())
-        self._frames = []
-        self._events = []
-        return out
+        frames, events = self._out.take()
+        return Output(frames, events, self.next_deadline())
 
-    def _go(self, trigger: _Trigger) -> None:
-        nxt = TRANSITIONS[self.state].get(trigger)
-        if nxt is None:
-            raise LocalProtocolError(
-                f"call {self.callno}: cannot {trigger.value} in state {self.state.value}"
-            )
+    def _go(self, trigger: CallTrigger) -> None:
+        nxt = TRANSITIONS.move(self.state, trigger, f"call {self.callno}")
         self.state = nxt
-        if nxt not in _MEDIA_STATES:
-            self._timers.pop(_Timer.PING, None)
-            self._timers.pop(_Timer.LAGRQ, None)
-        if nxt not in _SETUP_STATES:
-            self._timers.pop(_Timer.SETUP, None)
+        if nxt not in MEDIA_STATES:
+            self._timers.cancel(CallTimer.PING, CallTimer.LAGRQ)
+        if nxt not in SETUP_STATES:
+            self._timers.cancel(CallTimer.SETUP)
         if nxt is _S.TERMINATED:
             self._queue.clear()
         if nxt is _S.CLOSED:
             self._queue.clear()
             self._timers.clear()
 
-    def _send(
-        self,
-        now: float,
-        ftype: int,
-        subclass: int,
-        *,
-        ies: IeList | None = None,
-        payload: bytes = b"",
-        ts: int | None = None,
-        dcall_zero: bool = False,
-    ) -> None:
-        """Send a reliable full frame: it takes the next oseqno and is retransmitted until
-        acknowledged."""
-        if ts is None:
-            ts = self.clock.stamp(now)
-        pending = _Pending(
-            ftype,
-            subclass,
-            ts,
-            self.oseq,
-            ies,
-            payload,
-            dcall_zero,
-            next_at=now + first_retry(self.rtt),
-            interval=first_retry(self.rtt),
-        )
-        self._queue.append(pending)
-        self.oseq = (self.oseq + 1) & _MASK8
-        self._frames.append(self._build(pending, retrans=False))
-        self._replied = True
-
-    def _build(self, p: _Pending, *, retrans: bool) -> FullFrame:
-        return FullFrame(
-            p.ftype,
-            p.subclass,
-            scall=self.callno,
-            dcall=0 if p.keep_dcall_zero else self.peer_callno,
-            ts=p.ts,
-            oseq=p.oseq,
-            iseq=self.iseq,
-            retrans=retrans,
-            ies=p.ies,
-            payload=p.payload,
-        )
-
-    def _answer_frame(self, subclass: int, frame: FullFrame) -> None:
-        """ACK or VNAK of `frame`: echoes its timestamp, takes no seqno, never retransmitted.
-
-        Like Asterisk, the oseqno field repeats the iseqno of the frame answered (normally our
-        own oseqno); nobody reads it, but the wire then matches Asterisk's byte for byte.
-        """
-        self._frames.append(
-            FullFrame(
-                FrameType.IAX,
-                subclass,
-                scall=self.callno,
-                dcall=frame.scall,
-                ts=frame.ts,
-                oseq=frame.iseq,
-                iseq=self.iseq,
-            )
-        )
-
-    def _ack(self, frame: FullFrame) -> None:
-        self._answer_frame(IaxSubclass.ACK, frame)
-
-    def _retransmit(self, p: _Pending) -> None:
-        if p.ftype == FrameType.IAX and p.ts in self._probes:
-            self._probes[p.ts] = (self._probes[p.ts][0], True)
-        self._frames.append(self._build(p, retrans=True))
-
     def _event(self, event: CallEvent) -> None:
-        self._events.append(event)
+        self._out.report(event)
 
     def _start_keepalives(self, now: float) -> None:
-        self._timers[_Timer.PING] = now + PING_INTERVAL
-        self._timers[_Timer.LAGRQ] = now + LAGRQ_INTERVAL
+        self._timers.set(CallTimer.PING, now + PING_INTERVAL)
+        self._timers.set(CallTimer.LAGRQ, now + LAGRQ_INTERVAL)
 
-    def _terminate(self, now: float, trigger: _Trigger) -> None:
+    def _terminate(self, now: float, trigger: CallTrigger) -> None:
         self._go(trigger)
         if self.state is _S.TERMINATED:
-            self._timers[_Timer.LINGER] = now + LINGER
+            self._timers.set(CallTimer.LINGER, now + LINGER)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -663,26 +279,9 @@ class Call:
             raise LocalProtocolError(f"call {self.callno} is inbound; it cannot dial")
         self._go(_T.DIAL)
         self._dial = params
-        offer = Offer.for_policy(self.policy)
-        ies: IeList = [(IE.VERSION, 2), (IE.CALLED_NUMBER, params.called_number)]
-        ies.append((IE.CODEC_PREFS, offer.prefs))
-        if params.calling_number is not None:
-            ies.append((IE.CALLING_NUMBER, params.calling_number))
-        if params.calling_name is not None:
-            ies.append((IE.CALLING_NAME, params.calling_name))
-        if params.username is not None:
-            ies.append((IE.USERNAME, params.username))
-        ies += [
-            (IE.FORMAT, offer.format),
-            (IE.FORMAT2, (0, offer.format)),
-            (IE.CAPABILITY, offer.capability & 0xFFFFFFFF),
-            (IE.CAPABILITY2, (0, offer.capability)),
-        ]
-        if params.datetime is not None:
-            ies.append((IE.DATETIME, params.datetime))
-        self._new_ies = ies
+        self._new_ies = new_ies(params, Offer.for_policy(self.policy))
         self._send_new(now, "" if params.calltoken else None)
-        self._timers[_Timer.SETUP] = now + SETUP_TIMEOUT
+        self._timers.set(CallTimer.SETUP, now + SETUP_TIMEOUT)
         return self._output()
 
     def _send_new(self, now: float, token: str | None) -> None:
@@ -700,17 +299,11 @@ class Call:
         self._setup = setup
         self.peer_callno = new.scall
         # The NEW is the peer's frame 0; our first reply carries iseqno 1 and so acks it.
-        self.iseq = (new.oseq + 1) & _MASK8
+        self.iseq = (new.oseq + 1) & 0xFF
         if setup.challenge is not None:
-            ies: IeList = [
-                (IE.AUTHMETHODS, AUTH_MD5),
-                (IE.CHALLENGE, setup.challenge),
-            ]
-            if setup.username:
-                ies.append((IE.USERNAME, setup.username))
             self._go(_T.AUTH)
-            self._send(now, FrameType.IAX, IaxSubclass.AUTHREQ, ies=ies)
-            self._timers[_Timer.SETUP] = now + SETUP_TIMEOUT
+            self._send(now, FrameType.IAX, IaxSubclass.AUTHREQ, ies=authreq_ies(setup))
+            self._timers.set(CallTimer.SETUP, now + SETUP_TIMEOUT)
         else:
             self._accept(now)
         return self._output()
@@ -720,9 +313,7 @@ class Call:
         fmt = self._setup.format
         self._go(_T.ACCEPT)
         self.format = fmt
-        self._send(
-            now, FrameType.IAX, IaxSubclass.ACCEPT, ies=[(IE.FORMAT, fmt), (IE.FORMAT2, (0, fmt))]
-        )
+        self._send(now, FrameType.IAX, IaxSubclass.ACCEPT, ies=format_ies(fmt))
         self._accept_oseq = self._queue[-1].oseq
         self._start_keepalives(now)
         if self._authenticated:
@@ -785,7 +376,7 @@ class Call:
         accepted = self.state is _S.ACCEPTED
         self._go(_T.END)
         sub = IaxSubclass.HANGUP if accepted else IaxSubclass.REJECT
-        self._send(now, FrameType.IAX, sub, ies=_cause_ies(cause, causecode))
+        self._send(now, FrameType.IAX, sub, ies=cause_ies(cause, causecode))
         self._event(CallRejected(self.callno, cause, causecode, by_peer=False))
         return self._output()
 
@@ -805,13 +396,13 @@ class Call:
             now,
             FrameType.IAX,
             IaxSubclass.HANGUP,
-            ies=_cause_ies(cause, causecode),
+            ies=cause_ies(cause, causecode),
             dcall_zero=self.peer_callno == 0,
         )
         self._event(CallHungUp(self.callno, cause or "", causecode, by_peer=False))
 
     def _require_media(self, what: str) -> None:
-        if self.state not in _MEDIA_STATES:
+        if self.state not in MEDIA_STATES:
             raise LocalProtocolError(
                 f"call {self.callno}: cannot send {what} before ACCEPT or after the end "
                 f"(state {self.state.value})"
@@ -876,7 +467,7 @@ class Call:
         same way. The VNAK carries the iseqno we still wait for, so the peer resends from there.
         """
         self._require_media("voice")
-        self._frames.append(
+        self._out.send(
             FullFrame(
                 FrameType.IAX,
                 IaxSubclass.VNAK,
@@ -893,51 +484,35 @@ class Call:
 
     def timer(self, now: float) -> Output:
         """Fire every expired timer: retransmissions, PING, LAGRQ, setup time-out, linger."""
-        for p in list(self._queue):
-            if p.next_at > now or self.state is _S.CLOSED:
-                continue
-            if p.sends >= MAX_SENDS:
-                self._exhausted()
-                break
-            self._retransmit(p)
-            p.sends += 1
-            p.interval = min(MAX_RETRY, p.interval * RETRY_BACKOFF)
-            p.next_at = now + p.interval
-        due = [kind for kind, at in self._timers.items() if at <= now]
-        for kind in due:
+        if self.state is not _S.CLOSED and self._retransmit_due(now):
+            self._exhausted()
+        for kind in self._timers.due(now):
             if kind not in self._timers:  # cleared by an earlier one
                 continue
-            if kind is _Timer.PING:
-                self._timers[kind] = now + PING_INTERVAL
+            if kind is CallTimer.PING:
+                self._timers.set(kind, now + PING_INTERVAL)
                 self._probe(now, IaxSubclass.PING)
-            elif kind is _Timer.LAGRQ:
-                self._timers[kind] = now + LAGRQ_INTERVAL
+            elif kind is CallTimer.LAGRQ:
+                self._timers.set(kind, now + LAGRQ_INTERVAL)
                 self._probe(now, IaxSubclass.LAGRQ)
-            elif kind is _Timer.SETUP:
+            elif kind is CallTimer.SETUP:
                 if self._queue:
                     # Still retransmitting: that ends in CallLost (or an answer) within
                     # MAX_RETRY * MAX_SENDS; look again afterwards.
-                    self._timers[kind] = now + MAX_RETRY
+                    self._timers.set(kind, now + MAX_RETRY)
                     continue
-                del self._timers[kind]
+                self._timers.cancel(kind)
                 if self.is_inbound:
                     self._go(_T.END)
-                    ies = _cause_ies("Timeout", 18)
+                    ies = cause_ies("Timeout", 18)
                     self._send(now, FrameType.IAX, IaxSubclass.REJECT, ies=ies)
                     self._event(CallRejected(self.callno, "Timeout", 18, by_peer=False))
                 else:
                     self._hangup(now, "Timeout", 18)
-            elif kind is _Timer.LINGER:
-                del self._timers[kind]
+            elif kind is CallTimer.LINGER:
+                self._timers.cancel(kind)
                 self._go(_T.EXPIRED)
         return self._output()
-
-    def _probe(self, now: float, subclass: int) -> None:
-        self._send(now, FrameType.IAX, subclass)
-        ts = self._queue[-1].ts
-        self._probes[ts] = (now, False)
-        while len(self._probes) > 8:
-            del self._probes[next(iter(self._probes))]
 
     def _exhausted(self) -> None:
         if self.state in (_S.HANGING_UP, _S.TERMINATED):
@@ -976,21 +551,12 @@ class Call:
                 self._event(CallLost(self.callno, LossReason.INVALIDATED))
             return self._output()
         self._acknowledged(frame.iseq, now)
-        if is_iax and sub in _ACK_LIKE:
+        if is_iax and sub in ACK_LIKE:
             if sub == IaxSubclass.VNAK:
                 self._vnak(frame.iseq, now)
             return self._output()
-        if frame.oseq != self.iseq:
-            if ((self.iseq - frame.oseq) & _MASK8) < 128:
-                # An old duplicate: our ACK was lost, say it again.
-                self._ack(frame)
-            else:
-                # From the future: something in between is missing. Ask for it and drop this.
-                self._answer_frame(IaxSubclass.VNAK, frame)
+        if not self._in_order(frame):
             return self._output()
-        self.iseq = (self.iseq + 1) & _MASK8
-        self._replied = False
-        self._suppress_ack = False
         if not (is_iax and sub in _ECHOING):
             self.peer_last_ts = frame.ts
         if self.state is _S.TERMINATED or self.state is _S.HANGING_UP:
@@ -1007,15 +573,10 @@ class Call:
         return self._output()
 
     def _acknowledged(self, iseq: int, now: float) -> None:
-        """Drop every queued frame below `iseq` (cumulative ACK), if `iseq` is in the window."""
-        if not self._queue:
+        """A cumulative ACK up to `iseq`: it may end our hangup or confirm our ACCEPT."""
+        acked = self._take_acked(iseq)
+        if not acked:
             return
-        first = self._queue[0].oseq
-        k = (iseq - first) & _MASK8
-        if k == 0 or k > ((self.oseq - first) & _MASK8):
-            return
-        acked = [p for p in self._queue if ((p.oseq - first) & _MASK8) < k]
-        self._queue = self._queue[len(acked) :]
         if self.state is _S.HANGING_UP and not self._queue:
             self._terminate(now, _T.END_ACKED)
             return
@@ -1026,25 +587,13 @@ class Call:
         ):
             self._confirm(now)
 
-    def _vnak(self, iseq: int, now: float) -> None:
-        # Every frame that arrives after a gap makes the peer send a VNAK with the same iseqno.
-        # The first one is served at once; its echoes within half an RTT are not, or a burst
-        # of N frames would cost N x N retransmissions.
-        last = self._vnak_served
-        if last is not None and last[0] == iseq and now - last[1] < self.rtt / 2:
-            return
-        self._vnak_served = (iseq, now)
-        for p in self._queue:
-            if ((p.oseq - iseq) & _MASK8) < 128:
-                self._retransmit(p)
-
     def _dispatch(self, frame: FullFrame, now: float) -> None:
         ftype = frame.ftype
         if ftype == FrameType.IAX:
             self._on_iax(frame, now)
         elif ftype == FrameType.CONTROL:
             self._on_control(frame)
-        elif self.state not in _MEDIA_STATES:
+        elif self.state not in MEDIA_STATES:
             return  # media before ACCEPT is dropped (Asterisk does the same); still ACKed
         elif ftype == FrameType.VOICE:
             self._on_voice(frame)
@@ -1068,14 +617,14 @@ class Call:
         elif sub == IaxSubclass.HANGUP:
             self._ack(frame)
             self._replied = True
-            cause, code = _cause_of(frame)
+            cause, code = cause_of(frame)
             self._terminate(now, _T.PEER_END)
             self._event(CallHungUp(self.callno, cause, code, by_peer=True))
         elif sub == IaxSubclass.REJECT:
             self._ack(frame)
             self._replied = True
-            cause, code = _cause_of(frame)
-            was_setup = self.state in _SETUP_STATES
+            cause, code = cause_of(frame)
+            was_setup = self.state in SETUP_STATES
             self._terminate(now, _T.PEER_END)
             if was_setup:
                 self._event(CallRejected(self.callno, cause, code, by_peer=True))
@@ -1154,7 +703,7 @@ class Call:
             # Same reply for a wrong password and an unknown user (no username probing).
             self._go(_T.END)
             self._send(
-                now, FrameType.IAX, IaxSubclass.REJECT, ies=_cause_ies("No authority found", 50)
+                now, FrameType.IAX, IaxSubclass.REJECT, ies=cause_ies("No authority found", 50)
             )
             self._event(CallRejected(self.callno, "No authority found", 50, by_peer=False))
             return
@@ -1162,9 +711,9 @@ class Call:
         self._accept(now)
 
     def _on_accept(self, frame: FullFrame, now: float) -> None:
-        if self.is_inbound or self.state not in _SETUP_STATES:
+        if self.is_inbound or self.state not in SETUP_STATES:
             return
-        fmt = _format_of(frame)
+        fmt = format_of(frame)
         if fmt is None:
             # No FORMAT at all: the callee took what we asked for.
             fmt = Offer.for_policy(self.policy).format
@@ -1179,7 +728,7 @@ class Call:
         # The ACK goes out now (default path): Asterisk starts its side on it.
 
     def _on_control(self, frame: FullFrame) -> None:
-        if self.state not in _MEDIA_STATES:
+        if self.state not in MEDIA_STATES:
             return  # CONTROL before ACCEPT is not allowed (RFC 5456 §6.3.1): ACK and ignore
         sub = frame.subclass
         if sub == ControlSubclass.ANSWER:
@@ -1206,55 +755,9 @@ class Call:
             self._event(MediaFormatChanged(self.callno, fmt))
         self._event(VoiceFullReceived(self.callno, fmt, frame.ts, bytes(frame.payload)))
 
-    def _rtt_sample(self, echoed_ts: int, now: float) -> None:
-        probe = self._probes.pop(echoed_ts, None)
-        if probe is None or probe[1]:
-            return  # not our probe, or ambiguous after a retransmission (Karn): no sample
-        sample = now - probe[0]
-        if 0 <= sample < 60.0:
-            self.rtt = max(sample, 0.001)
-
     def _rr_ies(self) -> IeList:
-        s = self._rr_stats() if self._rr_stats is not None else RrStats()
-        return [
-            (IE.RR_JITTER, _u32(s.jitter)),
-            (IE.RR_LOSS, ((min(s.loss_percent, 100) & 0xFF) << 24) | (_u32(s.lost) & 0xFFFFFF)),
-            (IE.RR_PKTS, _u32(s.packets)),
-            (IE.RR_DELAY, min(max(s.delay, 0), 0xFFFF)),
-            (IE.RR_DROPPED, _u32(s.dropped)),
-            (IE.RR_OOO, _u32(s.out_of_order)),
-        ]
-
-
-# --- helpers ------------------------------------------------------------------------------------
-
-
-def _u32(v: int) -> int:
-    return min(max(int(v), 0), 0xFFFFFFFF)
+        return rr_ies(self._rr_stats() if self._rr_stats is not None else RrStats())
 
 
 def _digit(subclass: int) -> str:
     return chr(subclass) if 0 < subclass < 0x80 else "?"
-
-
-def _cause_ies(cause: str | None, causecode: int) -> IeList:
-    ies: IeList = []
-    if cause:
-        ies.append((IE.CAUSE, cause))
-    ies.append((IE.CAUSECODE, causecode & 0xFF))
-    return ies
-
-
-def _cause_of(frame: FullFrame) -> tuple[str, int]:
-    cause = frame.ie(IE.CAUSE)
-    code = frame.ie(IE.CAUSECODE)
-    return (cause if isinstance(cause, str) else "", code if isinstance(code, int) else 0)
-
-
-def _format_of(frame: FullFrame) -> int | None:
-    """FORMAT2 if present (version 0), else FORMAT."""
-    f2 = frame.ie(IE.FORMAT2)
-    if isinstance(f2, Sequence) and len(f2) == 2 and f2[0] == 0:
-        return int(f2[1])
-    f = frame.ie(IE.FORMAT)
-    return f if isinstance(f, int) and not isinstance(f, bool) else None

@@ -30,11 +30,14 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from node._core import FullFrame
 from node.errors import LocalProtocolError
 from node.iax2.constants import IE, FrameType, IaxSubclass
+from node.iax2.delivery import echo_reply
 from node.iax2.stateless import APATHETIC_CALLNO
+from node.machine import DeadlineTable, Outbox, TransitionTable
 from node.secrets import Secret, shown_text
 
 __all__ = [
@@ -46,10 +49,13 @@ __all__ = [
     "Registration",
     "RegistrationEvent",
     "RegistrationFailed",
+    "RegistrationStanding",
     "RegistrationState",
 ]
 
 logger = logging.getLogger(__name__)
+
+StateT = TypeVar("StateT", bound=enum.Enum)
 
 #: AUTHMETHODS bits (IE 14): plaintext, MD5 challenge/response, RSA signature.
 AUTH_PLAINTEXT = 0x1
@@ -172,21 +178,24 @@ class _Move(enum.Enum):
 
 
 _S = RegistrationState
-_TRANSITIONS: dict[tuple[RegistrationState, _Move], RegistrationState] = {
-    (_S.IDLE, _Move.START): _S.REGISTERING,
-    (_S.RETRY_WAIT, _Move.START): _S.REGISTERING,
-    (_S.RELEASING, _Move.START): _S.REGISTERING,
-    (_S.REGISTERED, _Move.REFRESH): _S.REFRESHING,
-    (_S.REGISTERING, _Move.ACCEPTED): _S.REGISTERED,
-    (_S.REFRESHING, _Move.ACCEPTED): _S.REGISTERED,
-    (_S.REGISTERING, _Move.FAILED): _S.RETRY_WAIT,
-    (_S.REFRESHING, _Move.FAILED): _S.RETRY_WAIT,
-    (_S.REGISTERING, _Move.RELEASE): _S.RELEASING,
-    (_S.REGISTERED, _Move.RELEASE): _S.RELEASING,
-    (_S.REFRESHING, _Move.RELEASE): _S.RELEASING,
-    (_S.RETRY_WAIT, _Move.DROP): _S.IDLE,
-    (_S.RELEASING, _Move.RELEASED): _S.IDLE,
-}
+_TRANSITIONS: TransitionTable[RegistrationState, _Move] = TransitionTable(
+    {
+        _S.IDLE: {_Move.START: _S.REGISTERING},
+        _S.REGISTERING: {
+            _Move.ACCEPTED: _S.REGISTERED,
+            _Move.FAILED: _S.RETRY_WAIT,
+            _Move.RELEASE: _S.RELEASING,
+        },
+        _S.REGISTERED: {_Move.REFRESH: _S.REFRESHING, _Move.RELEASE: _S.RELEASING},
+        _S.REFRESHING: {
+            _Move.ACCEPTED: _S.REGISTERED,
+            _Move.FAILED: _S.RETRY_WAIT,
+            _Move.RELEASE: _S.RELEASING,
+        },
+        _S.RETRY_WAIT: {_Move.START: _S.REGISTERING, _Move.DROP: _S.IDLE},
+        _S.RELEASING: {_Move.START: _S.REGISTERING, _Move.RELEASED: _S.IDLE},
+    }
+)
 
 
 class _Timer(enum.Enum):
@@ -269,7 +278,45 @@ class _Dialog:
 # --- the machine --------------------------------------------------------------------------------
 
 
-class Registration:
+class RegistrationStanding(Generic[StateT]):
+    """What a registration machine knows of its standing with the registrar, the same for the
+    IAX2 machine here and the HTTP one (allstar/http_registration.py): its state, whether it is
+    registered, our address as the registrar saw it, and why the last attempt failed. Both take
+    non-decreasing `now` on every input."""
+
+    def __init__(self, state: StateT, now: float) -> None:
+        self._state = state
+        self._apparent: tuple[str, int] | None = None
+        self._last_failure: str | None = None
+        self._now = now
+
+    @property
+    def state(self) -> StateT:
+        return self._state
+
+    @property
+    def registered(self) -> bool:
+        """Whether the registrar currently holds our registration (as far as we know)."""
+        raise NotImplementedError
+
+    @property
+    def apparent_addr(self) -> tuple[str, int] | None:
+        """Our address as the registrar saw it in its last confirming reply, while registered
+        (port 0 when the reply gave none)."""
+        return self._apparent if self.registered else None
+
+    @property
+    def last_failure(self) -> str | None:
+        """The reason of the last failed attempt, until an attempt succeeds (never a secret)."""
+        return self._last_failure
+
+    def _advance(self, now: float) -> None:
+        if now < self._now:
+            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
+        self._now = now
+
+
+class Registration(RegistrationStanding[RegistrationState]):
     """Registration client for one registrar (sans-I/O).
 
     `callno_source()` returns a free source call number (2..32767) for each new dialog; the
@@ -290,43 +337,27 @@ class Registration:
             raise ValueError("username must not be empty")
         if not 1 <= refresh <= 0xFFFF:
             raise ValueError(f"refresh {refresh} is outside 1-65535 seconds")
+        super().__init__(RegistrationState.IDLE, now)
         self.peer = (peer[0], int(peer[1]))
         self.username = username
         self.refresh = refresh
         self._secret: Secret | None = None
         self.set_secret(secret)
         self._callno_source = callno_source
-        self._state = RegistrationState.IDLE
         self._rtt = INITIAL_RTT
         self._dialog: _Dialog | None = None
         # The last finished dialog, kept so a retransmitted REGACK/REGREJ is ACKed again.
         self._previous: _Dialog | None = None
-        self._timers: dict[_Timer, float] = {}
+        self._timers: DeadlineTable[_Timer] = DeadlineTable()
         self._granted: int | None = None
-        self._apparent: tuple[str, int] | None = None
-        self._last_failure: str | None = None
-        self._now = now
+        self._out: Outbox[FullFrame, RegistrationEvent] = Outbox()
 
     # --- properties ---
-
-    @property
-    def state(self) -> RegistrationState:
-        return self._state
 
     @property
     def registered(self) -> bool:
         """Whether the registrar currently holds our registration (as far as we know)."""
         return self._state in (RegistrationState.REGISTERED, RegistrationState.REFRESHING)
-
-    @property
-    def apparent_addr(self) -> tuple[str, int] | None:
-        """Our address as the registrar saw it in its last genuine REGACK, while registered."""
-        return self._apparent if self.registered else None
-
-    @property
-    def last_failure(self) -> str | None:
-        """The reason of the last failed attempt, until an attempt succeeds (never a secret)."""
-        return self._last_failure
 
     @property
     def granted_refresh(self) -> int | None:
@@ -344,7 +375,7 @@ class Registration:
         return frozenset(d.scall for d in (self._dialog, self._previous) if d is not None)
 
     def next_deadline(self) -> float | None:
-        return min(self._timers.values()) if self._timers else None
+        return self._timers.earliest()
 
     def set_secret(self, secret: Secret | str | None) -> None:
         """Provide or replace the password (POST /secrets); used from the next challenge on."""
@@ -369,15 +400,13 @@ class Registration:
         self._advance(now)
         if self._state in (RegistrationState.REGISTERING, RegistrationState.REFRESHING):
             return self._output()
-        frames: list[FullFrame] = []
         if self._state == RegistrationState.REGISTERED:
             self._move(_Move.REFRESH)
         else:
             self._move(_Move.START)
-        self._timers.pop(_Timer.REFRESH, None)
-        self._timers.pop(_Timer.RETRY, None)
-        frames.append(self._open(IaxSubclass.REGREQ, now))
-        return self._output(frames)
+        self._timers.cancel(_Timer.REFRESH, _Timer.RETRY)
+        self._out.send(self._open(IaxSubclass.REGREQ, now))
+        return self._output()
 
     def deregister(self, now: float) -> Output:
         """Stop being registered: send REGREL (answering a challenge again if asked) and stop
@@ -392,35 +421,34 @@ class Registration:
         if self._state == RegistrationState.RETRY_WAIT:
             self._move(_Move.DROP)
             self._retire_dialog()
-            return self._output(events=[Deregistered()])
+            self._out.report(Deregistered())
+            return self._output()
         self._move(_Move.RELEASE)
         self._apparent = None
         self._granted = None
-        frame = self._open(IaxSubclass.REGREL, now)
-        return self._output([frame])
+        self._out.send(self._open(IaxSubclass.REGREL, now))
+        return self._output()
 
     # --- inputs ---
 
     def timer(self, now: float) -> Output:
         """Fire every deadline that has passed."""
         self._advance(now)
-        frames: list[FullFrame] = []
-        events: list[RegistrationEvent] = []
         while True:
-            due = [kind for kind, at in self._timers.items() if at <= now]
+            due = self._timers.due(now)
             if not due:
                 break
-            kind = min(due, key=lambda k: self._timers[k])
-            del self._timers[kind]
+            kind = min(due, key=self._timers.__getitem__)
+            self._timers.cancel(kind)
             if kind is _Timer.RETRANSMIT:
-                self._retransmit(now, frames, events)
+                self._retransmit(now)
             elif kind is _Timer.REFRESH:
                 self._move(_Move.REFRESH)
-                frames.append(self._open(IaxSubclass.REGREQ, now))
+                self._out.send(self._open(IaxSubclass.REGREQ, now))
             else:
                 self._move(_Move.START)
-                frames.append(self._open(IaxSubclass.REGREQ, now))
-        return self._output(frames, events)
+                self._out.send(self._open(IaxSubclass.REGREQ, now))
+        return self._output()
 
     def receive(self, frame: FullFrame, now: float) -> Output:
         """Handle a full frame from the registrar. Peer faults never raise: unexpected frames
@@ -432,32 +460,30 @@ class Registration:
         if dialog is None or frame.dcall != dialog.scall:
             previous = self._previous
             if previous is not None and frame.dcall == previous.scall:
-                return self._output(self._reack(previous, frame))
+                self._reack(previous, frame)
             return self._output()
-        frames: list[FullFrame] = []
-        events: list[RegistrationEvent] = []
         sub = frame.subclass
         if dialog.done:
-            frames.extend(self._reack(dialog, frame))
+            self._reack(dialog, frame)
         elif sub == IaxSubclass.CALLTOKEN:
-            self._on_calltoken(dialog, frame, now, frames, events)
+            self._on_calltoken(dialog, frame, now)
         elif sub == IaxSubclass.REGREJ and frame.scall == APATHETIC_CALLNO:
             # A stateless refusal of our call token (Asterisk's answer to a token that is bad or
             # older than 10 s, e.g. on a late retransmission) is outside the dialog's sequence
             # numbering: it comes with oseq 0 whatever we sent. A fresh token may well work, so
             # this is retried as soon as silence would be.
             self._note_acked(dialog, frame, now)
-            frames.append(self._ack(dialog, frame))
-            self._finish_failed(dialog, self._reject_reason(frame), now, events, retry_soon=True)
+            self._out.send(self._ack(dialog, frame))
+            self._finish_failed(dialog, self._reject_reason(frame), now, retry_soon=True)
         elif sub == IaxSubclass.ACK:
             self._note_acked(dialog, frame, now)
         elif sub == IaxSubclass.INVAL:
             self._finish_failed(
-                dialog, "registrar dropped the registration dialog", now, events, retry_soon=True
+                dialog, "registrar dropped the registration dialog", now, retry_soon=True
             )
         elif frame.oseq != dialog.iseq:
             if _seq_before(frame.oseq, dialog.iseq):
-                frames.append(self._ack(dialog, frame))  # a repeat: ACK it again
+                self._out.send(self._ack(dialog, frame))  # a repeat: ACK it again
             # else: from the future (we missed one); the registrar will retransmit it.
         else:
             dialog.iseq = (dialog.iseq + 1) & 0xFF
@@ -465,19 +491,17 @@ class Registration:
                 dialog.dcall = frame.scall
             self._note_acked(dialog, frame, now)
             if sub == IaxSubclass.REGAUTH:
-                self._on_regauth(dialog, frame, now, frames, events)
+                self._on_regauth(dialog, frame, now)
             elif sub == IaxSubclass.REGACK:
-                frames.append(self._ack(dialog, frame))
-                self._on_regack(dialog, frame, now, events)
+                self._out.send(self._ack(dialog, frame))
+                self._on_regack(dialog, frame, now)
             elif sub == IaxSubclass.REGREJ:
-                frames.append(self._ack(dialog, frame))
-                self._finish_failed(
-                    dialog, self._reject_reason(frame), now, events, retry_soon=False
-                )
+                self._out.send(self._ack(dialog, frame))
+                self._finish_failed(dialog, self._reject_reason(frame), now, retry_soon=False)
             else:
                 # Anything else (PING, LAGRQ, ...) is acknowledged and otherwise ignored.
-                frames.append(self._ack(dialog, frame))
-        return self._output(frames, events)
+                self._out.send(self._ack(dialog, frame))
+        return self._output()
 
     # --- dialog handling ---
 
@@ -500,7 +524,7 @@ class Registration:
             self._previous.done = True
             self._previous.request = None
         self._dialog = None
-        self._timers.pop(_Timer.RETRANSMIT, None)
+        self._timers.cancel(_Timer.RETRANSMIT)
 
     def _request_ies(self, dialog: _Dialog) -> list[tuple[int, _IeValue]]:
         ies: list[tuple[int, _IeValue]] = [(IE.USERNAME, self.username)]
@@ -532,7 +556,7 @@ class Registration:
         )
         dialog.request = request
         dialog.oseq = (dialog.oseq + 1) & 0xFF
-        self._timers[_Timer.RETRANSMIT] = now + interval
+        self._timers.set(_Timer.RETRANSMIT, now + interval)
         return self._request_frame(dialog, request, retrans=False)
 
     def _request_frame(self, dialog: _Dialog, request: _Request, *, retrans: bool) -> FullFrame:
@@ -549,25 +573,24 @@ class Registration:
             ies=[*request.ies],
         )
 
-    def _retransmit(
-        self, now: float, frames: list[FullFrame], events: list[RegistrationEvent]
-    ) -> None:
+    def _retransmit(self, now: float) -> None:
         dialog = self._dialog
         request = dialog.request if dialog is not None else None
         if dialog is None or request is None:
             return
         if request.acked or request.sends >= MAX_SENDS:
             if now < request.give_up_at:
-                self._timers[_Timer.RETRANSMIT] = request.give_up_at
+                self._timers.set(_Timer.RETRANSMIT, request.give_up_at)
                 return
-            self._finish_failed(dialog, "no reply from registrar", now, events, retry_soon=True)
+            self._finish_failed(dialog, "no reply from registrar", now, retry_soon=True)
             return
         request.sends += 1
         request.interval = min(request.interval * RETRY_FACTOR, MAX_RETRY)
-        self._timers[_Timer.RETRANSMIT] = (
-            now + request.interval if request.sends < MAX_SENDS else request.give_up_at
+        self._timers.set(
+            _Timer.RETRANSMIT,
+            now + request.interval if request.sends < MAX_SENDS else request.give_up_at,
         )
-        frames.append(self._request_frame(dialog, request, retrans=True))
+        self._out.send(self._request_frame(dialog, request, retrans=True))
 
     def _note_acked(self, dialog: _Dialog, frame: FullFrame, now: float) -> None:
         """Every full frame's iseq acknowledges what we sent before it (iax2.md §1.8)."""
@@ -582,26 +605,20 @@ class Registration:
             # Karn: only an unambiguous exchange measures the round trip.
             self._rtt = max(now - request.first_sent, 0.0)
         # No more resends; the give-up time still applies while we wait for the answer.
-        self._timers[_Timer.RETRANSMIT] = request.give_up_at
+        self._timers.set(_Timer.RETRANSMIT, request.give_up_at)
 
-    def _reack(self, dialog: _Dialog, frame: FullFrame) -> list[FullFrame]:
+    def _reack(self, dialog: _Dialog, frame: FullFrame) -> None:
         """A finished dialog only ACKs repeats of frames it already handled."""
         if frame.subclass in (IaxSubclass.ACK, IaxSubclass.INVAL, IaxSubclass.CALLTOKEN):
-            return []
+            return
         if frame.oseq == dialog.iseq or not _seq_before(frame.oseq, dialog.iseq):
-            return []
-        return [self._ack(dialog, frame)]
+            return
+        self._out.send(self._ack(dialog, frame))
 
     def _ack(self, dialog: _Dialog, frame: FullFrame) -> FullFrame:
         """ACK `frame`: echo its timestamp; oseq is ours (ACKs do not advance it)."""
-        return FullFrame(
-            FrameType.IAX,
-            IaxSubclass.ACK,
-            scall=dialog.scall,
-            dcall=frame.scall,
-            ts=frame.ts,
-            oseq=dialog.oseq,
-            iseq=dialog.iseq,
+        return echo_reply(
+            frame, IaxSubclass.ACK, scall=dialog.scall, oseq=dialog.oseq, iseq=dialog.iseq
         )
 
     def _on_calltoken(
@@ -609,8 +626,6 @@ class Registration:
         dialog: _Dialog,
         frame: FullFrame,
         now: float,
-        frames: list[FullFrame],
-        events: list[RegistrationEvent],
     ) -> None:
         request = dialog.request
         if request is None or request.dcall != 0:
@@ -622,7 +637,7 @@ class Registration:
             return
         if dialog.token_rounds >= MAX_TOKEN_ROUNDS:
             self._finish_failed(
-                dialog, "registrar kept asking for a new call token", now, events, retry_soon=True
+                dialog, "registrar kept asking for a new call token", now, retry_soon=True
             )
             return
         self._note_acked(dialog, frame, now)
@@ -631,15 +646,13 @@ class Registration:
         # The request starts over: sequence numbers 0, a new timestamp (iax2.md §4.3).
         dialog.oseq = 0
         dialog.iseq = 0
-        frames.append(self._send_request(dialog, now))
+        self._out.send(self._send_request(dialog, now))
 
     def _on_regauth(
         self,
         dialog: _Dialog,
         frame: FullFrame,
         now: float,
-        frames: list[FullFrame],
-        events: list[RegistrationEvent],
     ) -> None:
         methods = frame.ie(IE.AUTHMETHODS)
         challenge = _raw_ie(frame, IE.CHALLENGE)
@@ -659,13 +672,13 @@ class Registration:
         elif self._secret is None:
             reason = "registrar asks for a password, but none is configured"
         if reason is not None:
-            frames.append(self._give_up_reject(dialog, reason, now))
-            self._finish_failed(dialog, reason, now, events, retry_soon=False)
+            self._out.send(self._give_up_reject(dialog, reason, now))
+            self._finish_failed(dialog, reason, now, retry_soon=False)
             return
         assert challenge is not None and self._secret is not None
         dialog.auth_rounds += 1
         dialog.md5 = _md5_response(challenge, self._secret)
-        frames.append(self._send_request(dialog, now))
+        self._out.send(self._send_request(dialog, now))
 
     def _give_up_reject(self, dialog: _Dialog, reason: str, now: float) -> FullFrame:
         """Tell the registrar we abandon the dialog, as Asterisk does when it cannot answer a
@@ -684,20 +697,18 @@ class Registration:
         dialog.oseq = (dialog.oseq + 1) & 0xFF
         return frame
 
-    def _on_regack(
-        self, dialog: _Dialog, frame: FullFrame, now: float, events: list[RegistrationEvent]
-    ) -> None:
+    def _on_regack(self, dialog: _Dialog, frame: FullFrame, now: float) -> None:
         if dialog.subclass == IaxSubclass.REGREL:
             self._close_dialog()
             self._move(_Move.RELEASED)
             logger.debug("registration %s: released", self.username)
-            events.append(Deregistered())
+            self._out.report(Deregistered())
             return
         addr = frame.ie(IE.APPARENT_ADDR)
         apparent = (str(addr[0]), int(addr[1])) if isinstance(addr, tuple) else None
         if apparent is not None and apparent[0] == FAKE_ACK_ADDR:
             self._finish_failed(
-                dialog, "registrar sent a fake acknowledgement", now, events, retry_soon=False
+                dialog, "registrar sent a fake acknowledgement", now, retry_soon=False
             )
             return
         granted = frame.ie(IE.REFRESH)
@@ -711,26 +722,18 @@ class Registration:
         self._last_failure = None
         # Re-register a little early (Asterisk `iax2_do_register`): the registrar's record
         # lapses after the granted interval (plus a grace of 10 s in Asterisk).
-        self._timers[_Timer.REFRESH] = now + granted * 5 / 6
+        self._timers.set(_Timer.REFRESH, now + granted * 5 / 6)
         logger.debug("registration %s: registered for %d s", self.username, granted)
         if changed:
-            events.append(Registered(refresh=granted, apparent_addr=apparent))
+            self._out.report(Registered(refresh=granted, apparent_addr=apparent))
 
-    def _finish_failed(
-        self,
-        dialog: _Dialog,
-        reason: str,
-        now: float,
-        events: list[RegistrationEvent],
-        *,
-        retry_soon: bool,
-    ) -> None:
+    def _finish_failed(self, dialog: _Dialog, reason: str, now: float, *, retry_soon: bool) -> None:
         self._close_dialog()
         if dialog.subclass == IaxSubclass.REGREL:
             # Nothing to retry: locally we are deregistered either way.
             self._move(_Move.RELEASED)
             logger.debug("registration %s: release unconfirmed (%s)", self.username, reason)
-            events.append(Deregistered())
+            self._out.report(Deregistered())
             return
         self._move(_Move.FAILED)
         self._apparent = None
@@ -739,9 +742,9 @@ class Registration:
         # Silence may be a passing outage: come back soon. A refusal will not change by itself
         # soon, so wait a whole refresh interval, as Asterisk does, to spare the registrar.
         delay = min(RETRY_AFTER_NO_REPLY, float(self.refresh)) if retry_soon else self.refresh
-        self._timers[_Timer.RETRY] = now + delay
+        self._timers.set(_Timer.RETRY, now + delay)
         logger.debug("registration %s: failed (%s)", self.username, reason)
-        events.append(RegistrationFailed(reason))
+        self._out.report(RegistrationFailed(reason))
 
     def _close_dialog(self) -> None:
         """The dialog is over: stop retransmitting but keep it to re-ACK repeats."""
@@ -749,7 +752,7 @@ class Registration:
         if dialog is not None:
             dialog.done = True
             dialog.request = None
-        self._timers.pop(_Timer.RETRANSMIT, None)
+        self._timers.cancel(_Timer.RETRANSMIT)
 
     def _reject_reason(self, frame: FullFrame) -> str:
         cause = frame.ie(IE.CAUSE)
@@ -767,23 +770,9 @@ class Registration:
 
     # --- plumbing ---
 
-    def _advance(self, now: float) -> None:
-        if now < self._now:
-            raise LocalProtocolError(f"time went backwards ({now} < {self._now})")
-        self._now = now
-
     def _move(self, move: _Move) -> None:
-        try:
-            new = _TRANSITIONS[(self._state, move)]
-        except KeyError:
-            raise LocalProtocolError(
-                f"registration cannot {move.value} from state {self._state.value}"
-            ) from None
-        self._state = new
+        self._state = _TRANSITIONS.move(self._state, move, "registration")
 
-    def _output(
-        self,
-        frames: list[FullFrame] | None = None,
-        events: list[RegistrationEvent] | None = None,
-    ) -> Output:
-        return Output(tuple(frames or ()), tuple(events or ()), self.next_deadline())
+    def _output(self) -> Output:
+        frames, events = self._out.take()
+        return Output(frames, events, self.next_deadline())

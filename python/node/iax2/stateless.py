@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from node._core import FullFrame
 from node.iax2.constants import FrameType, IaxSubclass
+from node.iax2.delivery import echo_reply
 
 __all__ = ["APATHETIC_CALLNO", "StatelessReply", "apathetic_reply", "stateless_reply"]
 
@@ -35,15 +36,8 @@ def apathetic_reply(
     request: FullFrame, subclass: int, ies: list[tuple[int, object]] | None = None
 ) -> FullFrame:
     """An IAX reply from call number 1 that acknowledges `request` without creating a call."""
-    return FullFrame(
-        FrameType.IAX,
-        subclass,
-        scall=APATHETIC_CALLNO,
-        dcall=request.scall,
-        ts=request.ts,
-        oseq=0,
-        iseq=(request.oseq + 1) & 0xFF,
-        ies=ies,
+    return echo_reply(
+        request, subclass, scall=APATHETIC_CALLNO, oseq=0, iseq=(request.oseq + 1) & 0xFF, ies=ies
     )
 
 

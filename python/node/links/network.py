@@ -15,46 +15,66 @@ Lists go out when a link is added (dialled or answered) and every 30 s, not when
 or a neighbour's list changes:
 that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
 the network learns of a departure with the next periodic list.
+
+One link's data, states and timers are in link.py, and the actions, events and `LinkOutput`
+in link_output.py; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from node.errors import CommandError
+from node.links import link_output
 from node.links import text as t
+from node.links.link import (
+    Handshake,
+    Link,
+    LinkMode,
+    LinkState,
+    LinkTimer,
+    LinkTrigger,
+    PermanentLink,
+    SavedLink,
+)
+from node.links.link_output import (
+    CAUSE_LINK_END,
+    CAUSE_NOT_HERE,
+    Answer,
+    Dial,
+    Hangup,
+    LinkAction,
+    LinkConnected,
+    LinkDisconnected,
+    LinkEvent,
+    LinkKeyed,
+    LinkOutput,
+    MessageReceived,
+    RemoteDigitReceived,
+    SendCng,
+    SendKey,
+    SendText,
+    SendUnkey,
+    SetLeg,
+    TelemetryReceived,
+    VerifySource,
+)
+from node.machine import DeadlineTable, Outbox
 
 __all__ = [
-    "Answer",
-    "Dial",
     "Handshake",
-    "Hangup",
     "Link",
-    "LinkAction",
-    "LinkConnected",
-    "LinkDisconnected",
-    "LinkEvent",
-    "LinkKeyed",
     "LinkMode",
     "LinkNetwork",
-    "LinkOutput",
     "LinkState",
-    "MessageReceived",
+    "LinkTimer",
     "PermanentLink",
-    "RemoteDigitReceived",
     "SavedLink",
-    "SendCng",
-    "SendKey",
-    "SendText",
-    "SendUnkey",
-    "SetLeg",
-    "TelemetryReceived",
-    "VerifySource",
 ]
+# The actions, events and output of the network (link_output.py) are names of this module too.
+__all__ += link_output.__all__
 
 log = logging.getLogger(__name__)
 
@@ -78,317 +98,6 @@ DEAD_CALL_GRACE = 1.0
 #: A web-transceiver host that answers and hangs up this soon refused the guest: app_rpt's
 #: `[allstar-public]` dialplan answers a bad token, waits 1 s and hangs up.
 GUEST_REFUSAL_WINDOW = 1.5
-#: Q.931 cause codes on link hangups: app_rpt ends links with 0, its dialplan refuses a call
-#: to a node it does not host with 16.
-CAUSE_LINK_END = 0
-CAUSE_NOT_HERE = 16
-
-
-class LinkMode(Enum):
-    """What we do with a link: talk and listen (`*3`), only listen (`*2`), or only listen on
-    the local radio (`*75`, app_rpt's local monitor: not relayed to the other links and calls,
-    and left out of our `L` lists)."""
-
-    TRANSCEIVE = "transceive"
-    MONITOR = "monitor"
-    LOCAL_MONITOR = "local_monitor"
-
-    @property
-    def letter(self) -> str:
-        return "T" if self is LinkMode.TRANSCEIVE else "R"
-
-    @property
-    def leg(self) -> str:
-        """The engine's leg mode for a link in this mode."""
-        return {
-            LinkMode.TRANSCEIVE: "transceive",
-            LinkMode.MONITOR: "receive_only",
-            LinkMode.LOCAL_MONITOR: "local_only",
-        }[self]
-
-
-class LinkState(Enum):
-    CONNECTING = "connecting"
-    UP = "up"
-    #: Lost (or failed) and waiting to dial again.
-    RETRYING = "retrying"
-
-
-class Handshake(Enum):
-    """How keying crosses the link (app_rpt `enum newkey`)."""
-
-    #: Answered, no handshake yet: voice presence keys (app_rpt's initial state).
-    PENDING = "pending"
-    #: `!NEWKEY1!`: voice presence keys; we send voice only while talking, then UNKEY + CNG.
-    NEWKEY1 = "newkey1"
-    #: `!NEWKEY!`: RADIO_KEY/UNKEY, KEY repeated every 2 s while talking.
-    NEWKEY = "newkey"
-    #: No handshake within 2 s: RADIO_KEY/UNKEY.
-    LEGACY = "legacy"
-    #: A `wt-guest` link: we are a web-transceiver guest, keyed by voice presence both ways,
-    #: and speak no dialect (app_rpt never sends a guest `!NEWKEY1!`).
-    GUEST = "guest"
-
-    @property
-    def by_voice(self) -> bool:
-        return self in (Handshake.PENDING, Handshake.NEWKEY1, Handshake.GUEST)
-
-
-# --- actions: what the controller does for the network, in order ---------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LinkAction:
-    """Base of what the network asks the controller to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class Dial(LinkAction):
-    """Resolve `node` and place the link call; report back with `dialled` or `dial_failed`."""
-
-    node: str
-    mode: LinkMode
-
-
-@dataclass(frozen=True, slots=True)
-class SendText(LinkAction):
-    callno: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SendKey(LinkAction):
-    """CONTROL RADIO_KEY on the call."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class SendUnkey(LinkAction):
-    """CONTROL RADIO_UNKEY on the call."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class SendCng(LinkAction):
-    """A CNG frame: app_rpt ends every voice spurt with UNKEY plus one CNG."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class Answer(LinkAction):
-    """Answer a held inbound link call."""
-
-    callno: int
-
-
-@dataclass(frozen=True, slots=True)
-class Hangup(LinkAction):
-    """End the call with CAUSECODE `causecode` and no CAUSE text, as app_rpt does."""
-
-    callno: int
-    causecode: int = CAUSE_LINK_END
-
-
-@dataclass(frozen=True, slots=True)
-class SetLeg(LinkAction):
-    """Change the media leg: `mode` ("transceive", "receive_only") and/or `keying`
-    ("voice", "control"); None keeps the current value."""
-
-    callno: int
-    mode: str | None = None
-    keying: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class VerifySource(LinkAction):
-    """Check that `ip` is the address `node` resolves to (app_rpt's parse_caller); report
-    back with `source_checked`."""
-
-    callno: int
-    node: str
-    ip: str
-
-
-# --- events -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LinkEvent:
-    """Base of what the network reports."""
-
-    #: The linked node.
-    node: str
-    #: Our IAX2 call number of the link's call, or None when there is none (yet).
-    callno: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class LinkConnected(LinkEvent):
-    mode: LinkMode
-    direction: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkDisconnected(LinkEvent):
-    """The link went down (or never came up); `reason` is safe to show."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkKeyed(LinkEvent):
-    """The link's receiver keyed (`keyed`) or unkeyed."""
-
-    keyed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class TelemetryReceived(LinkEvent):
-    """`T` telemetry from another node arrived over the link (forwarded already)."""
-
-    telemetry: t.Telemetry
-
-
-@dataclass(frozen=True, slots=True)
-class MessageReceived(LinkEvent):
-    message: t.Message
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteDigitReceived(LinkEvent):
-    """A `D` digit addressed to us (remote command mode of the sending node)."""
-
-    digit: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkOutput:
-    """What one input produced."""
-
-    actions: tuple[LinkAction, ...] = ()
-    events: tuple[LinkEvent, ...] = ()
-    #: Whether anything the snapshot shows of the links changed.
-    changed: bool = False
-    #: When `timer()` must run next.
-    deadline: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PermanentLink:
-    """A link the node keeps up by itself ("permalink"): dialled at start, redialled forever."""
-
-    node: str
-    mode: LinkMode = LinkMode.TRANSCEIVE
-
-
-# --- one link -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SavedLink:
-    """A link `disconnect_all` dropped, as `*74` brings it back."""
-
-    node: str
-    mode: LinkMode
-    permanent: bool
-
-
-class _Timer(Enum):
-    NEWKEY = "newkey"
-    REDUNDANT = "redundant"
-    LIST = "list"
-    RETRY = "retry"
-    DEAD_CALL = "dead_call"
-
-
-@dataclass(slots=True)
-class Link:
-    """One link's state (the machine is `LinkNetwork`)."""
-
-    node: str
-    mode: LinkMode
-    direction: str
-    state: LinkState = LinkState.CONNECTING
-    callno: int | None = None
-    addr: tuple[str, int] | None = None
-    codec: str | None = None
-    permanent: bool = False
-    handshake: Handshake = Handshake.PENDING
-    rx_keyed: bool = False
-    last_keyed: float | None = None
-    #: When its receiver last keyed and last unkeyed (app_rpt's lastkeytime/lastunkeytime,
-    #: what AMI SawStat reports); cleared when the link is lost.
-    keyed_at: float | None = None
-    unkeyed_at: float | None = None
-    connected_at: float | None = None
-    #: The network behind this link, from its latest `L` list.
-    behind: tuple[t.LinkEntry, ...] = ()
-    #: We are sending it a talk spurt.
-    talking: bool = False
-    #: Outbound retries since the link was last up.
-    retries: int = 0
-    #: Redials since the link was created (app_rpt's `reconnects`, shown by AMI XStat).
-    reconnects: int = 0
-    #: A `wt-guest` link (we dial as a web-transceiver guest; no link texts either way).
-    guest: bool = False
-    #: When the guest call was answered (a refusal answers and hangs up at once).
-    answered_at: float | None = None
-    #: An inbound call held until the caller's source address is verified.
-    verifying: bool = False
-    timers: dict[_Timer, float] = field(default_factory=dict)
-
-    @property
-    def up(self) -> bool:
-        return self.state is LinkState.UP
-
-    @property
-    def transceive_up(self) -> bool:
-        return self.up and self.mode is LinkMode.TRANSCEIVE
-
-    @property
-    def behind_nodes(self) -> frozenset[str]:
-        return frozenset(e.node for e in self.behind)
-
-    @property
-    def list_letter(self) -> str:
-        """How this link appears in `L` lists: T, R, or C while not up."""
-        return self.mode.letter if self.up else "C"
-
-    def to_json(self, now: float) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "call": self.callno,
-            "mode": self.mode.value if self.up else "connecting",
-            "direction": self.direction,
-            "state": self.state.value,
-            "keyed": self.rx_keyed,
-            "last_keyed_s": None if self.last_keyed is None else round(now - self.last_keyed, 1),
-            "connected_s": None if self.connected_at is None else round(now - self.connected_at, 1),
-            "codec": self.codec,
-            "nodes": [str(e) for e in self.behind],
-            "permanent": self.permanent,
-            "addr": None if self.addr is None else f"{self.addr[0]}:{self.addr[1]}",
-            "newkey": self.handshake.value,
-        }
-
-
-def _behind(link: Link) -> list[t.LinkEntry]:
-    """`link` and everything behind it as its neighbours see it: behind a monitor link every
-    transceive entry reads as monitor, behind a link that is not up everything as connecting
-    (app_rpt __mklinklist)."""
-    letter = link.list_letter
-    out = [t.LinkEntry(letter, link.node)]
-    for e in link.behind:
-        if letter == "C":
-            out.append(t.LinkEntry("C", e.node))
-        elif letter == "R" and e.mode == "T":
-            out.append(t.LinkEntry("R", e.node))
-        else:
-            out.append(e)
-    return out
 
 
 # --- the network --------------------------------------------------------------------------------
@@ -420,7 +129,7 @@ class LinkNetwork:
         self._links: dict[str, Link] = {}
         self._by_call: dict[int, Link] = {}
         #: Calls we no longer talk into (peer sent `!!DISCONNECT!!`, or we replaced the link).
-        self._dead: dict[int, float] = {}
+        self._dead: DeadlineTable[int] = DeadlineTable()
         self._kick_at: float | None = None
         self._kick_skip: set[str] = set()
         self._local_keyed = False
@@ -433,8 +142,7 @@ class LinkNetwork:
         self.last_keyed_node: str | None = None
         #: Sequence number of the `D` texts we send (app_rpt's dtmfidx).
         self._dtmf_seq = 0
-        self._actions: list[LinkAction] = []
-        self._events: list[LinkEvent] = []
+        self._out: Outbox[LinkAction, LinkEvent] = Outbox()
         self._changed = False
 
     def __repr__(self) -> str:
@@ -486,37 +194,29 @@ class LinkNetwork:
                 continue
             if link.mode is LinkMode.LOCAL_MONITOR:
                 continue
-            entries.extend(_behind(link))
+            entries.extend(link.listed())
         return entries
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [link.to_json(now) for link in self._links.values()]
 
     def next_deadline(self) -> float | None:
-        times = [d for link in self._links.values() for d in link.timers.values()]
-        times.extend(self._dead.values())
-        if self._kick_at is not None:
-            times.append(self._kick_at)
-        return min(times) if times else None
+        times = [link.timers.earliest() for link in self._links.values()]
+        times += (self._dead.earliest(), self._kick_at)
+        pending = [at for at in times if at is not None]
+        return min(pending) if pending else None
 
     # --- plumbing -----------------------------------------------------------------------------
 
     def _output(self) -> LinkOutput:
-        out = LinkOutput(
-            tuple(self._actions), tuple(self._events), self._changed, self.next_deadline()
-        )
-        self._actions = []
-        self._events = []
-        self._changed = False
-        return out
-
-    def _do(self, action: LinkAction) -> None:
-        self._actions.append(action)
+        actions, events = self._out.take()
+        changed, self._changed = self._changed, False
+        return LinkOutput(actions, events, changed, self.next_deadline())
 
     def _send(self, link: Link, text: str) -> None:
         # A guest speaks no dialect: the host treats it as a web transceiver, not a node.
         if link.callno is not None and link.up and not link.guest:
-            self._do(SendText(link.callno, text))
+            self._out.send(SendText(link.callno, text))
 
     def _kick(self, now: float) -> None:
         """Send every link our list soon (once, however many changes come meanwhile)."""
@@ -528,7 +228,7 @@ class LinkNetwork:
 
     def _send_list(self, link: Link, now: float) -> None:
         self._send(link, self._list_for(link))
-        link.timers[_Timer.LIST] = now + LIST_INTERVAL
+        link.timers.set(LinkTimer.LIST, now + LIST_INTERVAL)
 
     def _telemetry(self, token: str, *args: str) -> None:
         """Our telemetry to every transceive link (app_rpt send_tele_link)."""
@@ -570,7 +270,7 @@ class LinkNetwork:
 
     def _go_dead(self, callno: int, now: float) -> None:
         """Stop talking into `callno`; hang it up if it is still there after the grace time."""
-        self._dead[callno] = now + DEAD_CALL_GRACE
+        self._dead.set(callno, now + DEAD_CALL_GRACE)
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -587,7 +287,7 @@ class LinkNetwork:
                         guest=perm.node in self._guests,
                     )
                     self._links[perm.node] = link
-                    self._do(Dial(link.node, link.mode))
+                    self._out.send(Dial(link.node, link.mode))
                     self._changed = True
         return self._output()
 
@@ -628,7 +328,7 @@ class LinkNetwork:
             existing.permanent = existing.permanent or permanent
             existing.mode = mode
             if existing.callno is not None and existing.up:
-                self._do(SetLeg(existing.callno, mode=mode.leg))
+                self._out.send(SetLeg(existing.callno, mode=mode.leg))
             self._telemetry("COMPLETE")
             self._kick(now)
             self._changed = True
@@ -641,7 +341,7 @@ class LinkNetwork:
             guest=node in self._guests,
         )
         self._links[node] = link
-        self._do(Dial(node, mode))
+        self._out.send(Dial(node, mode))
         # The others learn of the new (connecting) link at once, as app_rpt's rpt_link_add.
         self._kick(now)
         self._changed = True
@@ -652,7 +352,7 @@ class LinkNetwork:
         link = self._links.get(node)
         if link is None or link.state is not LinkState.CONNECTING:
             # Disconnected while it was being resolved: end the call we just placed.
-            self._do(Hangup(callno))
+            self._out.send(Hangup(callno))
             return self._output()
         self._bind(link, callno)
         link.addr = addr
@@ -680,10 +380,10 @@ class LinkNetwork:
             # the one being dropped included (it is still up).
             self._telemetry("COMPLETE")
         if callno is not None:
-            self._do(Hangup(callno, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END))
+            self._out.send(Hangup(callno, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END))
             self._go_dead(callno, now)
         self._drop(link)
-        self._events.append(LinkDisconnected(node, callno, reason))
+        self._out.report(LinkDisconnected(node, callno, reason))
         return self._output()
 
     def disconnect_all(self, now: float, reason: str = "disconnected by operator") -> LinkOutput:
@@ -697,10 +397,10 @@ class LinkNetwork:
             self._telemetry("COMPLETE")
         for link in links:
             if link.callno is not None:
-                self._do(Hangup(link.callno))
+                self._out.send(Hangup(link.callno))
                 self._go_dead(link.callno, now)
             self._drop(link)
-            self._events.append(LinkDisconnected(link.node, link.callno, reason))
+            self._out.report(LinkDisconnected(link.node, link.callno, reason))
         return self._output()
 
     def reachable(self, node: str) -> bool:
@@ -738,15 +438,15 @@ class LinkNetwork:
         if self.me is None or called != self.me or node == self.me:
             # app_rpt's dialplan: a call to a node not hosted here is hung up after ACCEPT.
             log.info("link call from %s to %s refused: not this node", node, called or "-")
-            self._do(Hangup(callno, CAUSE_NOT_HERE))
-            self._dead[callno] = now + DEAD_CALL_GRACE
+            self._out.send(Hangup(callno, CAUSE_NOT_HERE))
+            self._go_dead(callno, now)
             return self._output()
         old = self._links.get(node)
         if old is not None:
             # A node that calls again replaces its old link (app_rpt kills the old one).
             log.info("node %s linked again: replacing its old link", node)
             if old.callno is not None:
-                self._do(Hangup(old.callno))
+                self._out.send(Hangup(old.callno))
                 self._go_dead(old.callno, now)
             self._drop(old)
         link = Link(node, LinkMode.TRANSCEIVE, "inbound", addr=addr)
@@ -755,9 +455,9 @@ class LinkNetwork:
         self._changed = True
         if self._verify:
             link.verifying = True
-            self._do(VerifySource(callno, node, addr[0]))
+            self._out.send(VerifySource(callno, node, addr[0]))
         else:
-            self._do(Answer(callno))
+            self._out.send(Answer(callno))
         return self._output()
 
     def source_checked(self, callno: int, matches: bool | None, now: float) -> LinkOutput:
@@ -767,15 +467,15 @@ class LinkNetwork:
             return self._output()
         link.verifying = False
         if matches:
-            self._do(Answer(callno))
+            self._out.send(Answer(callno))
             return self._output()
         why = "does not match its node's address" if matches is False else "cannot be resolved"
         log.warning("link call from node %s refused: source %s", link.node, why)
         # What app_rpt does to a caller it cannot verify: hang up with cause 0, no ANSWER.
-        self._do(Hangup(callno))
+        self._out.send(Hangup(callno))
         self._drop(link)
-        self._dead[callno] = now + DEAD_CALL_GRACE
-        self._events.append(LinkDisconnected(link.node, callno, f"refused: source address {why}"))
+        self._go_dead(callno, now)
+        self._out.report(LinkDisconnected(link.node, callno, f"refused: source address {why}"))
         return self._output()
 
     # --- call events --------------------------------------------------------------------------
@@ -787,21 +487,21 @@ class LinkNetwork:
         if link is None or link.state is not LinkState.CONNECTING:
             return self._output()
         assert self.me is not None
-        link.state = LinkState.UP
+        link.go(LinkTrigger.ANSWERED)
         link.codec = codec
         link.connected_at = now
         link.retries = 0
-        link.timers.pop(_Timer.RETRY, None)
+        link.timers.cancel(LinkTimer.RETRY)
         if link.guest:
             # The host rings for seconds (with early audio) before it answers; the web
             # transceiver is up from the first ring. No texts: the others hear of us by list.
             link.handshake = Handshake.GUEST
             self._changed = True
             self._kick(now)
-            self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
+            self._out.report(LinkConnected(link.node, callno, link.mode, link.direction))
             return self._output()
         link.handshake = Handshake.PENDING
-        link.timers[_Timer.NEWKEY] = now + NEWKEY_TIMEOUT
+        link.timers.set(LinkTimer.NEWKEY, now + NEWKEY_TIMEOUT)
         self._changed = True
         self._send(link, t.NEWKEY1)
         if link.direction == "outbound":
@@ -816,7 +516,7 @@ class LinkNetwork:
             self._send_list(link, now)
             self._kick_skip.add(link.node)
         self._kick(now)
-        self._events.append(LinkConnected(link.node, callno, link.mode, link.direction))
+        self._out.report(LinkConnected(link.node, callno, link.mode, link.direction))
         return self._output()
 
     def answered(self, callno: int, now: float) -> None:
@@ -827,7 +527,8 @@ class LinkNetwork:
 
     def call_ended(self, callno: int, reason: str, now: float, *, refused: bool) -> LinkOutput:
         """The link's call ended: `refused` when the peer rejected the NEW (no retry)."""
-        if self._dead.pop(callno, None) is not None:
+        if callno in self._dead:
+            self._dead.cancel(callno)
             return self._output()
         link = self._by_call.pop(callno, None)
         if link is None:
@@ -850,22 +551,21 @@ class LinkNetwork:
         return self._output()
 
     def _failed(self, link: Link, reason: str, now: float, *, retry: bool) -> None:
-        link.state = LinkState.CONNECTING
+        link.go(LinkTrigger.FAILED)
         link.rx_keyed = False
         link.keyed_at = link.unkeyed_at = None
         link.talking = False
         link.behind = ()
         link.connected_at = None
-        for kind in (_Timer.NEWKEY, _Timer.REDUNDANT, _Timer.LIST):
-            link.timers.pop(kind, None)
+        link.timers.cancel(LinkTimer.NEWKEY, LinkTimer.REDUNDANT, LinkTimer.LIST)
         self._changed = True
         can_retry = link.direction == "outbound" and retry
         if can_retry and (link.permanent or link.retries < MAX_RETRIES):
             delay = min(RETRY_MAX, RETRY_FIRST * 2 ** min(link.retries, 8))
             link.retries += 1
-            link.state = LinkState.RETRYING
-            link.timers[_Timer.RETRY] = now + delay
-            self._events.append(
+            link.go(LinkTrigger.RETRY_LATER)
+            link.timers.set(LinkTimer.RETRY, now + delay)
+            self._out.report(
                 LinkDisconnected(
                     link.node, None, f"{reason}; retry {link.retries} in {delay:.0f} s"
                 )
@@ -874,7 +574,7 @@ class LinkNetwork:
         if link.retries:
             reason = f"{reason}; gave up after {link.retries} retries"
         self._drop(link)
-        self._events.append(LinkDisconnected(link.node, None, reason))
+        self._out.report(LinkDisconnected(link.node, None, reason))
 
     def text(self, callno: int, text: str, now: float) -> LinkOutput:
         """A TEXT frame arrived on the link's call."""
@@ -903,15 +603,15 @@ class LinkNetwork:
         elif isinstance(item, t.Telemetry):
             if item.source != self.me:
                 self._forward(link, text, transceive_only=True)
-                self._events.append(TelemetryReceived(link.node, callno, item))
+                self._out.report(TelemetryReceived(link.node, callno, item))
         elif isinstance(item, t.Message):
             log.info("message from node %s to %s: %s", item.source, item.dest, item.text[:160])
-            self._events.append(MessageReceived(link.node, callno, item))
+            self._out.report(MessageReceived(link.node, callno, item))
             if item.dest != self.me:
                 self._forward(link, text, transceive_only=False)
         elif isinstance(item, t.RemoteDtmf):
             if item.dest == self.me:
-                self._events.append(RemoteDigitReceived(link.node, callno, item.digit))
+                self._out.report(RemoteDigitReceived(link.node, callno, item.digit))
             else:
                 self._route(link, item.dest, text)
         elif isinstance(item, t.KeyQuery):
@@ -933,9 +633,9 @@ class LinkNetwork:
     def _handshake(self, link: Link, handshake: Handshake) -> None:
         previous = link.handshake
         link.handshake = handshake
-        link.timers.pop(_Timer.NEWKEY, None)
+        link.timers.cancel(LinkTimer.NEWKEY)
         if link.callno is not None and previous.by_voice != handshake.by_voice:
-            self._do(SetLeg(link.callno, keying="voice" if handshake.by_voice else "control"))
+            self._out.send(SetLeg(link.callno, keying="voice" if handshake.by_voice else "control"))
         self._changed = True
 
     def _peer_disconnected(self, link: Link, now: float) -> None:
@@ -943,7 +643,7 @@ class LinkNetwork:
         self._drop(link)
         if callno is not None:
             self._go_dead(callno, now)
-        self._events.append(LinkDisconnected(link.node, callno, "disconnected by peer"))
+        self._out.report(LinkDisconnected(link.node, callno, "disconnected by peer"))
 
     def rx_keyed(self, callno: int, keyed: bool, now: float) -> LinkOutput:
         """The engine's keying edge of the link's receiver."""
@@ -957,7 +657,7 @@ class LinkNetwork:
             else:
                 link.unkeyed_at = now
             self._changed = True
-            self._events.append(LinkKeyed(link.node, callno, keyed))
+            self._out.report(LinkKeyed(link.node, callno, keyed))
         return self._output()
 
     def spurt(self, callno: int, started: bool, now: float) -> LinkOutput:
@@ -968,30 +668,27 @@ class LinkNetwork:
         if started:
             link.talking = True
             if not link.handshake.by_voice:
-                self._do(SendKey(callno))
+                self._out.send(SendKey(callno))
                 if link.handshake is Handshake.NEWKEY:
-                    link.timers[_Timer.REDUNDANT] = now + REDUNDANT_KEY_INTERVAL
+                    link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
         elif link.talking:
             link.talking = False
-            link.timers.pop(_Timer.REDUNDANT, None)
-            self._do(SendUnkey(callno))
+            link.timers.cancel(LinkTimer.REDUNDANT)
+            self._out.send(SendUnkey(callno))
             if link.handshake.by_voice:
-                self._do(SendCng(callno))
+                self._out.send(SendCng(callno))
         return self._output()
 
     # --- time ---------------------------------------------------------------------------------
 
     def timer(self, now: float) -> LinkOutput:
-        for callno, at in list(self._dead.items()):
-            if at <= now:
-                del self._dead[callno]
-                # The call is still here (else `call_ended` forgot it): end it ourselves.
-                self._do(Hangup(callno))
+        for callno in self._dead.due(now):
+            self._dead.cancel(callno)
+            # The call is still here (else `call_ended` forgot it): end it ourselves.
+            self._out.send(Hangup(callno))
         for link in list(self._links.values()):
-            for kind, at in list(link.timers.items()):
-                if at > now:
-                    continue
-                del link.timers[kind]
+            for kind in link.timers.due(now):
+                link.timers.cancel(kind)
                 self._fire(link, kind, now)
         if self._kick_at is not None and self._kick_at <= now:
             self._kick_at = None
@@ -1001,20 +698,20 @@ class LinkNetwork:
                     self._send_list(link, now)
         return self._output()
 
-    def _fire(self, link: Link, kind: _Timer, now: float) -> None:
-        if kind is _Timer.NEWKEY and link.handshake is Handshake.PENDING:
+    def _fire(self, link: Link, kind: LinkTimer, now: float) -> None:
+        if kind is LinkTimer.NEWKEY and link.handshake is Handshake.PENDING:
             log.warning("node %s did not send !NEWKEY1! within 2 s: legacy keying", link.node)
             self._handshake(link, Handshake.LEGACY)
-        elif kind is _Timer.REDUNDANT and link.talking and link.callno is not None:
-            self._do(SendKey(link.callno))
-            link.timers[_Timer.REDUNDANT] = now + REDUNDANT_KEY_INTERVAL
-        elif kind is _Timer.LIST and link.up:
+        elif kind is LinkTimer.REDUNDANT and link.talking and link.callno is not None:
+            self._out.send(SendKey(link.callno))
+            link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
+        elif kind is LinkTimer.LIST and link.up:
             self._send_list(link, now)
-        elif kind is _Timer.RETRY and link.state is LinkState.RETRYING:
-            link.state = LinkState.CONNECTING
+        elif kind is LinkTimer.RETRY and link.state is LinkState.RETRYING:
+            link.go(LinkTrigger.REDIAL)
             link.reconnects += 1
             self._changed = True
-            self._do(Dial(link.node, link.mode))
+            self._out.send(Dial(link.node, link.mode))
 
 
 def _kind(item: t.LinkText) -> str:
