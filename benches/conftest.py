@@ -4,8 +4,10 @@ Conventions (research/perf.md §6):
 
 - Files are `benches/bench_*.py` (collected by the hook below) and tests are named
   `test_<kernel>_<impl>`: `impl` is `ours` for node._core and the peer's name otherwise
-  (`audioop`, `numpy`, `soxr`, ...). Define the `ours` test first in a module, so each peer test
-  can compute its ratio when it runs.
+  (`audioop`, `numpy`, `soxr`, ...). A test parametrized over several kernels is named
+  `test_<anything>_<impl>` and each case's id is its kernel (`test_encode_ours[ulaw_encode]`, see
+  `tones.kernels`).
+  Define the `ours` test first in a module, so each peer test can compute its ratio when it runs.
 - Each test checks correctness first, then times a call that cycles through >= 512 distinct
   frames (a repeated frame lets the branch predictor flatter branchy peers 2.5x), using the
   `bench` fixture: `bench(fn, per_call=512, samples=160)` times `fn` and records the time per
@@ -72,15 +74,18 @@ def _cpu_model() -> str:
 MACHINE = {"machine": platform.machine(), "cpu": _cpu_model(), "nproc": os.cpu_count()}
 
 
-def _split_name(name: str) -> tuple[str, str]:
-    kernel, _, impl = name.removeprefix("test_").rpartition("_")
+def _split_name(node: pytest.Function) -> tuple[str, str]:
+    kernel, _, impl = node.originalname.removeprefix("test_").rpartition("_")
+    callspec = getattr(node, "callspec", None)
+    if callspec is not None:
+        kernel = callspec.id
     return kernel, impl
 
 
 @pytest.fixture
 def bench(benchmark: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Time `fn` with pytest-benchmark and record its cost per unit for the ratio table."""
-    kernel, impl = _split_name(request.node.originalname)
+    kernel, impl = _split_name(request.node)
     marker = request.node.get_closest_marker("ratio_target")
     target = float(marker.args[0]) if marker else None
 

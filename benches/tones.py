@@ -1,4 +1,4 @@
-"""Signals, measurements and call shapes shared by the resampler benchmarks.
+"""Signals, measurements and call shapes shared by the benchmarks.
 
 Imported by the bench modules beside it (pytest puts this directory on sys.path, and the
 repository root through `pythonpath` in pyproject.toml).
@@ -6,10 +6,11 @@ repository root through `pythonpath` in pyproject.toml).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import pytest
 from tests.signals import AMP, amplitude, tone
 
 __all__ = [
@@ -17,16 +18,16 @@ __all__ = [
     "Resample",
     "amplitude",
     "block_bench",
-    "block_loop",
     "framed",
     "gain_db",
+    "kernels",
+    "loop",
     "ours_block",
     "rejection_db",
     "scipy_block",
     "soxr_block",
     "soxr_stream",
     "stream_bench",
-    "stream_loop",
     "tone",
 ]
 
@@ -62,18 +63,20 @@ def framed(make: Callable[[], Callable[[bytes], bytes]], frame: int) -> Resample
     return run
 
 
-def stream_loop(step: Callable[[bytes], object], frames: list[bytes]) -> Callable[[], None]:
+def kernels(cases: dict[str, Any], target: float | None = None) -> list[Any]:
+    """Parameters for a test run once per kernel, from {kernel name: value}: each case's id is
+    its kernel's name (which the `bench` fixture reads), marked with the peer's ratio target if
+    it has one."""
+    marks = [pytest.mark.ratio_target(target)] if target is not None else []
+    return [pytest.param(value, id=kernel, marks=marks) for kernel, value in cases.items()]
+
+
+def loop(step: Callable[[Any], object], items: Sequence[Any]) -> Callable[[], None]:
+    """The timed call of most benchmarks: `step` once on each item, in order."""
+
     def run() -> None:
-        for f in frames:
-            step(f)
-
-    return run
-
-
-def block_loop(fn: Callable[[np.ndarray], object], blocks: list[np.ndarray]) -> Callable[[], None]:
-    def run() -> None:
-        for b in blocks:
-            fn(b)
+        for item in items:
+            step(item)
 
     return run
 
@@ -84,7 +87,7 @@ def stream_bench(
     """Time `step` over consecutive frames of one stream; `db` (alias or image rejection) goes
     into the JSON."""
     extra = {key: round(value, 1) for key, value in db.items()}
-    bench(stream_loop(step, frames), per_call=len(frames), samples=len(frames[0]) // 2, extra=extra)
+    bench(loop(step, frames), per_call=len(frames), samples=len(frames[0]) // 2, extra=extra)
 
 
 def block_bench(
@@ -93,7 +96,7 @@ def block_bench(
     """Time `fn` over 1 s blocks, each from a fresh state; `db` goes into the JSON."""
     extra = {key: round(value, 1) for key, value in db.items()}
     bench(
-        block_loop(fn, blocks),
+        loop(fn, blocks),
         per_call=len(blocks),
         samples=blocks[0].size,
         unit="1 s block",
