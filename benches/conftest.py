@@ -136,6 +136,29 @@ def speech() -> Callable[[int, float], np.ndarray]:
     return make
 
 
+@pytest.fixture(scope="session")
+def speech_frames(speech: Callable[[int, float], np.ndarray]) -> Callable[..., list[bytes]]:
+    """`speech_frames(rate, ms=20)`: 512 consecutive `ms` ms frames of `speech`, as bytes."""
+
+    def make(rate: int, ms: int = 20, count: int = 512) -> list[bytes]:
+        n = rate * ms // 1000
+        x = speech(rate, count * ms / 1000)
+        return [x[i * n : (i + 1) * n].tobytes() for i in range(count)]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def speech_blocks(speech: Callable[[int, float], np.ndarray]) -> Callable[[int], list[np.ndarray]]:
+    """`speech_blocks(rate)`: 8 consecutive 1 s blocks of `speech`."""
+
+    def make(rate: int, count: int = 8) -> list[np.ndarray]:
+        x = speech(rate, count)
+        return [x[i * rate : (i + 1) * rate] for i in range(count)]
+
+    return make
+
+
 def _rows() -> list[tuple[str, str, float, float, float, float | None, str]]:
     rows = []
     for (kernel, impl), peer in sorted(_RESULTS.items()):

@@ -6,7 +6,9 @@ repository root through `pythonpath` in pyproject.toml).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -15,6 +17,7 @@ from tests.signals import AMP, amplitude, tone
 
 __all__ = [
     "AMP",
+    "Conversion",
     "Resample",
     "amplitude",
     "block_bench",
@@ -102,6 +105,71 @@ def block_bench(
         unit="1 s block",
         extra=extra,
     )
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One streaming rate conversion under test: ours, its rates and what it must meet."""
+
+    rate_in: int
+    rate_out: int
+    #: A fresh converter of ours.
+    ours: Callable[[], Stateful]
+    #: The worst alias (down) or image (up) rejection, in dB, of a whole-signal function.
+    rejection: Callable[[Resample], float]
+    #: Least rejection and largest 1 kHz gain error, in dB, ours must meet.
+    floor_db: float
+    max_gain_db: float
+
+    @property
+    def frame(self) -> int:
+        """Samples in a 20 ms frame of the input."""
+        return self.rate_in // 50
+
+    def step(self) -> Callable[[bytes], bytes]:
+        """A fresh converter of ours, bytes in and out."""
+        return self.ours().process
+
+    def measure(self, resample: Resample) -> dict[str, float]:
+        """`resample`'s rejection, named for the benchmark JSON."""
+        kind = "alias" if self.rate_out < self.rate_in else "image"
+        return {f"{kind}_rejection_db": self.rejection(resample)}
+
+    def check_ours(self, frames: list[bytes]) -> dict[str, float]:
+        """Assert our streaming converter's rejection and gain, and that frames fed one by one
+        give what the whole signal gives at once; returns the rejection for the JSON."""
+        stream = framed(self.step, self.frame)
+        db = self.measure(stream)
+        gain = gain_db(stream, self.rate_in, self.rate_out)
+        assert min(db.values()) >= self.floor_db, db
+        assert abs(gain) <= self.max_gain_db, gain
+        joined = b"".join(frames)
+        assert stream(np.frombuffer(joined, np.int16)).tobytes() == self.step()(joined)
+        return db
+
+    def bench_ours_stream(self, bench: Any, frames: list[bytes]) -> None:
+        db = self.check_ours(frames)
+        stream_bench(bench, self.step(), frames, **db)
+
+    def bench_soxr_stream(self, bench: Any, frames: list[bytes]) -> None:
+        make = soxr_stream(self.rate_in, self.rate_out)
+        stream_bench(bench, make(), frames, **self.measure(framed(make, self.frame)))
+
+    def bench_ours_block(self, bench: Any, blocks: list[np.ndarray]) -> None:
+        fn = ours_block(self.ours())
+        db = self.measure(fn)
+        assert min(db.values()) >= self.floor_db, db
+        block_bench(bench, fn, blocks)
+
+    def bench_soxr_block(self, bench: Any, blocks: list[np.ndarray]) -> None:
+        fn = soxr_block(self.rate_in, self.rate_out)
+        block_bench(bench, fn, blocks, **self.measure(fn))
+
+    def bench_scipy_block(self, bench: Any, blocks: list[np.ndarray]) -> None:
+        pytest.importorskip("scipy")
+        g = math.gcd(self.rate_in, self.rate_out)
+        fn = scipy_block(self.rate_out // g, self.rate_in // g)
+        block_bench(bench, fn, blocks, **self.measure(fn))
 
 
 def ours_block(converter: Stateful) -> Resample:
