@@ -26,16 +26,15 @@ import itertools
 import random
 import select
 import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from node._core import FrameError, FullFrame, MiniFrame, parse
+from tests.loopback import Address, LoopbackServer, udp_socket
 
 __all__ = ["FORWARD", "REVERSE", "LossyRelay", "Seen"]
 
-Address = tuple[str, int]
 #: Directions: client -> server, and server -> client.
 FORWARD, REVERSE = "forward", "reverse"
 
@@ -73,7 +72,7 @@ class _Held:
     to: Address = field(compare=False)
 
 
-class LossyRelay:
+class LossyRelay(LoopbackServer):
     """Forward between a client and `server` with seeded loss, duplication and reordering."""
 
     def __init__(
@@ -88,28 +87,20 @@ class LossyRelay:
         drop_first: list[DropRule] | None = None,
         impair: bool = True,
     ) -> None:
+        super().__init__("lossy-relay")
         self.server = server
         #: Whether the random impairment is on (forced drops apply either way).
         self.impair = impair
         self.loss, self.duplicate, self.reorder, self.delay = loss, duplicate, reorder, delay
         self._rng = random.Random(seed)
         self._rules = list(drop_first or [])
-        self.front = self._socket()
-        self.back = self._socket()
+        self.front = udp_socket()
+        self.back = udp_socket()
         self.client: Address | None = None
         self.seen: list[Seen] = []
         self.counters = {FORWARD: Counters(), REVERSE: Counters()}
         self._held: list[_Held] = []
         self._seq = itertools.count()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lossy-relay", daemon=True)
-
-    @staticmethod
-    def _socket() -> socket.socket:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.bind(("127.0.0.1", 0))
-        return sock
 
     @property
     def front_addr(self) -> Address:
@@ -119,22 +110,8 @@ class LossyRelay:
     def back_addr(self) -> Address:
         return self.back.getsockname()[:2]
 
-    def start(self) -> LossyRelay:
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self.front.close()
-        self.back.close()
-
-    def __enter__(self) -> LossyRelay:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _sockets(self) -> list[socket.socket]:
+        return [self.front, self.back]
 
     # --- inspection ---------------------------------------------------------------------------
 

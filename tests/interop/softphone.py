@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -254,17 +253,6 @@ class Softphone(LoopbackPeer):
             self._talkers.pop(callno, None)
             if self.key and callno in self.endpoint.calls:
                 self._apply(self.endpoint.unkey(callno, time.monotonic()))
-
-    def wait_for(self, predicate: Callable[[Softphone], bool], timeout: float = 15.0) -> bool:
-        """Wait until `predicate(self)` holds (checked after every datagram); False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(min(left, 0.1))
-        return True
 
     def events_of(self, kind: type, callno: int | None = None) -> list:
         with self._lock:
