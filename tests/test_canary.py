@@ -15,8 +15,9 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from tests.interop.harness import configured_node, wait_until
 from tests.interop.softphone import Softphone
-from tests.node_process import NodeProcess, NotifySocket, free_port, write_config
+from tests.node_process import NodeProcess, NotifySocket, free_port
 
 NODE_CANARY = "canary-node-secret-7f3a9c"
 PEER_CANARY = "canary-peer-secret-0d44e1"
@@ -61,13 +62,6 @@ class Run:
     err: str = ""
 
 
-def configured(tmp_path: Path, extra: str, env: dict[str, str]) -> tuple[NodeProcess, Path]:
-    """A `node serve` on free ports with `extra` appended to its configuration, just started."""
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
-    path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http, extra=extra)
-    return NodeProcess(path, udp, http, env=env), path
-
-
 @contextmanager
 def running(
     tmp_path: Path, extra: str, env: dict[str, str], *, notify: bool = True
@@ -76,7 +70,7 @@ def running(
     block ends cleanly the node gets SIGTERM and must exit 0; then its stdout, stderr, events,
     notifications and configuration file join `outputs`."""
     sock = NotifySocket() if notify else None
-    node, path = configured(tmp_path, extra, {**env, **(sock.env if sock else {})})
+    node = configured_node(tmp_path, extra, {**env, **(sock.env if sock else {})})
     run = Run(node, sock)
     try:
         node.wait_ready()
@@ -92,12 +86,18 @@ def running(
         if sock:
             sock.close()
     out, run.err = node.communicate()
-    run.outputs += [out, run.err, *run.events, *(sock.datagrams if sock else []), path.read_text()]
+    run.outputs += [
+        out,
+        run.err,
+        *run.events,
+        *(sock.datagrams if sock else []),
+        node.config.read_text(),
+    ]
 
 
 def refused(tmp_path: Path, extra: str, env: dict[str, str]) -> tuple[str, str]:
     """Stdout and stderr of a node whose configuration is refused (exit 78)."""
-    node, _ = configured(tmp_path, extra, env)
+    node = configured_node(tmp_path, extra, env)
     try:
         assert node.wait() == 78
     finally:
@@ -159,7 +159,6 @@ def test_canary_secret_stays_out_of_http_registration_output(tmp_path: Path) -> 
     """A registrar that first refuses (echoing the password back in its reply, as a hostile one
     might), then accepts: the password reaches the registrar and nothing else."""
     from tests.allstar.httpserver import HttpServer, Reply, Request
-    from tests.interop.harness import wait_until
 
     def state(node: NodeProcess, wanted: str) -> str | None:
         text = node.get("/status").text
@@ -240,7 +239,6 @@ def test_wireguard_keys_appear_in_no_output(tmp_path: Path) -> None:
     public key and never the private or preshared one."""
     from node._core import Engine, WireGuard
     from node.wireguard import encode_key, public_key
-    from tests.interop.harness import wait_until
 
     peer_key = bytes(range(32))
     peer = Engine(

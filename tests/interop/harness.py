@@ -20,7 +20,7 @@ import pytest
 from httpx_sse import connect_sse
 
 from tests.conftest import require_tool
-from tests.node_process import NodeProcess, free_port
+from tests.node_process import EventLog, NodeProcess, free_port, write_config
 
 __all__ = [
     "LINK_SECRET",
@@ -29,6 +29,9 @@ __all__ = [
     "NODE_SECRETS",
     "Capture",
     "EventWatcher",
+    "assert_registered",
+    "assert_registration_failed",
+    "configured_node",
     "free_udp_port",
     "link_state",
     "node_pair",
@@ -40,6 +43,38 @@ __all__ = [
 
 def free_udp_port() -> int:
     return free_port(socket.SOCK_DGRAM)
+
+
+def configured_node(tmp_path: Path, extra: str, env: dict[str, str] | None = None) -> NodeProcess:
+    """`node serve` on free loopback ports with the base configuration of tests/node_process.py
+    plus `extra`, in `tmp_path/node.toml`; just started, not yet ready."""
+    udp, http = free_udp_port(), free_port()
+    path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http, extra=extra)
+    return NodeProcess(path, udp, http, env=env)
+
+
+def assert_registered(node: NodeProcess, log: EventLog, method: str) -> None:
+    """Wait for `node` to be registered (by `method`), and check its snapshot says so, with the
+    address the registrar saw."""
+    if not node.get("/status").json()["registered"]:
+        log.wait("registered")
+    status = node.get("/status").json()
+    assert status["registered"] is True
+    # The registrar's view of us is shown.
+    assert status["registration"] == {
+        "method": method,
+        "state": "registered",
+        "perceived_addr": f"127.0.0.1:{node.udp_addr[1]}",
+        "last_failure": None,
+    }
+
+
+def assert_registration_failed(node: NodeProcess, reason: str) -> None:
+    """`node`'s snapshot shows a failed registration, for `reason`."""
+    status = node.get("/status").json()
+    assert status["registered"] is False
+    assert status["registration"]["state"] == "failed"
+    assert status["registration"]["last_failure"] == reason
 
 
 def wait_until(what: str, predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
