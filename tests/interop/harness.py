@@ -30,7 +30,7 @@ __all__ = [
     "Capture",
     "EventWatcher",
     "assert_registered",
-    "assert_registration_failed",
+    "assert_registration_fails",
     "configured_node",
     "free_udp_port",
     "link_state",
@@ -69,12 +69,20 @@ def assert_registered(node: NodeProcess, log: EventLog, method: str) -> None:
     }
 
 
-def assert_registration_failed(node: NodeProcess, reason: str) -> None:
-    """`node`'s snapshot shows a failed registration, for `reason`."""
+def assert_registration_fails(node: NodeProcess) -> str:
+    """Ask `node` to register, wait for its `register_failed` event and check its snapshot shows
+    the failure for the event's reason, with no perceived address; returns the reason."""
+    log = EventLog(node)
+    log.wait("snapshot")  # subscribed: the start-up attempt's event may predate it
+    r = node.post("/register")
+    assert r.status_code == 200, r.text
+    reason = log.wait("register_failed")["reason"]
     status = node.get("/status").json()
     assert status["registered"] is False
     assert status["registration"]["state"] == "failed"
     assert status["registration"]["last_failure"] == reason
+    assert status["registration"]["perceived_addr"] is None
+    return reason
 
 
 def wait_until(what: str, predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
