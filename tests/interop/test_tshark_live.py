@@ -25,6 +25,7 @@ from tests.conftest import require_tool
 from tests.interop.harness import Capture, EventWatcher, node_log, running_node, wait_until
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
+from tests.test_tshark import CALL_IE_FIELDS, HEADER_FIELDS
 
 NODE_A, NODE_B, PHONE_P, PHONE_Q = "2001", "2002", "3001", "3002"
 REG_SECRET = "reg-secret-a"
@@ -179,21 +180,9 @@ def test_every_frame_the_nodes_send_decodes_cleanly(
 
 FIELDS = [
     "udp.dstport",
-    "iax2.src_call",
-    "iax2.dst_call",
-    "iax2.timestamp",
-    "iax2.oseqno",
-    "iax2.iseqno",
-    "iax2.type",
-    "iax2.iax.subclass",
+    *HEADER_FIELDS,
     "iax2.voice.codec",
-    "iax2.iax.version",
-    "iax2.iax.called_number",
-    "iax2.iax.calling_number",
-    "iax2.iax.username",
-    "iax2.iax.format",
-    "iax2.iax.format2",
-    "iax2.iax.capability",
+    *CALL_IE_FIELDS,
     "iax2.iax.codecprefs",
     "iax2.iax.datetime.raw",
     "iax2.iax.auth.methods",
