@@ -15,7 +15,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from tests.interop.harness import configured_node, wait_until
+from tests.interop.harness import configured_node, start_failure, wait_until
 from tests.interop.softphone import Softphone
 from tests.node_process import NodeProcess, NotifySocket, free_port
 
@@ -93,16 +93,6 @@ def running(
         *(sock.datagrams if sock else []),
         node.config.read_text(),
     ]
-
-
-def refused(tmp_path: Path, extra: str, env: dict[str, str]) -> tuple[str, str]:
-    """Stdout and stderr of a node whose configuration is refused (exit 78)."""
-    node = configured_node(tmp_path, extra, env)
-    try:
-        assert node.wait() == 78
-    finally:
-        node.kill()
-    return node.communicate()
 
 
 def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
@@ -215,7 +205,7 @@ def test_refused_peers_file_exits_78_without_a_canary(
     tmp_path: Path, peers_text: str, env: dict[str, str], problem: str
 ) -> None:
     peers = write_peers(tmp_path / "peers", peers_text)
-    out, err = refused(tmp_path, '[secrets]\npeers_file = "peers"\n', env)
+    out, err = start_failure(tmp_path, '[secrets]\npeers_file = "peers"\n', env)
     assert f"{peers}: {problem}" in err
     for text in (out, err):
         for canary in CANARIES:
@@ -296,7 +286,7 @@ def test_malformed_wireguard_key_exits_78_without_a_canary(tmp_path: Path, value
         'peer_public_key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="\n'
         'allowed_ips = ["10.66.0.0/24"]\n'
     )
-    out, err = refused(tmp_path, extra, {"WG_KEY": value})
+    out, err = start_failure(tmp_path, extra, {"WG_KEY": value})
     assert "WG_KEY" in err and "44 characters of base64" in err
     for canary in (*wg_forms(WG_CANARY), value):
         assert canary not in out + err

@@ -37,6 +37,7 @@ __all__ = [
     "node_pair",
     "register_section",
     "running_node",
+    "start_failure",
     "wait_until",
 ]
 
@@ -51,6 +52,19 @@ def configured_node(tmp_path: Path, extra: str, env: dict[str, str] | None = Non
     udp, http = free_udp_port(), free_port()
     path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http, extra=extra)
     return NodeProcess(path, udp, http, env=env)
+
+
+def start_failure(
+    tmp_path: Path, extra: str, env: dict[str, str] | None = None, *, code: int = 78
+) -> tuple[str, str]:
+    """Stdout and stderr of a `configured_node` that must exit with `code` while starting (78:
+    its configuration is refused)."""
+    node = configured_node(tmp_path, extra, env)
+    try:
+        assert node.wait() == code
+    finally:
+        node.kill()
+    return node.communicate()
 
 
 def assert_registered(node: NodeProcess, log: EventLog, method: str) -> None:
