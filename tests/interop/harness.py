@@ -20,6 +20,7 @@ import pytest
 from httpx_sse import connect_sse
 
 from tests.conftest import require_tool
+from tests.interop.softphone import Softphone
 from tests.node_process import EventLog, NodeProcess, free_port, write_config
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "NODE_SECRETS",
     "Capture",
     "EventWatcher",
+    "answered_phone",
     "assert_registered",
     "assert_registration_fails",
     "configured_node",
@@ -142,6 +144,22 @@ def running_node(
             with suppress(subprocess.TimeoutExpired):
                 node.proc.wait(timeout=10)
         node.kill()
+
+
+@contextmanager
+def answered_phone(
+    workdir: Path, sections: str = "", codec_policy: str = "ulaw_only"
+) -> Iterator[tuple[NodeProcess, EventWatcher, Softphone, int]]:
+    """A node with an open listener and `sections`, its event stream, and softphone P (of
+    `codec_policy`) in an answered call to it; yields the node, the stream, P and P's call."""
+    with (
+        running_node(workdir, "a", listener='auth = "off"', sections=sections) as node,
+        Softphone(codec_policy=codec_policy, name="P") as phone,
+    ):
+        events = EventWatcher(node)
+        callno = phone.dial(node.udp_addr, "1")
+        assert phone.wait_for(lambda s: s.answered(callno))
+        yield node, events, phone, callno
 
 
 #: Two nodes that register with a test registrar and link to each other (`node_pair`).
