@@ -1,9 +1,9 @@
-"""Servers on loopback for tests: sockets at 127.0.0.1 (free ports) served by one daemon thread,
-used as a context manager, with a condition the test thread waits on.
+"""Test services run by a daemon thread, used as context managers, and servers on loopback.
 
-`LoopbackServer` is the thread, its stop flag, the condition and the lifecycle; `UdpServer` adds
-one UDP socket and a receive loop that hands every datagram to `_on_datagram`. The IAX2 test
-peer, the registrar, the lossy relay and the DNS server are built on them.
+`ServiceThread` is the thread, its stop flag, a condition the test thread waits on and the
+lifecycle; `UdpServer` adds one UDP socket at 127.0.0.1 (a free port) and a receive loop that
+hands every datagram to `_on_datagram`. The IAX2 test peer, the registrar, the relays, the DNS
+server and the audio feeders are built on them.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["Address", "LoopbackServer", "UdpServer", "udp_socket"]
+__all__ = ["Address", "ServiceThread", "UdpServer", "udp_socket"]
 
 Address = tuple[str, int]
 
-_Server = TypeVar("_Server", bound="LoopbackServer")
+_Server = TypeVar("_Server", bound="ServiceThread")
 
 
 def udp_socket(host: str = "127.0.0.1") -> socket.socket:
@@ -28,10 +28,10 @@ def udp_socket(host: str = "127.0.0.1") -> socket.socket:
     return sock
 
 
-class LoopbackServer:
-    """A daemon thread running `_run` until `close()`. Subclasses name their sockets in
-    `_sockets` (closed after the thread ends), and notify `_lock` when what a test waits for
-    may have changed."""
+class ServiceThread:
+    """A daemon thread running `_run` until `close()`, which then calls `_release` (to close
+    what the service holds). Subclasses notify `_lock` when what a test waits for may have
+    changed."""
 
     #: How long `wait_for` waits by default (seconds).
     wait_timeout = 15.0
@@ -49,8 +49,7 @@ class LoopbackServer:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        for sock in self._sockets():
-            sock.close()
+        self._release()
 
     def __enter__(self: _Server) -> _Server:
         return self.start()
@@ -72,14 +71,14 @@ class LoopbackServer:
                 self._lock.wait(min(left, 0.1))
         return True
 
-    def _sockets(self) -> list[socket.socket]:
-        return []
+    def _release(self) -> None:
+        """Close what the service holds, once its thread has ended."""
 
     def _run(self) -> None:
         raise NotImplementedError
 
 
-class UdpServer(LoopbackServer):
+class UdpServer(ServiceThread):
     """One UDP socket; the thread hands each datagram to `_on_datagram` under the lock, then
     notifies the waiters."""
 
@@ -94,8 +93,8 @@ class UdpServer(LoopbackServer):
         host, port = self.sock.getsockname()[:2]
         return (host, port)
 
-    def _sockets(self) -> list[socket.socket]:
-        return [self.sock]
+    def _release(self) -> None:
+        self.sock.close()
 
     def _on_datagram(self, data: bytes, addr: Address) -> None:
         raise NotImplementedError

@@ -2,7 +2,7 @@
 127.0.0.1 (a free port), the base of the softphone, the scripted capture nodes and the
 web-transceiver host.
 
-One daemon thread owns the socket (a tests/loopback.py `LoopbackServer`). It sleeps until a
+One daemon thread owns the socket (a tests/loopback.py `ServiceThread`). It sleeps until a
 datagram arrives or something is due (the endpoint's next deadline, the talk spurt's next
 frame, a subclass's own `_wake_times`), feeds the endpoint, then lets the subclass act
 (`_tick`). The test thread calls the subclass's methods, which take the same lock; waiters on
@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import secrets
 import select
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from node._core import FullFrame, MiniFrame, parse, ulaw_encode
 from node.iax2.call import Call, CallState
 from node.iax2.constants import Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
-from tests.loopback import Address, LoopbackServer, udp_socket
+from tests.loopback import Address, ServiceThread, udp_socket
 
 __all__ = ["FRAME_MS", "Address", "LoopbackPeer", "tone_ulaw"]
 
@@ -50,7 +49,7 @@ class _Spurt:
     unkey: bool
 
 
-class LoopbackPeer(LoopbackServer):
+class LoopbackPeer(ServiceThread):
     """The socket, its thread and the lock; use it as a context manager."""
 
     #: The longest the socket thread sleeps when nothing is due (seconds).
@@ -84,8 +83,8 @@ class LoopbackPeer(LoopbackServer):
         self.errors: list[str] = []
         self._spurt: _Spurt | None = None
 
-    def _sockets(self) -> list[socket.socket]:
-        return [self.sock]
+    def _release(self) -> None:
+        self.sock.close()
 
     # --- for subclasses (either thread, under the lock) ---------------------------------------
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from node._core import FrameError, FullFrame, MiniFrame, parse
-from tests.loopback import Address, LoopbackServer, udp_socket
+from tests.loopback import Address, ServiceThread, udp_socket
 
 __all__ = ["FORWARD", "REVERSE", "LossyRelay", "Seen"]
 
@@ -72,7 +72,7 @@ class _Held:
     to: Address = field(compare=False)
 
 
-class LossyRelay(LoopbackServer):
+class LossyRelay(ServiceThread):
     """Forward between a client and `server` with seeded loss, duplication and reordering."""
 
     def __init__(
@@ -110,8 +110,9 @@ class LossyRelay(LoopbackServer):
     def back_addr(self) -> Address:
         return self.back.getsockname()[:2]
 
-    def _sockets(self) -> list[socket.socket]:
-        return [self.front, self.back]
+    def _release(self) -> None:
+        self.front.close()
+        self.back.close()
 
     # --- inspection ---------------------------------------------------------------------------
 
