@@ -54,16 +54,9 @@ class Leg:
 
     def frame(self, ftype: int, subclass: int, ts: int, payload: bytes = b"") -> _core.FullFrame:
         """A full frame of this leg's call, at its current sequence numbers."""
-        return _core.FullFrame(
-            ftype,
-            subclass,
-            scall=self.callno,
-            dcall=self.peer_callno,
-            ts=ts,
-            oseq=self.oseq,
-            iseq=self.iseq,
-            payload=payload,
-        )
+        call = {"scall": self.callno, "dcall": self.peer_callno}
+        seq = {"oseq": self.oseq, "iseq": self.iseq}
+        return _core.FullFrame(ftype, subclass, ts=ts, payload=payload, **call, **seq)
 
 
 #: Engine events only counted: kind -> counter.
