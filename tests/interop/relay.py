@@ -27,6 +27,7 @@ import random
 import select
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -51,16 +52,6 @@ class Seen:
     frame: FullFrame
     #: "sent", "dropped", "duplicated" or "delayed".
     fate: str
-
-
-@dataclass
-class Counters:
-    datagrams: int = 0
-    mini: int = 0
-    dropped: int = 0
-    duplicated: int = 0
-    delayed: int = 0
-    retransmissions: int = 0
 
 
 @dataclass(order=True)
@@ -98,7 +89,8 @@ class LossyRelay(ServiceThread):
         self.back = udp_socket()
         self.client: Address | None = None
         self.seen: list[Seen] = []
-        self.counters = {FORWARD: Counters(), REVERSE: Counters()}
+        #: Per direction: "datagrams", "mini" frames, "retransmissions" (R set), and each fate.
+        self.counters: dict[str, Counter[str]] = {FORWARD: Counter(), REVERSE: Counter()}
         self._held: list[_Held] = []
         self._seq = itertools.count()
 
@@ -171,17 +163,17 @@ class LossyRelay(ServiceThread):
 
     def _forward(self, direction: str, data: bytes, sock: socket.socket, to: Address) -> None:
         counters = self.counters[direction]
-        counters.datagrams += 1
+        counters["datagrams"] += 1
         try:
             frame = parse(data)
         except FrameError:
             frame = None
         full = frame if isinstance(frame, FullFrame) else None
         if isinstance(frame, MiniFrame):
-            counters.mini += 1
+            counters["mini"] += 1
         retrans = full is not None and full.retrans
         if retrans:
-            counters.retransmissions += 1
+            counters["retransmissions"] += 1
 
         forced = False
         if full is not None and not retrans:
@@ -192,10 +184,8 @@ class LossyRelay(ServiceThread):
                     break
         if forced or (self.impair and not retrans and self._rng.random() < self.loss):
             fate = "dropped"
-            counters.dropped += 1
         elif self.impair and self._rng.random() < self.reorder:
             fate = "delayed"
-            counters.delayed += 1
             heapq.heappush(
                 self._held, _Held(time.monotonic() + self.delay, next(self._seq), sock, data, to)
             )
@@ -204,8 +194,8 @@ class LossyRelay(ServiceThread):
             self._send(sock, data, to)
             if self.impair and self._rng.random() < self.duplicate:
                 fate = "duplicated"
-                counters.duplicated += 1
                 self._send(sock, data, to)
+        counters[fate] += 1
         if full is not None:
             with self._lock:
                 self.seen.append(Seen(time.monotonic(), direction, full, fate))
