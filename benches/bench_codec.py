@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from node import _core
+from tones import kernels, loop
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -28,24 +30,47 @@ def pcm_frames(speech: Callable[[int, float], np.ndarray]) -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def ulaw_frames(pcm_frames: list[bytes]) -> list[bytes]:
-    return [audioop.lin2ulaw(f, 2) for f in pcm_frames]
+def coded(pcm_frames: list[bytes]) -> dict[str, list[bytes]]:
+    """The speech frames in each law, encoded by the reference."""
+    return {law: [LAWS[law].ref_encode(f, 2) for f in pcm_frames] for law in LAWS}
 
 
-@pytest.fixture(scope="module")
-def alaw_frames(pcm_frames: list[bytes]) -> list[bytes]:
-    return [audioop.lin2alaw(f, 2) for f in pcm_frames]
+class Law(NamedTuple):
+    """One G.711 law: our kernels and the reference's."""
 
+    encode: Callable[[bytes], bytes]
+    decode: Callable[[bytes], bytes]
+    decode_many: Callable[[list[bytes]], list[bytes]]
+    ref_encode: Callable[[bytes, int], bytes]
+    ref_decode: Callable[[bytes, int], bytes]
+
+
+LAWS = {
+    "ulaw": Law(
+        _core.ulaw_encode,
+        _core.ulaw_decode,
+        _core.ulaw_decode_many,
+        audioop.lin2ulaw,
+        audioop.ulaw2lin,
+    ),
+    "alaw": Law(
+        _core.alaw_encode,
+        _core.alaw_decode,
+        _core.alaw_decode_many,
+        audioop.lin2alaw,
+        audioop.alaw2lin,
+    ),
+}
+ENCODE = {f"{law}_encode": law for law in LAWS}
+DECODE = {f"{law}_decode": law for law in LAWS}
+DECODE32 = {f"{law}_decode32": law for law in LAWS}
 
 ALL_PCM = np.arange(-32768, 32768, dtype=np.int16).tobytes()
 # numpy peers: lookup tables taken from the reference, indexed by the sample's bit pattern.
-ENC_LUT = {
-    "ulaw": np.frombuffer(audioop.lin2ulaw(ALL_PCM, 2), np.uint8),
-    "alaw": np.frombuffer(audioop.lin2alaw(ALL_PCM, 2), np.uint8),
-}
+ENC_LUT = {law: np.frombuffer(c.ref_encode(ALL_PCM, 2), np.uint8) for law, c in LAWS.items()}
 DEC_LUT = {
-    "ulaw": np.frombuffer(audioop.ulaw2lin(bytes(range(256)), 2), np.int16).copy(),
-    "alaw": np.frombuffer(audioop.alaw2lin(bytes(range(256)), 2), np.int16).copy(),
+    law: np.frombuffer(c.ref_decode(bytes(range(256)), 2), np.int16).copy()
+    for law, c in LAWS.items()
 }
 
 
@@ -69,92 +94,61 @@ def numpy_decoder(law: str) -> Callable[[bytes], bytes]:
     return dec
 
 
-def loop(fn: Callable[[bytes], object], items: list[bytes]) -> Callable[[], None]:
-    def run() -> None:
-        for item in items:
-            fn(item)
-
-    return run
+def per_frame(
+    bench: Callable[..., object], fn: Callable[[bytes], object], frames: list[bytes]
+) -> None:
+    bench(loop(fn, frames), per_call=N_FRAMES, samples=FRAME)
 
 
 # --- encode -----------------------------------------------------------------------------
 
 
-def test_ulaw_encode_ours(bench, pcm_frames, ulaw_frames) -> None:
-    enc = _core.ulaw_encode
-    assert [enc(f) for f in pcm_frames] == ulaw_frames
-    bench(loop(enc, pcm_frames), per_call=N_FRAMES, samples=FRAME)
+@pytest.mark.parametrize("law", kernels(ENCODE))
+def test_encode_ours(bench, pcm_frames, coded, law) -> None:
+    enc = LAWS[law].encode
+    assert [enc(f) for f in pcm_frames] == coded[law]
+    per_frame(bench, enc, pcm_frames)
 
 
-@pytest.mark.ratio_target(6.0)
-def test_ulaw_encode_audioop(bench, pcm_frames) -> None:
-    lin2ulaw = audioop.lin2ulaw
-    bench(loop(lambda f: lin2ulaw(f, 2), pcm_frames), per_call=N_FRAMES, samples=FRAME)
+@pytest.mark.parametrize("law", kernels(ENCODE, target=6.0))
+def test_encode_audioop(bench, pcm_frames, law) -> None:
+    ref = LAWS[law].ref_encode
+    per_frame(bench, lambda f: ref(f, 2), pcm_frames)
 
 
-def test_ulaw_encode_numpy(bench, pcm_frames, ulaw_frames) -> None:
-    enc = numpy_encoder("ulaw")
-    assert [enc(f) for f in pcm_frames] == ulaw_frames
-    bench(loop(enc, pcm_frames), per_call=N_FRAMES, samples=FRAME)
-
-
-def test_alaw_encode_ours(bench, pcm_frames, alaw_frames) -> None:
-    enc = _core.alaw_encode
-    assert [enc(f) for f in pcm_frames] == alaw_frames
-    bench(loop(enc, pcm_frames), per_call=N_FRAMES, samples=FRAME)
-
-
-@pytest.mark.ratio_target(6.0)
-def test_alaw_encode_audioop(bench, pcm_frames) -> None:
-    lin2alaw = audioop.lin2alaw
-    bench(loop(lambda f: lin2alaw(f, 2), pcm_frames), per_call=N_FRAMES, samples=FRAME)
-
-
-def test_alaw_encode_numpy(bench, pcm_frames, alaw_frames) -> None:
-    enc = numpy_encoder("alaw")
-    assert [enc(f) for f in pcm_frames] == alaw_frames
-    bench(loop(enc, pcm_frames), per_call=N_FRAMES, samples=FRAME)
+@pytest.mark.parametrize("law", kernels(ENCODE))
+def test_encode_numpy(bench, pcm_frames, coded, law) -> None:
+    enc = numpy_encoder(law)
+    assert [enc(f) for f in pcm_frames] == coded[law]
+    per_frame(bench, enc, pcm_frames)
 
 
 # --- decode, one frame per call -----------------------------------------------------------
 
 
-def test_ulaw_decode_ours(bench, ulaw_frames) -> None:
-    dec = _core.ulaw_decode
-    assert [dec(f) for f in ulaw_frames] == [audioop.ulaw2lin(f, 2) for f in ulaw_frames]
-    bench(loop(dec, ulaw_frames), per_call=N_FRAMES, samples=FRAME)
+def check_decoder(dec: Callable[[bytes], bytes], law: str, frames: list[bytes]) -> None:
+    ref = LAWS[law].ref_decode
+    assert [dec(f) for f in frames] == [ref(f, 2) for f in frames]
 
 
-@pytest.mark.ratio_target(1.0)
-def test_ulaw_decode_audioop(bench, ulaw_frames) -> None:
-    ulaw2lin = audioop.ulaw2lin
-    bench(loop(lambda f: ulaw2lin(f, 2), ulaw_frames), per_call=N_FRAMES, samples=FRAME)
+@pytest.mark.parametrize("law", kernels(DECODE))
+def test_decode_ours(bench, coded, law) -> None:
+    dec = LAWS[law].decode
+    check_decoder(dec, law, coded[law])
+    per_frame(bench, dec, coded[law])
 
 
-@pytest.mark.ratio_target(10.0)
-def test_ulaw_decode_numpy(bench, ulaw_frames) -> None:
-    dec = numpy_decoder("ulaw")
-    assert [dec(f) for f in ulaw_frames] == [audioop.ulaw2lin(f, 2) for f in ulaw_frames]
-    bench(loop(dec, ulaw_frames), per_call=N_FRAMES, samples=FRAME)
+@pytest.mark.parametrize("law", kernels(DECODE, target=1.0))
+def test_decode_audioop(bench, coded, law) -> None:
+    ref = LAWS[law].ref_decode
+    per_frame(bench, lambda f: ref(f, 2), coded[law])
 
 
-def test_alaw_decode_ours(bench, alaw_frames) -> None:
-    dec = _core.alaw_decode
-    assert [dec(f) for f in alaw_frames] == [audioop.alaw2lin(f, 2) for f in alaw_frames]
-    bench(loop(dec, alaw_frames), per_call=N_FRAMES, samples=FRAME)
-
-
-@pytest.mark.ratio_target(1.0)
-def test_alaw_decode_audioop(bench, alaw_frames) -> None:
-    alaw2lin = audioop.alaw2lin
-    bench(loop(lambda f: alaw2lin(f, 2), alaw_frames), per_call=N_FRAMES, samples=FRAME)
-
-
-@pytest.mark.ratio_target(10.0)
-def test_alaw_decode_numpy(bench, alaw_frames) -> None:
-    dec = numpy_decoder("alaw")
-    assert [dec(f) for f in alaw_frames] == [audioop.alaw2lin(f, 2) for f in alaw_frames]
-    bench(loop(dec, alaw_frames), per_call=N_FRAMES, samples=FRAME)
+@pytest.mark.parametrize("law", kernels(DECODE, target=10.0))
+def test_decode_numpy(bench, coded, law) -> None:
+    dec = numpy_decoder(law)
+    check_decoder(dec, law, coded[law])
+    per_frame(bench, dec, coded[law])
 
 
 # --- decode, 32 frames per call (e.g. one mixer tick of 32 legs) ---------------------------
@@ -164,42 +158,24 @@ def groups_of_32(frames: list[bytes]) -> list[list[bytes]]:
     return [frames[i : i + 32] for i in range(0, len(frames), 32)]
 
 
-def test_ulaw_decode32_ours(bench, ulaw_frames) -> None:
-    groups = groups_of_32(ulaw_frames)
-    many = _core.ulaw_decode_many
-    assert [many(g) for g in groups] == [[audioop.ulaw2lin(f, 2) for f in g] for g in groups]
-    bench(loop(many, groups), per_call=len(groups), samples=32 * FRAME, unit="32 frames")
+def per_group(
+    bench: Callable[..., object], fn: Callable[[list[bytes]], object], groups: list[list[bytes]]
+) -> None:
+    bench(loop(fn, groups), per_call=len(groups), samples=32 * FRAME, unit="32 frames")
 
 
-@pytest.mark.ratio_target(2.5)
-def test_ulaw_decode32_audioop(bench, ulaw_frames) -> None:
-    groups = groups_of_32(ulaw_frames)
-    ulaw2lin = audioop.ulaw2lin
-    bench(
-        loop(lambda g: [ulaw2lin(f, 2) for f in g], groups),
-        per_call=len(groups),
-        samples=32 * FRAME,
-        unit="32 frames",
-    )
+@pytest.mark.parametrize("law", kernels(DECODE32))
+def test_decode32_ours(bench, coded, law) -> None:
+    groups = groups_of_32(coded[law])
+    many, ref = LAWS[law].decode_many, LAWS[law].ref_decode
+    assert [many(g) for g in groups] == [[ref(f, 2) for f in g] for g in groups]
+    per_group(bench, many, groups)
 
 
-def test_alaw_decode32_ours(bench, alaw_frames) -> None:
-    groups = groups_of_32(alaw_frames)
-    many = _core.alaw_decode_many
-    assert [many(g) for g in groups] == [[audioop.alaw2lin(f, 2) for f in g] for g in groups]
-    bench(loop(many, groups), per_call=len(groups), samples=32 * FRAME, unit="32 frames")
-
-
-@pytest.mark.ratio_target(2.5)
-def test_alaw_decode32_audioop(bench, alaw_frames) -> None:
-    groups = groups_of_32(alaw_frames)
-    alaw2lin = audioop.alaw2lin
-    bench(
-        loop(lambda g: [alaw2lin(f, 2) for f in g], groups),
-        per_call=len(groups),
-        samples=32 * FRAME,
-        unit="32 frames",
-    )
+@pytest.mark.parametrize("law", kernels(DECODE32, target=2.5))
+def test_decode32_audioop(bench, coded, law) -> None:
+    ref = LAWS[law].ref_decode
+    per_group(bench, lambda g: [ref(f, 2) for f in g], groups_of_32(coded[law]))
 
 
 # --- slin: host order to big-endian wire bytes ----------------------------------------------
@@ -209,17 +185,13 @@ def test_slin_wire_ours(bench, pcm_frames) -> None:
     to_wire = _core.slin_to_wire
     want = [np.frombuffer(f, np.int16).astype(">i2").tobytes() for f in pcm_frames]
     assert [to_wire(f) for f in pcm_frames] == want
-    bench(loop(to_wire, pcm_frames), per_call=N_FRAMES, samples=FRAME)
+    per_frame(bench, to_wire, pcm_frames)
 
 
 def test_slin_wire_audioop(bench, pcm_frames) -> None:
     byteswap = audioop.byteswap
-    bench(loop(lambda f: byteswap(f, 2), pcm_frames), per_call=N_FRAMES, samples=FRAME)
+    per_frame(bench, lambda f: byteswap(f, 2), pcm_frames)
 
 
 def test_slin_wire_numpy(bench, pcm_frames) -> None:
-    bench(
-        loop(lambda f: np.frombuffer(f, np.int16).astype(">i2").tobytes(), pcm_frames),
-        per_call=N_FRAMES,
-        samples=FRAME,
-    )
+    per_frame(bench, lambda f: np.frombuffer(f, np.int16).astype(">i2").tobytes(), pcm_frames)

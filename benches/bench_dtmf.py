@@ -15,11 +15,13 @@ test), vectorised over the eight tones; ours runs the full test list of docs/dtm
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 from node._core import DtmfDetector, dtmf_pcm
+from tones import kernels, loop
 
 N_FRAMES = 512
 ROWS = (697.0, 770.0, 852.0, 941.0)
@@ -87,49 +89,29 @@ def digit_starts(rate: int) -> range:
     return range(0, n * (N_FRAMES - 7), 14 * n)
 
 
-def stream(process: Callable[[bytes], object], frames: list[bytes]) -> Callable[[], None]:
-    def run() -> None:
-        for f in frames:
-            process(f)
-
-    return run
-
-
 def pressed(process: Callable[[bytes], list], frames: list[bytes]) -> list:
     return [e for f in frames for e in process(f) if e == "5" or e == ("pressed", "5")]
 
 
-def run_ours(bench: Callable[..., object], frames: list[bytes], rate: int) -> None:
+#: Kernel name: (sample rate, silent input).
+CASES = {"dtmf8k": (8000, False), "dtmf16k": (16000, False), "dtmfquiet8k": (8000, True)}
+
+
+def run(
+    bench: Callable[..., object], detector: Callable[[int], Any], frames: list[bytes], rate: int
+) -> None:
     expected = 0 if not any(any(f) for f in frames) else len(digit_starts(rate))
-    assert len(pressed(DtmfDetector(rate).process, frames)) == expected
-    bench(stream(DtmfDetector(rate).process, frames), per_call=N_FRAMES, samples=rate // 50)
+    assert len(pressed(detector(rate).process, frames)) == expected
+    bench(loop(detector(rate).process, frames), per_call=N_FRAMES, samples=rate // 50)
 
 
-def run_numpy(bench: Callable[..., object], frames: list[bytes], rate: int) -> None:
-    expected = 0 if not any(any(f) for f in frames) else len(digit_starts(rate))
-    assert len(pressed(NumpyDtmf(rate).process, frames)) == expected
-    bench(stream(NumpyDtmf(rate).process, frames), per_call=N_FRAMES, samples=rate // 50)
+@pytest.mark.parametrize("case", kernels(CASES))
+def test_dtmf_ours(bench, frames, case) -> None:
+    rate, silent = case
+    run(bench, DtmfDetector, frames(rate, silent), rate)
 
 
-def test_dtmf8k_ours(bench, frames) -> None:
-    run_ours(bench, frames(8000, False), 8000)
-
-
-def test_dtmf8k_numpy(bench, frames) -> None:
-    run_numpy(bench, frames(8000, False), 8000)
-
-
-def test_dtmf16k_ours(bench, frames) -> None:
-    run_ours(bench, frames(16000, False), 16000)
-
-
-def test_dtmf16k_numpy(bench, frames) -> None:
-    run_numpy(bench, frames(16000, False), 16000)
-
-
-def test_dtmfquiet8k_ours(bench, frames) -> None:
-    run_ours(bench, frames(8000, True), 8000)
-
-
-def test_dtmfquiet8k_numpy(bench, frames) -> None:
-    run_numpy(bench, frames(8000, True), 8000)
+@pytest.mark.parametrize("case", kernels(CASES))
+def test_dtmf_numpy(bench, frames, case) -> None:
+    rate, silent = case
+    run(bench, NumpyDtmf, frames(rate, silent), rate)

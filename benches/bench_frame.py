@@ -23,6 +23,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from node._core import FullFrame, MiniFrame, parse
 from node.iax2.constants import IE, ControlSubclass, Format, FrameType, IaxSubclass
+from tones import loop
 
 N_FRAMES = 512
 _HEADER = struct.Struct(">HHIBBBB")
@@ -190,39 +191,22 @@ def parse_and_read(parser: Callable[[bytes], object], datagrams: list[bytes]) ->
     return run
 
 
-def parse_all(parser: Callable[[bytes], object], datagrams: list[bytes]) -> Callable[[], None]:
-    def run() -> None:
-        for data in datagrams:
-            parser(data)
-
-    return run
-
-
 @pytest.fixture(scope="module", autouse=True)
 def parsers_agree() -> None:
     check_agreement(FULL)
     check_agreement(MINI)
 
 
-def test_parse_full_ours(benchmark: BenchmarkFixture) -> None:
-    benchmark(parse_all(parse, FULL))
+PARSERS = {"ours": parse, "struct": struct_parse}
+DATAGRAMS = {"full": FULL, "mini": MINI}
 
 
-def test_parse_full_struct(benchmark: BenchmarkFixture) -> None:
-    benchmark(parse_all(struct_parse, FULL))
+@pytest.mark.parametrize("parser", PARSERS.values(), ids=PARSERS.keys())
+@pytest.mark.parametrize("datagrams", DATAGRAMS.values(), ids=DATAGRAMS.keys())
+def test_parse(benchmark: BenchmarkFixture, datagrams: list[bytes], parser: Callable) -> None:
+    benchmark(loop(parser, datagrams))
 
 
-def test_parse_mini_ours(benchmark: BenchmarkFixture) -> None:
-    benchmark(parse_all(parse, MINI))
-
-
-def test_parse_mini_struct(benchmark: BenchmarkFixture) -> None:
-    benchmark(parse_all(struct_parse, MINI))
-
-
-def test_parse_and_read_full_ours(benchmark: BenchmarkFixture) -> None:
-    benchmark(parse_and_read(parse, FULL))
-
-
-def test_parse_and_read_full_struct(benchmark: BenchmarkFixture) -> None:
-    benchmark(parse_and_read(struct_parse, FULL))
+@pytest.mark.parametrize("parser", PARSERS.values(), ids=PARSERS.keys())
+def test_parse_and_read_full(benchmark: BenchmarkFixture, parser: Callable) -> None:
+    benchmark(parse_and_read(parser, FULL))

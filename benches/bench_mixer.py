@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from node import _core
+from tones import loop
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -90,21 +91,13 @@ def frame_sets(speech: Callable[[int, float], np.ndarray]) -> Callable[[int], li
     return get
 
 
-def run_all(tick: Callable[[list[bytes]], object], sets: list[list[bytes]]) -> Callable[[], None]:
-    def run() -> None:
-        for frames in sets:
-            tick(frames)
-
-    return run
-
-
 def make_ours(n: int) -> Callable[..., None]:
     def test(bench: Callable[..., object], frame_sets: Callable[[int], list[list[bytes]]]) -> None:
         sets = frame_sets(n)
         conf = _core.Conference(n, ULAW, mix_minus=True)
         peer = NumpyTick(n)
         assert [conf.tick(s) for s in sets] == [peer(s) for s in sets]
-        bench(run_all(conf.tick, sets), per_call=N_SETS, samples=n * FRAME, unit="tick")
+        bench(loop(conf.tick, sets), per_call=N_SETS, samples=n * FRAME, unit="tick")
 
     return test
 
@@ -115,7 +108,7 @@ def make_numpy(n: int) -> Callable[..., None]:
         peer = NumpyTick(n)
         for s in sets[:8]:
             assert peer(s) == reference(s)
-        bench(run_all(peer, sets), per_call=N_SETS, samples=n * FRAME, unit="tick")
+        bench(loop(peer, sets), per_call=N_SETS, samples=n * FRAME, unit="tick")
 
     return test
 

@@ -1,30 +1,30 @@
-"""8 kHz <-> 16 kHz resampling: node._core against soxr, audioop.ratecv and scipy.
+"""Rate conversion: node._core against soxr, audioop.ratecv and scipy, between the codecs'
+8 kHz and 16 kHz, and at the sound card edge between 48 kHz and 8/16 kHz.
 
-Per-frame benchmarks stream 512 consecutive 20 ms frames (160 samples at 8 kHz, 320 at 16 kHz)
-through one stateful resampler, bytes in and bytes out. Block benchmarks resample 1 s blocks
-from a fresh state (informational: the node never resamples in blocks).
+Per-frame benchmarks stream 512 consecutive 20 ms frames (160 samples at 8 kHz, 320 at 16 kHz,
+960 at 48 kHz) through one stateful converter, bytes in and bytes out. Block benchmarks convert
+1 s blocks from a fresh state (informational for 8 <-> 16 kHz, where the node never resamples
+in blocks; scipy's resample_poly has no streaming form). Kernel names: up and down are 8 kHz ->
+16 kHz and back; d48k8k is 48 kHz -> 8 kHz, u8k48k is 8 kHz -> 48 kHz, and so on.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pytest
 
 from node import _core
 from tones import (
+    Conversion,
     Resample,
     amplitude,
-    block_bench,
     framed,
-    gain_db,
-    ours_block,
+    kernels,
     rejection_db,
-    scipy_block,
-    soxr_block,
-    soxr_stream,
     stream_bench,
     tone,
 )
@@ -43,6 +43,9 @@ STOP_TONES_16K = (4600, 5000, 6000, 7000, 7900)  # aliases when going down
 PASS_TONES_8K = (3400, 3000, 2000, 1000, 100)  # images at 8000 - f when going up
 
 
+# --- 8 kHz <-> 16 kHz ------------------------------------------------------------------------
+
+
 def worst_alias_db(down: Resample) -> float:
     """Smallest rejection of the alias of a 16 kHz stopband tone, over the last second."""
     return min(
@@ -59,12 +62,83 @@ def worst_image_db(up: Resample) -> float:
     )
 
 
-def ours_up() -> Callable[[bytes], bytes]:
-    return _core.Upsampler().process
+#: What ours must meet each way: rejection and 1 kHz gain error, in dB.
+FLOORS = {"floor_db": 60, "max_gain_db": 0.5}
+UP = Conversion(8000, 16000, _core.Upsampler, worst_image_db, **FLOORS)
+DOWN = Conversion(16000, 8000, _core.Downsampler, worst_alias_db, **FLOORS)
 
 
-def ours_down() -> Callable[[bytes], bytes]:
-    return _core.Downsampler().process
+# --- 48 kHz <-> 8/16 kHz, the sound card edge -------------------------------------------------
+
+DEVICE = 48000
+
+#: (low rate, factor, passband edge, stopband edge) per conversion.
+CONVERSIONS = {8000: (6, 3400, 4600), 16000: (3, 7000, 9000)}
+
+
+def stop_tones(low: int) -> list[float]:
+    """48 kHz stopband tones: the edge, and 0.5 kHz steps to the top (off the low-rate grid)."""
+    _, _, stop = CONVERSIONS[low]
+    return [stop, *np.arange(stop + 525, DEVICE / 2, 500)]
+
+
+def alias_of(f: float, low: int) -> float:
+    a = f % low
+    return low - a if a > low / 2 else a
+
+
+def device_alias_db(down: Resample, low: int) -> float:
+    """Smallest rejection of a stopband tone's alias, over the last second."""
+    return min(
+        rejection_db(amplitude(down(tone(f, DEVICE, 1.2))[-low:], alias_of(f, low), low))
+        for f in stop_tones(low)
+    )
+
+
+def device_image_db(up: Resample, low: int) -> float:
+    """Smallest rejection of the images of passband tones, over the last second."""
+    passband = CONVERSIONS[low][1]
+    worst = np.inf
+    for f in (300, 1000, passband):
+        y = up(tone(f, low, 1.2))[-DEVICE:]
+        images = [c + s * f for c in range(low, DEVICE // 2 + f, low) for s in (-1, 1)]
+        worst = min(
+            worst, *(rejection_db(amplitude(y, i, DEVICE)) for i in images if i < DEVICE / 2)
+        )
+    return float(worst)
+
+
+#: What ours must meet at the device edge, each way.
+DEVICE_FLOORS = {"floor_db": 90, "max_gain_db": 0.01}
+
+
+def device_down(low: int) -> Conversion:
+    """The device's input: 48 kHz to `low`."""
+    alias = partial(device_alias_db, low=low)
+    return Conversion(DEVICE, low, partial(_core.Decimator, DEVICE // low), alias, **DEVICE_FLOORS)
+
+
+def device_up(low: int) -> Conversion:
+    """The device's output: `low` to 48 kHz."""
+    image = partial(device_image_db, low=low)
+    return Conversion(
+        low, DEVICE, partial(_core.Interpolator, DEVICE // low), image, **DEVICE_FLOORS
+    )
+
+
+STREAMS = {"up_stream": UP, "down_stream": DOWN}
+DEVICE_STREAMS = {
+    "d48k8k_stream": device_down(8000),
+    "d48k16k_stream": device_down(16000),
+    "u8k48k_stream": device_up(8000),
+    "u16k48k_stream": device_up(16000),
+}
+BLOCKS = {
+    "up_block": UP,
+    "down_block": DOWN,
+    "d48k8k_block": device_down(8000),
+    "u8k48k_block": device_up(8000),
+}
 
 
 def ratecv_stream(rate_in: int, rate_out: int) -> Callable[[], Callable[[bytes], bytes]]:
@@ -85,126 +159,49 @@ def ratecv_stream(rate_in: int, rate_out: int) -> Callable[[], Callable[[bytes],
 needs_audioop = pytest.mark.skipif(audioop is None, reason="audioop is not available")
 
 
-@pytest.fixture(scope="module")
-def frames8(speech: Callable[[int, float], np.ndarray]) -> list[bytes]:
-    x = speech(8000, N_FRAMES * 0.02)
-    return [x[i * 160 : (i + 1) * 160].tobytes() for i in range(N_FRAMES)]
+# --- per 20 ms frame, streaming ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def frames16(speech: Callable[[int, float], np.ndarray]) -> list[bytes]:
-    x = speech(16000, N_FRAMES * 0.02)
-    return [x[i * 320 : (i + 1) * 320].tobytes() for i in range(N_FRAMES)]
+@pytest.mark.parametrize("conv", kernels(STREAMS | DEVICE_STREAMS))
+def test_stream_ours(bench, speech_frames, conv: Conversion) -> None:
+    conv.bench_ours_stream(bench, speech_frames(conv.rate_in))
 
 
-# --- 8 kHz -> 16 kHz, per 20 ms frame ---------------------------------------------------------
-
-
-def test_up_stream_ours(bench, frames8) -> None:
-    up = framed(ours_up, 160)
-    images = worst_image_db(up)
-    gain = gain_db(up, 8000, 16000)
-    assert images >= 60, images
-    assert abs(gain) <= 0.5, gain
-    whole = _core.Upsampler().process(b"".join(frames8))
-    assert up(np.frombuffer(b"".join(frames8), np.int16)).tobytes() == whole
-    stream_bench(bench, ours_up(), frames8, image_rejection_db=images)
-
-
-@pytest.mark.ratio_target(2.5)
-def test_up_stream_soxr(bench, frames8) -> None:
-    make = soxr_stream(8000, 16000)
-    images = worst_image_db(framed(make, 160))
-    stream_bench(bench, make(), frames8, image_rejection_db=images)
-
-
-@needs_audioop
-@pytest.mark.ratio_target(2.0)
-def test_up_stream_ratecv(bench, frames8) -> None:
-    make = ratecv_stream(8000, 16000)
-    images = worst_image_db(framed(make, 160))
-    stream_bench(bench, make(), frames8, image_rejection_db=images)
-
-
-# --- 16 kHz -> 8 kHz, per 20 ms frame ---------------------------------------------------------
-
-
-def test_down_stream_ours(bench, frames16) -> None:
-    down = framed(ours_down, 320)
-    aliases = worst_alias_db(down)
-    gain = gain_db(down, 16000, 8000)
+def test_down_stream_rejects_5khz() -> None:
+    """The alias of 5 kHz (at 3 kHz, inside the passband) is held to 50 dB on its own."""
+    down = framed(DOWN.step, DOWN.frame)
     five_khz = rejection_db(amplitude(down(tone(5000, 16000, 1.2))[-8000:], 3000, 8000))
-    assert aliases >= 60, aliases
     assert five_khz >= 50, five_khz
-    assert abs(gain) <= 0.5, gain
-    whole = _core.Downsampler().process(b"".join(frames16))
-    assert down(np.frombuffer(b"".join(frames16), np.int16)).tobytes() == whole
-    stream_bench(bench, ours_down(), frames16, alias_rejection_db=aliases)
 
 
-@pytest.mark.ratio_target(2.5)
-def test_down_stream_soxr(bench, frames16) -> None:
-    make = soxr_stream(16000, 8000)
-    aliases = worst_alias_db(framed(make, 320))
-    stream_bench(bench, make(), frames16, alias_rejection_db=aliases)
+@pytest.mark.parametrize("conv", kernels(STREAMS, target=2.5) + kernels(DEVICE_STREAMS, target=1.5))
+def test_stream_soxr(bench, speech_frames, conv: Conversion) -> None:
+    conv.bench_soxr_stream(bench, speech_frames(conv.rate_in))
 
 
 @needs_audioop
-@pytest.mark.ratio_target(3.0)
-def test_down_stream_ratecv(bench, frames16) -> None:
-    make = ratecv_stream(16000, 8000)
-    aliases = worst_alias_db(framed(make, 320))
-    stream_bench(bench, make(), frames16, alias_rejection_db=aliases)
+@pytest.mark.parametrize(
+    "conv", kernels({"up_stream": UP}, target=2.0) + kernels({"down_stream": DOWN}, target=3.0)
+)
+def test_stream_ratecv(bench, speech_frames, conv: Conversion) -> None:
+    make = ratecv_stream(conv.rate_in, conv.rate_out)
+    frames = speech_frames(conv.rate_in)
+    stream_bench(bench, make(), frames, **conv.measure(framed(make, conv.frame)))
 
 
-# --- 1 s blocks, fresh state per block (informational) --------------------------------------
-
-N_BLOCKS = 8
+# --- 1 s blocks, fresh state per block --------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def blocks8(speech: Callable[[int, float], np.ndarray]) -> list[np.ndarray]:
-    x = speech(8000, N_BLOCKS)
-    return [x[i * 8000 : (i + 1) * 8000] for i in range(N_BLOCKS)]
+@pytest.mark.parametrize("conv", kernels(BLOCKS))
+def test_block_ours(bench, speech_blocks, conv: Conversion) -> None:
+    conv.bench_ours_block(bench, speech_blocks(conv.rate_in))
 
 
-@pytest.fixture(scope="module")
-def blocks16(speech: Callable[[int, float], np.ndarray]) -> list[np.ndarray]:
-    x = speech(16000, N_BLOCKS)
-    return [x[i * 16000 : (i + 1) * 16000] for i in range(N_BLOCKS)]
+@pytest.mark.parametrize("conv", kernels(BLOCKS))
+def test_block_soxr(bench, speech_blocks, conv: Conversion) -> None:
+    conv.bench_soxr_block(bench, speech_blocks(conv.rate_in))
 
 
-def test_up_block_ours(bench, blocks8) -> None:
-    fn = ours_block(_core.Upsampler())
-    images = worst_image_db(fn)
-    assert images >= 60, images
-    block_bench(bench, fn, blocks8)
-
-
-def test_up_block_soxr(bench, blocks8) -> None:
-    fn = soxr_block(8000, 16000)
-    block_bench(bench, fn, blocks8, image_rejection_db=worst_image_db(fn))
-
-
-def test_up_block_scipy(bench, blocks8) -> None:
-    pytest.importorskip("scipy")
-    fn = scipy_block(2, 1)
-    block_bench(bench, fn, blocks8)
-
-
-def test_down_block_ours(bench, blocks16) -> None:
-    fn = ours_block(_core.Downsampler())
-    aliases = worst_alias_db(fn)
-    assert aliases >= 60, aliases
-    block_bench(bench, fn, blocks16)
-
-
-def test_down_block_soxr(bench, blocks16) -> None:
-    fn = soxr_block(16000, 8000)
-    block_bench(bench, fn, blocks16, alias_rejection_db=worst_alias_db(fn))
-
-
-def test_down_block_scipy(bench, blocks16) -> None:
-    pytest.importorskip("scipy")
-    fn = scipy_block(1, 2)
-    block_bench(bench, fn, blocks16)
+@pytest.mark.parametrize("conv", kernels(BLOCKS))
+def test_block_scipy(bench, speech_blocks, conv: Conversion) -> None:
+    conv.bench_scipy_block(bench, speech_blocks(conv.rate_in))

@@ -4,8 +4,10 @@ Conventions (research/perf.md §6):
 
 - Files are `benches/bench_*.py` (collected by the hook below) and tests are named
   `test_<kernel>_<impl>`: `impl` is `ours` for node._core and the peer's name otherwise
-  (`audioop`, `numpy`, `soxr`, ...). Define the `ours` test first in a module, so each peer test
-  can compute its ratio when it runs.
+  (`audioop`, `numpy`, `soxr`, ...). A test parametrized over several kernels is named
+  `test_<anything>_<impl>` and each case's id is its kernel (`test_encode_ours[ulaw_encode]`, see
+  `tones.kernels`).
+  Define the `ours` test first in a module, so each peer test can compute its ratio when it runs.
 - Each test checks correctness first, then times a call that cycles through >= 512 distinct
   frames (a repeated frame lets the branch predictor flatter branchy peers 2.5x), using the
   `bench` fixture: `bench(fn, per_call=512, samples=160)` times `fn` and records the time per
@@ -72,15 +74,18 @@ def _cpu_model() -> str:
 MACHINE = {"machine": platform.machine(), "cpu": _cpu_model(), "nproc": os.cpu_count()}
 
 
-def _split_name(name: str) -> tuple[str, str]:
-    kernel, _, impl = name.removeprefix("test_").rpartition("_")
+def _split_name(node: pytest.Function) -> tuple[str, str]:
+    kernel, _, impl = node.originalname.removeprefix("test_").rpartition("_")
+    callspec = getattr(node, "callspec", None)
+    if callspec is not None:
+        kernel = callspec.id
     return kernel, impl
 
 
 @pytest.fixture
 def bench(benchmark: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Time `fn` with pytest-benchmark and record its cost per unit for the ratio table."""
-    kernel, impl = _split_name(request.node.originalname)
+    kernel, impl = _split_name(request.node)
     marker = request.node.get_closest_marker("ratio_target")
     target = float(marker.args[0]) if marker else None
 
@@ -127,6 +132,29 @@ def speech() -> Callable[[int, float], np.ndarray]:
         x = env * (6000 * np.sin(2 * np.pi * 440 * t) + 3000 * np.sin(2 * np.pi * 1170 * t))
         x += rng.normal(0, 600, t.size)
         return np.clip(np.round(x), -32768, 32767).astype(np.int16)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def speech_frames(speech: Callable[[int, float], np.ndarray]) -> Callable[..., list[bytes]]:
+    """`speech_frames(rate, ms=20)`: 512 consecutive `ms` ms frames of `speech`, as bytes."""
+
+    def make(rate: int, ms: int = 20, count: int = 512) -> list[bytes]:
+        n = rate * ms // 1000
+        x = speech(rate, count * ms / 1000)
+        return [x[i * n : (i + 1) * n].tobytes() for i in range(count)]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def speech_blocks(speech: Callable[[int, float], np.ndarray]) -> Callable[[int], list[np.ndarray]]:
+    """`speech_blocks(rate)`: 8 consecutive 1 s blocks of `speech`."""
+
+    def make(rate: int, count: int = 8) -> list[np.ndarray]:
+        x = speech(rate, count)
+        return [x[i * rate : (i + 1) * rate] for i in range(count)]
 
     return make
 

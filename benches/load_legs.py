@@ -38,8 +38,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.load.daemon_load import callers, final_line, start_daemon  # noqa: E402
-from tests.load.harness import cpu_times, machine, run_load  # noqa: E402
-from tests.load.test_legs_loopback import check_consistent  # noqa: E402
+from tests.load.harness import cpu_times, machine, run_load, save_figures  # noqa: E402
+from tests.load.test_legs_loopback import consistent  # noqa: E402
 
 TARGET_CPU_PCT_AT_2000 = 50.0
 TARGET_TICK_P99_MS = 2.0
@@ -177,10 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"!! {n} legs: only {setup['answered']} calls answered", file=sys.stderr)
                     rc = 1
                 continue
-            try:
-                check_consistent(r)
-            except AssertionError as exc:
-                print(f"!! {n} legs: inconsistent run: {exc}", file=sys.stderr, flush=True)
+            if not consistent(r):
                 rc = 1
     print(LEGEND)
     big = [r for r in results if r["legs"] >= 2000]
@@ -191,9 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             and r["ticks"]["p99_ms"] < TARGET_TICK_P99_MS
         )
         print(f"2,000-leg target ({r['legs']} legs): {'met' if ok else 'NOT met'}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-        print(f"figures: {args.json}")
+    save_figures(args.json, results)
     return rc
 
 

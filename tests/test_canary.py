@@ -6,14 +6,18 @@ import json
 import signal
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from tests.interop.harness import configured_node, start_failure, wait_until
 from tests.interop.softphone import Softphone
-from tests.node_process import NodeProcess, NotifySocket, free_port, write_config
+from tests.node_process import NodeProcess, NotifySocket, free_port
 
 NODE_CANARY = "canary-node-secret-7f3a9c"
 PEER_CANARY = "canary-peer-secret-0d44e1"
@@ -45,29 +49,63 @@ def collect_events(node: NodeProcess, events: list[str]) -> threading.Thread:
     return t
 
 
-def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
-    registrar = free_port(socket.SOCK_DGRAM)  # nothing listens there: registration just fails
-    peers = write_peers(tmp_path / "peers", f"2001={FILE_CANARY}\n")
-    path = write_config(
-        tmp_path / "node.toml",
-        udp_port=udp,
-        http_port=http,
-        extra=(
-            f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n'
-            '[secrets]\nsource = "env"\npeers_file = "peers"\n'
-        ),
-    )
-    env = {"NET_NODE": "1999", "NET_SECRET": NODE_CANARY, "NET_PEER_2000": PEER_CANARY}
-    notify = NotifySocket()
-    node = NodeProcess(path, udp, http, env={**env, **notify.env})
-    outputs: list[str] = []
-    events: list[str] = []
+@dataclass
+class Run:
+    """A daemon under test and every text it put out."""
+
+    node: NodeProcess
+    notify: NotifySocket | None
+    #: The raw data of every event of its stream.
+    events: list[str] = field(default_factory=list)
+    #: Every text the test and the run collected, to be scanned for canaries.
+    outputs: list[str] = field(default_factory=list)
+    err: str = ""
+
+
+@contextmanager
+def running(
+    tmp_path: Path, extra: str, env: dict[str, str], *, notify: bool = True
+) -> Iterator[Run]:
+    """`configured`, ready (and READY on its notify socket) with its events collected. When the
+    block ends cleanly the node gets SIGTERM and must exit 0; then its stdout, stderr, events,
+    notifications and configuration file join `outputs`."""
+    sock = NotifySocket() if notify else None
+    node = configured_node(tmp_path, extra, {**env, **(sock.env if sock else {})})
+    run = Run(node, sock)
     try:
         node.wait_ready()
-        notify.wait("READY")
+        if sock:
+            sock.wait("READY")
+        listener = collect_events(node, run.events)
+        yield run
+        node.signal(signal.SIGTERM)
+        assert node.wait() == 0
+        listener.join(10)
+    finally:
+        node.kill()
+        if sock:
+            sock.close()
+    out, run.err = node.communicate()
+    run.outputs += [
+        out,
+        run.err,
+        *run.events,
+        *(sock.datagrams if sock else []),
+        node.config.read_text(),
+    ]
 
-        t = collect_events(node, events)
+
+def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
+    registrar = free_port(socket.SOCK_DGRAM)  # nothing listens there: registration just fails
+    peers = write_peers(tmp_path / "peers", f"2001={FILE_CANARY}\n")
+    extra = (
+        f'[register]\npeer = "127.0.0.1:{registrar}"\nnode_id = "1999"\n\n'
+        '[secrets]\nsource = "env"\npeers_file = "peers"\n'
+    )
+    env = {"NET_NODE": "1999", "NET_SECRET": NODE_CANARY, "NET_PEER_2000": PEER_CANARY}
+    with running(tmp_path, extra, env) as run:
+        node, notify, outputs = run.node, run.notify, run.outputs
+        assert notify is not None
         for path_ in ("/status", "/stats", "/nope"):
             outputs.append(node.get(path_).text)
         # Bad requests that carry a secret must not echo it back in the error.
@@ -97,17 +135,9 @@ def test_canary_secrets_appear_in_no_output(tmp_path: Path) -> None:
             phone.hangup(callno)
             assert phone.wait_for(lambda p: p.ended(callno))
         outputs.append(node.get("/status").text)
-        node.signal(signal.SIGTERM)
-        assert node.wait() == 0
-        t.join(10)
-    finally:
-        node.kill()
-        notify.close()
-    out, err = node.communicate()
-    assert "reload failed" in err and "line 2" in err
-    outputs += [out, err, *events, *notify.datagrams, path.read_text()]
-    assert events and json.loads(events[0])["event"] == "snapshot"
-    for text in outputs:
+    assert "reload failed" in run.err and "line 2" in run.err
+    assert run.events and json.loads(run.events[0])["event"] == "snapshot"
+    for text in run.outputs:
         for canary in CANARIES:
             assert canary not in text
 
@@ -119,7 +149,6 @@ def test_canary_secret_stays_out_of_http_registration_output(tmp_path: Path) -> 
     """A registrar that first refuses (echoing the password back in its reply, as a hostile one
     might), then accepts: the password reaches the registrar and nothing else."""
     from tests.allstar.httpserver import HttpServer, Reply, Request
-    from tests.interop.harness import wait_until
 
     def state(node: NodeProcess, wanted: str) -> str | None:
         text = node.get("/status").text
@@ -137,43 +166,26 @@ def test_canary_secret_stays_out_of_http_registration_output(tmp_path: Path) -> 
         body = {"ipaddr": request.client, "port": 4569, "data": data, "echo": HTTP_CANARY}
         return Reply(200, json.dumps(body).encode())
 
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
     with HttpServer(registrar) as srv:
-        path = write_config(
-            tmp_path / "node.toml",
-            udp_port=udp,
-            http_port=http,
-            extra=(
-                f'[register]\nmethod = "http"\nurl = "{srv.url}"\nnode_id = "1999"\n\n'
-                '[secrets]\nsource = "env"\n'
-            ),
+        extra = (
+            f'[register]\nmethod = "http"\nurl = "{srv.url}"\nnode_id = "1999"\n\n'
+            '[secrets]\nsource = "env"\n'
         )
-        node = NodeProcess(path, udp, http, env={"NET_NODE": "1999", "NET_SECRET": HTTP_CANARY})
-        events: list[str] = []
-        outputs: list[str] = []
-        try:
-            node.wait_ready()
-
-            t = collect_events(node, events)
+        env = {"NET_NODE": "1999", "NET_SECRET": HTTP_CANARY}
+        with running(tmp_path, extra, env, notify=False) as run:
+            node = run.node
             failed = wait_until("the refusal", lambda: state(node, "failed"))
-            outputs.append(failed)
+            run.outputs.append(failed)
             # The registrar's echo was blanked out, not merely absent.
             assert "***" in json.loads(failed)["registration"]["last_failure"]
-            outputs.append(node.post("/register").text)
-            outputs.append(wait_until("the registration", lambda: state(node, "registered")))
-            node.signal(signal.SIGTERM)
-            assert node.wait() == 0
-            t.join(10)
-        finally:
-            node.kill()
-    out, err = node.communicate()
-    outputs += [out, err, *events]
+            run.outputs.append(node.post("/register").text)
+            run.outputs.append(wait_until("the registration", lambda: state(node, "registered")))
     # It did go where it belongs: in the POST body, and nowhere else.
     assert all(
         HTTP_CANARY in json.loads(r.body)["data"]["nodes"]["1999"]["passwd"] for r in replies
     )
-    assert any('"register_failed"' in e for e in events) or "registration failed" in err
-    for text in outputs:
+    assert any('"register_failed"' in e for e in run.events) or "registration failed" in run.err
+    for text in run.outputs:
         assert HTTP_CANARY not in text
 
 
@@ -192,20 +204,8 @@ def test_canary_secret_stays_out_of_http_registration_output(tmp_path: Path) -> 
 def test_refused_peers_file_exits_78_without_a_canary(
     tmp_path: Path, peers_text: str, env: dict[str, str], problem: str
 ) -> None:
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
     peers = write_peers(tmp_path / "peers", peers_text)
-    path = write_config(
-        tmp_path / "node.toml",
-        udp_port=udp,
-        http_port=http,
-        extra='[secrets]\npeers_file = "peers"\n',
-    )
-    node = NodeProcess(path, udp, http, env=env)
-    try:
-        assert node.wait() == 78
-    finally:
-        node.kill()
-    out, err = node.communicate()
+    out, err = start_failure(tmp_path, '[secrets]\npeers_file = "peers"\n', env)
     assert f"{peers}: {problem}" in err
     for text in (out, err):
         for canary in CANARIES:
@@ -229,7 +229,6 @@ def test_wireguard_keys_appear_in_no_output(tmp_path: Path) -> None:
     public key and never the private or preshared one."""
     from node._core import Engine, WireGuard
     from node.wireguard import encode_key, public_key
-    from tests.interop.harness import wait_until
 
     peer_key = bytes(range(32))
     peer = Engine(
@@ -247,50 +246,33 @@ def test_wireguard_keys_appear_in_no_output(tmp_path: Path) -> None:
     canaries = (*wg_forms(WG_CANARY), *wg_forms(WG_PSK_CANARY))
     assert all(c not in repr(peer) for c in canaries)
     peer_listen = (peer.tunnel() or {})["listen"]
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
-    path = write_config(
-        tmp_path / "node.toml",
-        udp_port=udp,
-        http_port=http,
-        extra=(
-            '[wireguard]\naddress = "10.66.0.2"\nprivate_key_env = "WG_KEY"\n'
-            f'peer_public_key = "{encode_key(public_key(peer_key))}"\n'
-            f'endpoint = "{peer_listen}"\nallowed_ips = ["10.66.0.0/24"]\n'
-            'preshared_key_env = "WG_PSK"\n'
-        ),
+    extra = (
+        '[wireguard]\naddress = "10.66.0.2"\nprivate_key_env = "WG_KEY"\n'
+        f'peer_public_key = "{encode_key(public_key(peer_key))}"\n'
+        f'endpoint = "{peer_listen}"\nallowed_ips = ["10.66.0.0/24"]\n'
+        'preshared_key_env = "WG_PSK"\n'
     )
     env = {"WG_KEY": encode_key(WG_CANARY), "WG_PSK": encode_key(WG_PSK_CANARY)}
-    notify = NotifySocket()
-    node = NodeProcess(path, udp, http, env={**env, **notify.env})
-    outputs: list[str] = []
-    events: list[str] = []
     try:
-        node.wait_ready()
-        notify.wait("READY")
-        t = collect_events(node, events)
-        up = wait_until(
-            "the tunnel", lambda: '"state":"up"' in (s := node.get("/status").text) and s
-        )
-        outputs.append(up)
-        assert json.loads(up)["tunnel"]["public_key"] == encode_key(public_key(WG_CANARY))
-        for path_ in ("/stats", "/nope"):
-            outputs.append(node.get(path_).text)
-        outputs.append(node.post("/link", json={"action": "connect", "node": "x"}).text)
-        node.signal(signal.SIGHUP)
-        notify.wait("RELOADING")
-        notify.wait("READY")
-        node.signal(signal.SIGTERM)
-        assert node.wait() == 0
-        t.join(10)
+        with running(tmp_path, extra, env) as run:
+            node, notify = run.node, run.notify
+            assert notify is not None
+            up = wait_until(
+                "the tunnel", lambda: '"state":"up"' in (s := node.get("/status").text) and s
+            )
+            run.outputs.append(up)
+            assert json.loads(up)["tunnel"]["public_key"] == encode_key(public_key(WG_CANARY))
+            for path_ in ("/stats", "/nope"):
+                run.outputs.append(node.get(path_).text)
+            run.outputs.append(node.post("/link", json={"action": "connect", "node": "x"}).text)
+            node.signal(signal.SIGHUP)
+            notify.wait("RELOADING")
+            notify.wait("READY")
     finally:
-        node.kill()
-        notify.close()
         peer.stop()
-    out, err = node.communicate()
-    assert "WireGuard tunnel up" in err and encode_key(public_key(WG_CANARY)) in err
-    outputs += [out, err, *events, *notify.datagrams, path.read_text()]
-    assert any('"tunnel"' in e for e in events)
-    for text in outputs:
+    assert "WireGuard tunnel up" in run.err and encode_key(public_key(WG_CANARY)) in run.err
+    assert any('"tunnel"' in e for e in run.events)
+    for text in run.outputs:
         for canary in canaries:
             assert canary not in text
 
@@ -299,20 +281,12 @@ def test_wireguard_keys_appear_in_no_output(tmp_path: Path) -> None:
     "value", [WG_CANARY.decode(), WG_CANARY.hex(), "x" + wg_forms(WG_CANARY)[0]]
 )
 def test_malformed_wireguard_key_exits_78_without_a_canary(tmp_path: Path, value: str) -> None:
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
-    path = write_config(
-        tmp_path / "node.toml",
-        udp_port=udp,
-        http_port=http,
-        extra=(
-            '[wireguard]\naddress = "10.66.0.2"\nprivate_key_env = "WG_KEY"\n'
-            'peer_public_key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="\n'
-            'allowed_ips = ["10.66.0.0/24"]\n'
-        ),
+    extra = (
+        '[wireguard]\naddress = "10.66.0.2"\nprivate_key_env = "WG_KEY"\n'
+        'peer_public_key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="\n'
+        'allowed_ips = ["10.66.0.0/24"]\n'
     )
-    node = NodeProcess(path, udp, http, env={"WG_KEY": value})
-    assert node.wait() == 78
-    out, err = node.communicate()
+    out, err = start_failure(tmp_path, extra, {"WG_KEY": value})
     assert "WG_KEY" in err and "44 characters of base64" in err
     for canary in (*wg_forms(WG_CANARY), value):
         assert canary not in out + err

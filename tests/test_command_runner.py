@@ -65,6 +65,15 @@ def dtmf_events(sub: Subscription) -> list[dict[str, Any]]:
     return out
 
 
+async def link_up(ctl: Controller) -> float:
+    """Connect node 2001 and bring its link up as call 41; returns the time it came up."""
+    await ctl.link("connect", "2001")
+    now = ctl.now()
+    ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
+    ctl.links.call_up(41, "ulaw", now)
+    return now
+
+
 async def settle(predicate: Callable[[], bool]) -> None:
     while not predicate():
         await asyncio.sleep(0.01)
@@ -228,10 +237,7 @@ def test_restore_brings_back_what_disconnect_all_dropped_each_in_its_mode() -> N
 def test_status_says_our_links_and_full_status_the_network_behind_them() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         net = ctl.links
-        await ctl.link("connect", "2001")
-        now = ctl.now()
-        net.dialled("2001", 41, ("127.0.0.1", 14569), now)
-        net.call_up(41, "ulaw", now)
+        now = await link_up(ctl)
         net.text(41, "L T2005,R2006", now)
         assert await ctl.commands.execute(Command("status")) == "links: T2001"
         assert await ctl.commands.execute(Command("full_status")) == ("links: T2001, T2005, R2006")
@@ -253,10 +259,7 @@ def test_remote_command_mode_needs_the_node_in_the_network_and_a_local_source() 
             runner.digit("call 7", 7, d)
         assert dtmf_events(sub)[-1]["command"] == "*70 status"
 
-        await ctl.link("connect", "2001")
-        now = ctl.now()
-        ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
-        ctl.links.call_up(41, "ulaw", now)
+        await link_up(ctl)
         # Digits from a link (its D texts, or DTMF frames on its call) never enter it.
         for source, call in (("remote 2001", 41), ("call 41", 41)):
             for d in "*42001":
@@ -283,10 +286,7 @@ def test_remote_command_mode_needs_the_node_in_the_network_and_a_local_source() 
 
 def test_remote_command_mode_ends_by_itself_after_ten_silent_time_outs() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
-        await ctl.link("connect", "2001")
-        now = ctl.now()
-        ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
-        ctl.links.call_up(41, "ulaw", now)
+        await link_up(ctl)
         for d in "*42001":
             ctl.commands.digit("local", None, d)
         assert ctl.commands.remote_node("local") == "2001"
@@ -303,10 +303,7 @@ def test_remote_command_mode_ends_by_itself_after_ten_silent_time_outs() -> None
 
 def test_a_call_that_ends_takes_its_sequence_and_remote_mode_with_it() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
-        await ctl.link("connect", "2001")
-        now = ctl.now()
-        ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
-        ctl.links.call_up(41, "ulaw", now)
+        await link_up(ctl)
         for d in "*42001":
             ctl.commands.digit("call 7", 7, d)
         for d in "*3":

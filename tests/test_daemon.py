@@ -19,6 +19,7 @@ from httpx_sse import connect_sse
 
 from node._core import FrameError, FullFrame, parse
 from node.iax2.constants import FrameType, IaxSubclass
+from tests.interop.harness import start_failure
 from tests.node_process import NodeProcess, free_port, write_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,16 +257,8 @@ def test_missing_config_writes_template_and_runs_on_defaults(tmp_path: Path) -> 
 
 
 def test_config_error_names_file_and_key_and_exits_78(tmp_path: Path) -> None:
-    path = write_config(
-        tmp_path / "bad.toml",
-        udp_port=free_port(socket.SOCK_DGRAM),
-        http_port=free_port(),
-        extra='[bridge]\nmode = "party"\n',
-    )
-    proc = NodeProcess(path, 0, 0)
-    assert proc.wait() == 78
-    _, err = proc.communicate()
-    assert str(path) in err and "bridge.mode" in err and "conference" in err
+    _, err = start_failure(tmp_path, '[bridge]\nmode = "party"\n')
+    assert str(tmp_path / "node.toml") in err and "bridge.mode" in err and "conference" in err
 
 
 def test_template_that_cannot_be_written_is_a_config_error(tmp_path: Path) -> None:
@@ -298,26 +291,12 @@ def test_ami_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        path = write_config(
-            tmp_path / "node.toml",
-            udp_port=free_port(socket.SOCK_DGRAM),
-            http_port=free_port(),
-            extra=f'[ami]\nenabled = true\nbind = "127.0.0.1:{port}"\n',
-        )
-        proc = NodeProcess(path, 0, 0, env={"NET_AMI_SECRET": "ami-secret-in-use"})
-        assert proc.wait() == 1
-        _, err = proc.communicate()
+        extra = f'[ami]\nenabled = true\nbind = "127.0.0.1:{port}"\n'
+        env = {"NET_AMI_SECRET": "ami-secret-in-use"}
+        _, err = start_failure(tmp_path, extra, env, code=1)
     assert "ami.bind" in err and str(port) in err and "ami-secret-in-use" not in err
 
 
 def test_ami_without_its_password_is_a_config_error(tmp_path: Path) -> None:
-    path = write_config(
-        tmp_path / "node.toml",
-        udp_port=free_port(socket.SOCK_DGRAM),
-        http_port=free_port(),
-        extra="[ami]\nenabled = true\n",
-    )
-    proc = NodeProcess(path, 0, 0)
-    assert proc.wait() == 78
-    _, err = proc.communicate()
+    _, err = start_failure(tmp_path, "[ami]\nenabled = true\n")
     assert "NET_AMI_SECRET" in err

@@ -33,22 +33,18 @@ MD5 = "821d4b0b8252f25b8324273857ef0fb4"
 DATETIME = (2026, 11, 22, 3, 51, 46)
 DATETIME_RAW = (26 << 25) | (11 << 21) | (22 << 16) | (3 << 11) | (51 << 5) | 23
 
-FIELDS = [
-    "iax2.packet_type",
+#: A full frame's header as tshark names it, in wire order after the source call.
+HEADER_FIELDS = [
     "iax2.src_call",
     "iax2.dst_call",
-    "iax2.retransmission",
     "iax2.timestamp",
     "iax2.oseqno",
     "iax2.iseqno",
     "iax2.type",
-    "iax2.ie_id",
     "iax2.iax.subclass",
-    "iax2.control.subclass",
-    "iax2.voice.subclass",
-    "iax2.voice.codec",
-    "iax2.dtmf.subclass",
-    "iax2.text.text",
+]
+#: The IEs a NEW names the call and its codecs with.
+CALL_IE_FIELDS = [
     "iax2.iax.version",
     "iax2.iax.called_number",
     "iax2.iax.calling_number",
@@ -56,6 +52,18 @@ FIELDS = [
     "iax2.iax.format",
     "iax2.iax.format2",
     "iax2.iax.capability",
+]
+FIELDS = [
+    "iax2.packet_type",
+    *HEADER_FIELDS,
+    "iax2.retransmission",
+    "iax2.ie_id",
+    "iax2.control.subclass",
+    "iax2.voice.subclass",
+    "iax2.voice.codec",
+    "iax2.dtmf.subclass",
+    "iax2.text.text",
+    *CALL_IE_FIELDS,
     "iax2.iax.capability2",
     "iax2.iax.codecprefs",
     "iax2.iax.datetime.raw",
@@ -395,17 +403,7 @@ def test_trunk_without_timestamps(tmp_path: Path) -> None:
 def test_reference_captures_agree_with_tshark(path: Path) -> None:
     datagrams = [d for d in udp_datagrams(path) if is_iax(d)]
     assert datagrams, f"{path.name} holds no IAX2 datagrams"
-    fields = [
-        "iax2.packet_type",
-        "iax2.src_call",
-        "iax2.dst_call",
-        "iax2.timestamp",
-        "iax2.oseqno",
-        "iax2.iseqno",
-        "iax2.type",
-        "iax2.iax.subclass",
-        "iax2.ie_id",
-    ]
+    fields = ["iax2.packet_type", *HEADER_FIELDS, "iax2.ie_id"]
     rows = [r for r in tshark_fields(path, fields) if r["iax2.packet_type"]]
     assert len(rows) == len(datagrams)
     for d, row in zip(datagrams, rows, strict=True):

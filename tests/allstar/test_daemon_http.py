@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 from pathlib import Path
 
 from node import __version__
 from tests.allstar.httpserver import HttpServer, Reply, Request
-from tests.node_process import EventLog, NodeProcess, free_port, write_config
+from tests.interop.harness import assert_registered, assert_registration_fails, configured_node
+from tests.node_process import EventLog, NodeProcess
 
 PASSWORD = "canary-daemon-http-pass-6e03"
 
@@ -34,14 +34,12 @@ class AslRegistrar:
 
 
 def start_node(tmp_path: Path, registrar_url: str, collector_url: str, secret: str) -> NodeProcess:
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
     extra = (
         f'[register]\nmethod = "http"\nurl = "{registrar_url}"\nnode_id = "1999"\n\n'
         f'[statpost]\nurl = "{collector_url}uhandler"\ninterval_secs = 30\n\n'
         '[secrets]\nsource = "env"\n'
     )
-    path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http, extra=extra)
-    node = NodeProcess(path, udp, http, env={"NET_NODE": "1999", "NET_SECRET": secret})
+    node = configured_node(tmp_path, extra, {"NET_NODE": "1999", "NET_SECRET": secret})
     node.wait_ready()
     return node
 
@@ -60,16 +58,7 @@ def test_http_registration_and_status_posts_end_to_end(tmp_path: Path) -> None:
                 "port": node.udp_addr[1],
                 "data": {"nodes": {"1999": {"node": "1999", "passwd": PASSWORD, "remote": 0}}},
             }
-            if not node.get("/status").json()["registered"]:
-                log.wait("registered")
-            status = node.get("/status").json()
-            assert status["registered"] is True
-            assert status["registration"] == {
-                "method": "http",
-                "state": "registered",
-                "perceived_addr": f"127.0.0.1:{node.udp_addr[1]}",
-                "last_failure": None,
-            }
+            assert_registered(node, log, "http")
 
             (stat,) = collector.wait_for(1)
             assert re.fullmatch(
@@ -113,15 +102,7 @@ def test_a_wrong_password_answered_2xx_is_register_failed(tmp_path: Path) -> Non
     ):
         node = start_node(tmp_path, registrar.url, collector.url, "not-the-password")
         try:
-            log = EventLog(node)
-            log.wait("snapshot")
-            node.post("/register")
-            event = log.wait("register_failed")
-            assert "did not confirm the registration" in event["reason"]
-            status = node.get("/status").json()
-            assert status["registered"] is False
-            assert status["registration"]["state"] == "failed"
-            assert status["registration"]["last_failure"] == event["reason"]
+            assert "did not confirm the registration" in assert_registration_fails(node)
             collector.wait_for(1)  # a collector refusing posts does not stop the node
             assert node.get("/status").status_code == 200
         finally:

@@ -38,27 +38,28 @@ def portal(password: str = PASSWORD, token: str = TOKEN):
 
 
 @contextmanager
-def guest_node(
-    tmp_path: Path, host: WtHost, portal_url: str, env: dict[str, str] | None = None
-) -> Iterator[NodeProcess]:
-    with running_node(
-        tmp_path,
-        "guest",
-        sections=(
-            '[register]\npeer = "127.0.0.1:9"\nnode_id = "1999"\n\n'
-            f'[links]\ndns = false\n\n[links.2000]\nshape = "wt-guest"\n'
-            f'addr = "127.0.0.1:{host.addr[1]}"\n\n'
-            f'[portal]\nuser = "N0CALL"\nnode = "1999"\ncredential_env = "PORTAL_PASSWORD"\n'
-            f'url = "{portal_url.rstrip("/")}"\n'
-        ),
-        env={
-            "NET_NODE": "1999",
-            "NET_SECRET": "not-used-here",
-            "PORTAL_PASSWORD": PASSWORD,
-            **(env or {}),
-        },
-    ) as node:
-        yield node
+def guest(
+    tmp_path: Path, ring_s: float = 0.5, **portal_options: str
+) -> Iterator[tuple[NodeProcess, WtHost, EventWatcher]]:
+    """A node with a `wt-guest` link to node 2000, a web-transceiver host of ours, and a portal
+    of `portal(**portal_options)`; yields the node, the host and the node's event stream."""
+    with (
+        HttpServer(portal(**portal_options)) as srv,
+        WtHost({TOKEN}, ring_s=ring_s) as host,
+        running_node(
+            tmp_path,
+            "guest",
+            sections=(
+                '[register]\npeer = "127.0.0.1:9"\nnode_id = "1999"\n\n'
+                f'[links]\ndns = false\n\n[links.2000]\nshape = "wt-guest"\n'
+                f'addr = "127.0.0.1:{host.addr[1]}"\n\n'
+                f'[portal]\nuser = "N0CALL"\nnode = "1999"\ncredential_env = "PORTAL_PASSWORD"\n'
+                f'url = "{srv.url.rstrip("/")}"\n'
+            ),
+            env={"NET_NODE": "1999", "NET_SECRET": "not-used-here", "PORTAL_PASSWORD": PASSWORD},
+        ) as node,
+    ):
+        yield node, host, EventWatcher(node)
 
 
 def link_2000(node: NodeProcess) -> dict | None:
@@ -127,12 +128,7 @@ def test_portal_tokens_bad_replies(reply: Reply, message: str) -> None:
 
 
 def test_wt_guest_link_is_up_from_the_ring_and_keyed_by_voice(tmp_path: Path) -> None:
-    with (
-        HttpServer(portal()) as srv,
-        WtHost({TOKEN}, ring_s=1.0) as host,
-        guest_node(tmp_path, host, srv.url) as node,
-    ):
-        events = EventWatcher(node)
+    with guest(tmp_path, ring_s=1.0) as (node, host, events):
         link_command(node, "connect")
         # Up while the host still rings (before its ANSWER, 1 s after the ring).
         up = wait_until("the guest link up", lambda: (link_2000(node) or {}).get("state") == "up")
@@ -160,12 +156,7 @@ def test_wt_guest_link_is_up_from_the_ring_and_keyed_by_voice(tmp_path: Path) ->
 
 
 def test_a_refused_token_is_reported_not_retried(tmp_path: Path) -> None:
-    with (
-        HttpServer(portal(token="ffffffffffff")) as srv,
-        WtHost({TOKEN}) as host,
-        guest_node(tmp_path, host, srv.url) as node,
-    ):
-        events = EventWatcher(node)
+    with guest(tmp_path, token="ffffffffffff") as (node, host, events):
         link_command(node, "connect")
         gone = dropped(events)
         assert "did not accept the web-transceiver token" in gone["reason"]
@@ -174,12 +165,7 @@ def test_a_refused_token_is_reported_not_retried(tmp_path: Path) -> None:
 
 
 def test_a_portal_refusal_is_reported(tmp_path: Path) -> None:
-    with (
-        HttpServer(portal(password="another")) as srv,
-        WtHost({TOKEN}) as host,
-        guest_node(tmp_path, host, srv.url) as node,
-    ):
-        events = EventWatcher(node)
+    with guest(tmp_path, password="another") as (node, host, events):
         link_command(node, "connect")
         gone = dropped(events)
         assert gone["reason"].startswith(

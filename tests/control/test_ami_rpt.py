@@ -36,15 +36,7 @@ UP = LinkRow(
     since_key=35,
     since_unkey=12,
 )
-CONNECTING = LinkRow(
-    name="29999",
-    peer="(none)",
-    reconnects=3,
-    outbound=False,
-    connected_ms=0,
-    established=False,
-    mode="C",
-)
+CONNECTING = LinkRow("29999", "(none)", 3, False, 0, False, "C")
 PHONE = LinkRow("0123", "192.0.2.9", 0, False, 1000, True, "T")
 
 

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
+
 from node.config import (
     Address,
     AmiConfig,
@@ -181,44 +183,48 @@ def test_only_login_and_logoff_before_login() -> None:
 # --- errors byte for byte -------------------------------------------------------------------------
 
 
-def test_unknown_and_missing_actions() -> None:
+#: (request, reply) of a logged-in session, each an error app_rpt and Asterisk word this way.
+ERRORS = {
+    "unknown action": (
+        b"Action: Originate\r\nActionID: 7\r\n\r\n",
+        b"Response: Error\r\nActionID: 7\r\nMessage: Invalid/unknown command: Originate. "
+        b"Use Action: ListCommands to show available commands.\r\n\r\n",
+    ),
+    "missing action": (
+        b"ActionID: 8\r\n\r\n",
+        b"Response: Error\r\nActionID: 8\r\nMessage: Missing action in request\r\n\r\n",
+    ),
+    "empty request": (b"\r\n", b"Response: Error\r\nMessage: Missing action in request\r\n\r\n"),
+    "unknown cli command": (
+        b"Action: Command\r\nCommand: foo bar\r\nActionID: c\r\n\r\n",
+        b"Response: Error\r\nActionID: c\r\nMessage: Command output follows\r\n"
+        b"Output: No such command 'foo bar' (type 'core show help foo bar' for other "
+        b"possible commands)\r\n\r\n",
+    ),
+    "unknown rpt command": (
+        b"Action: Command\r\nCommand: rpt frobnicate 2000\r\n\r\n",
+        b"Response: Error\r\nMessage: Command output follows\r\n"
+        b"Output: No such command 'rpt frobnicate 2000' (type 'core show help rpt "
+        b"frobnicate 2000' for other possible commands)\r\n\r\n",
+    ),
+    "no command": (
+        b"Action: Command\r\n\r\n",
+        b"Response: Error\r\nMessage: No command provided\r\n\r\n",
+    ),
+    "usage": (
+        b"Action: Command\r\nCommand: rpt stats\r\n\r\n",
+        b"Response: Error\r\nMessage: Command output follows\r\n"
+        b"Output: Usage: rpt stats <nodename>\r\n"
+        b"Output: \tDumps node statistics to console\r\n\r\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("request_", "reply"), ERRORS.values(), ids=ERRORS.keys())
+def test_errors_byte_for_byte(request_: bytes, reply: bytes) -> None:
     async def scenario(server: AmiServer, _: Controller) -> None:
         c = await Raw.open(server.port, login=True)
-        assert await c.ask(b"Action: Originate\r\nActionID: 7\r\n\r\n") == (
-            b"Response: Error\r\nActionID: 7\r\nMessage: Invalid/unknown command: Originate. "
-            b"Use Action: ListCommands to show available commands.\r\n\r\n"
-        )
-        assert await c.ask(b"ActionID: 8\r\n\r\n") == (
-            b"Response: Error\r\nActionID: 8\r\nMessage: Missing action in request\r\n\r\n"
-        )
-        assert (
-            await c.ask(b"\r\n") == b"Response: Error\r\nMessage: Missing action in request\r\n\r\n"
-        )
-
-    run(scenario)
-
-
-def test_unknown_cli_commands_and_usage_errors() -> None:
-    async def scenario(server: AmiServer, _: Controller) -> None:
-        c = await Raw.open(server.port, login=True)
-        assert await c.ask(b"Action: Command\r\nCommand: foo bar\r\nActionID: c\r\n\r\n") == (
-            b"Response: Error\r\nActionID: c\r\nMessage: Command output follows\r\n"
-            b"Output: No such command 'foo bar' (type 'core show help foo bar' for other "
-            b"possible commands)\r\n\r\n"
-        )
-        assert await c.ask(b"Action: Command\r\nCommand: rpt frobnicate 2000\r\n\r\n") == (
-            b"Response: Error\r\nMessage: Command output follows\r\n"
-            b"Output: No such command 'rpt frobnicate 2000' (type 'core show help rpt "
-            b"frobnicate 2000' for other possible commands)\r\n\r\n"
-        )
-        assert await c.ask(b"Action: Command\r\n\r\n") == (
-            b"Response: Error\r\nMessage: No command provided\r\n\r\n"
-        )
-        assert await c.ask(b"Action: Command\r\nCommand: rpt stats\r\n\r\n") == (
-            b"Response: Error\r\nMessage: Command output follows\r\n"
-            b"Output: Usage: rpt stats <nodename>\r\n"
-            b"Output: \tDumps node statistics to console\r\n\r\n"
-        )
+        assert await c.ask(request_) == reply
 
     run(scenario)
 

@@ -2,10 +2,11 @@
 127.0.0.1 (a free port), the base of the softphone, the scripted capture nodes and the
 web-transceiver host.
 
-One daemon thread owns the socket. It sleeps until a datagram arrives or something is due (the
-endpoint's next deadline, the talk spurt's next frame, a subclass's own `_wake_times`), feeds
-the endpoint, then lets the subclass act (`_tick`). The test thread calls the subclass's
-methods, which take the same lock; waiters on it are woken after every pass.
+One daemon thread owns the socket (a tests/loopback.py `ServiceThread`). It sleeps until a
+datagram arrives or something is due (the endpoint's next deadline, the talk spurt's next
+frame, a subclass's own `_wake_times`), feeds the endpoint, then lets the subclass act
+(`_tick`). The test thread calls the subclass's methods, which take the same lock; waiters on
+it (`wait_for`) are woken after every pass.
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ from __future__ import annotations
 import math
 import secrets
 import select
-import socket
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
@@ -26,14 +24,11 @@ from node._core import FullFrame, MiniFrame, parse, ulaw_encode
 from node.iax2.call import Call, CallState
 from node.iax2.constants import Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy
+from tests.loopback import Address, ServiceThread, udp_socket
 
 __all__ = ["FRAME_MS", "Address", "LoopbackPeer", "tone_ulaw"]
 
-Address = tuple[str, int]
-
 FRAME_MS = 20
-
-_Peer = TypeVar("_Peer", bound="LoopbackPeer")
 
 
 def tone_ulaw(frame: int) -> bytes:
@@ -54,7 +49,7 @@ class _Spurt:
     unkey: bool
 
 
-class LoopbackPeer:
+class LoopbackPeer(ServiceThread):
     """The socket, its thread and the lock; use it as a context manager."""
 
     #: The longest the socket thread sleeps when nothing is due (seconds).
@@ -71,6 +66,7 @@ class LoopbackPeer:
     ) -> None:
         """`peer_secrets`: user -> secret, for callers challenged with MD5; `bind` the address
         of the peer's socket (a free port on it)."""
+        super().__init__(f"{type(self).__name__}-{name}")
         self.name = name
         table = dict(peer_secrets or {})
         self.endpoint = Endpoint(
@@ -80,36 +76,15 @@ class LoopbackPeer:
             randbelow=secrets.randbelow,
             peer_secret=table.get,
         )
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((bind, 0))
+        self.sock = udp_socket(bind)
         self.addr: Address = self.sock.getsockname()[:2]
         #: Mini frames received (subclasses that decode them count their own way).
         self.minis = 0
         self.errors: list[str] = []
         self._spurt: _Spurt | None = None
-        self._lock = threading.Condition(threading.RLock())
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"{type(self).__name__}-{name}", daemon=True
-        )
 
-    # --- lifecycle ----------------------------------------------------------------------------
-
-    def start(self: _Peer) -> _Peer:
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+    def _release(self) -> None:
         self.sock.close()
-
-    def __enter__(self: _Peer) -> _Peer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- for subclasses (either thread, under the lock) ---------------------------------------
 

@@ -20,7 +20,8 @@ import pytest
 from httpx_sse import connect_sse
 
 from tests.conftest import require_tool
-from tests.node_process import NodeProcess, free_port
+from tests.interop.softphone import Softphone
+from tests.node_process import EventLog, NodeProcess, free_port, write_config
 
 __all__ = [
     "LINK_SECRET",
@@ -29,17 +30,75 @@ __all__ = [
     "NODE_SECRETS",
     "Capture",
     "EventWatcher",
+    "answered_phone",
+    "assert_registered",
+    "assert_registration_fails",
+    "configured_node",
     "free_udp_port",
     "link_state",
     "node_pair",
     "register_section",
     "running_node",
+    "start_failure",
     "wait_until",
 ]
 
 
 def free_udp_port() -> int:
     return free_port(socket.SOCK_DGRAM)
+
+
+def configured_node(tmp_path: Path, extra: str, env: dict[str, str] | None = None) -> NodeProcess:
+    """`node serve` on free loopback ports with the base configuration of tests/node_process.py
+    plus `extra`, in `tmp_path/node.toml`; just started, not yet ready."""
+    udp, http = free_udp_port(), free_port()
+    path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http, extra=extra)
+    return NodeProcess(path, udp, http, env=env)
+
+
+def start_failure(
+    tmp_path: Path, extra: str, env: dict[str, str] | None = None, *, code: int = 78
+) -> tuple[str, str]:
+    """Stdout and stderr of a `configured_node` that must exit with `code` while starting (78:
+    its configuration is refused)."""
+    node = configured_node(tmp_path, extra, env)
+    try:
+        assert node.wait() == code
+    finally:
+        node.kill()
+    return node.communicate()
+
+
+def assert_registered(node: NodeProcess, log: EventLog, method: str) -> None:
+    """Wait for `node` to be registered (by `method`), and check its snapshot says so, with the
+    address the registrar saw."""
+    if not node.get("/status").json()["registered"]:
+        log.wait("registered")
+    status = node.get("/status").json()
+    assert status["registered"] is True
+    # The registrar's view of us is shown.
+    assert status["registration"] == {
+        "method": method,
+        "state": "registered",
+        "perceived_addr": f"127.0.0.1:{node.udp_addr[1]}",
+        "last_failure": None,
+    }
+
+
+def assert_registration_fails(node: NodeProcess) -> str:
+    """Ask `node` to register, wait for its `register_failed` event and check its snapshot shows
+    the failure for the event's reason, with no perceived address; returns the reason."""
+    log = EventLog(node)
+    log.wait("snapshot")  # subscribed: the start-up attempt's event may predate it
+    r = node.post("/register")
+    assert r.status_code == 200, r.text
+    reason = log.wait("register_failed")["reason"]
+    status = node.get("/status").json()
+    assert status["registered"] is False
+    assert status["registration"]["state"] == "failed"
+    assert status["registration"]["last_failure"] == reason
+    assert status["registration"]["perceived_addr"] is None
+    return reason
 
 
 def wait_until(what: str, predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
@@ -87,6 +146,22 @@ def running_node(
             with suppress(subprocess.TimeoutExpired):
                 node.proc.wait(timeout=10)
         node.kill()
+
+
+@contextmanager
+def answered_phone(
+    workdir: Path, sections: str = "", codec_policy: str = "ulaw_only"
+) -> Iterator[tuple[NodeProcess, EventWatcher, Softphone, int]]:
+    """A node with an open listener and `sections`, its event stream, and softphone P (of
+    `codec_policy`) in an answered call to it; yields the node, the stream, P and P's call."""
+    with (
+        running_node(workdir, "a", listener='auth = "off"', sections=sections) as node,
+        Softphone(codec_policy=codec_policy, name="P") as phone,
+    ):
+        events = EventWatcher(node)
+        callno = phone.dial(node.udp_addr, "1")
+        assert phone.wait_for(lambda s: s.answered(callno))
+        yield node, events, phone, callno
 
 
 #: Two nodes that register with a test registrar and link to each other (`node_pair`).

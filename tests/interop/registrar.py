@@ -22,16 +22,15 @@ import hashlib
 import hmac
 import itertools
 import secrets
-import socket
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from node._core import FrameError, FullFrame, parse
 from node.iax2.constants import IE, FrameType, IaxSubclass
 from node.iax2.stateless import apathetic_reply
+from tests.loopback import Address, UdpServer
 
 __all__ = ["Received", "Registrar"]
 
@@ -259,94 +258,28 @@ class RegistrarCore:
         self._send(frame, dialog.addr)
 
 
-class Registrar(RegistrarCore):
-    """`RegistrarCore` on a loopback UDP socket, served by a daemon thread."""
+class Registrar(RegistrarCore, UdpServer):
+    """`RegistrarCore` on a loopback UDP socket, served by a daemon thread; `options` are
+    `RegistrarCore`'s."""
+
+    wait_timeout = 10.0
 
     def __init__(
-        self,
-        users: Mapping[str, str],
-        *,
-        calltokens: bool = True,
-        require_token: bool = False,
-        fake_ack: bool = False,
-        grant_refresh: int | None = None,
-        auth_methods: int = AUTH_MD5,
-        host: str = "127.0.0.1",
+        self, users: Mapping[str, str], *, host: str = "127.0.0.1", **options: Any
     ) -> None:
-        super().__init__(
-            users,
-            calltokens=calltokens,
-            require_token=require_token,
-            fake_ack=fake_ack,
-            grant_refresh=grant_refresh,
-            auth_methods=auth_methods,
-        )
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.bind((host, 0))
-        self._sock.settimeout(0.05)
-        self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="test-registrar", daemon=True)
-
-    # --- lifecycle ---
-
-    @property
-    def addr(self) -> tuple[str, int]:
-        host, port = self._sock.getsockname()[:2]
-        return (host, port)
-
-    def start(self) -> Registrar:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self._sock.close()
-
-    def __enter__(self) -> Registrar:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # --- inspection ---
-
-    def wait_for(self, predicate: Callable[[Registrar], bool], timeout: float = 10.0) -> bool:
-        """Wait until `predicate(self)` holds (checked after every frame); False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+        RegistrarCore.__init__(self, users, **options)
+        UdpServer.__init__(self, "test-registrar", host=host)
 
     def frames_from(self, port: int) -> list[FullFrame]:
         """Every frame received from the loopback port `port`, in order."""
-        with self._cond:
+        with self._lock:
             return [r.frame for r in self.received if r.addr[1] == port]
 
-    # --- the loop ---
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                data, addr = self._sock.recvfrom(4096)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                frame = parse(data)
-            except FrameError:
-                continue
-            if not isinstance(frame, FullFrame):
-                continue
-            with self._cond:
-                replies = self.handle(frame, (addr[0], addr[1]), time.monotonic())
-                for reply, to in replies:
-                    self._sock.sendto(reply.to_bytes(), to)
-                self._cond.notify_all()
+    def _on_datagram(self, data: bytes, addr: Address) -> None:
+        try:
+            frame = parse(data)
+        except FrameError:
+            return
+        if isinstance(frame, FullFrame):
+            for reply, to in self.handle(frame, addr, time.monotonic()):
+                self.sock.sendto(reply.to_bytes(), to)

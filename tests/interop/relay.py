@@ -26,16 +26,16 @@ import itertools
 import random
 import select
 import socket
-import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from node._core import FrameError, FullFrame, MiniFrame, parse
+from tests.loopback import Address, ServiceThread, udp_socket
 
 __all__ = ["FORWARD", "REVERSE", "LossyRelay", "Seen"]
 
-Address = tuple[str, int]
 #: Directions: client -> server, and server -> client.
 FORWARD, REVERSE = "forward", "reverse"
 
@@ -54,16 +54,6 @@ class Seen:
     fate: str
 
 
-@dataclass
-class Counters:
-    datagrams: int = 0
-    mini: int = 0
-    dropped: int = 0
-    duplicated: int = 0
-    delayed: int = 0
-    retransmissions: int = 0
-
-
 @dataclass(order=True)
 class _Held:
     at: float
@@ -73,7 +63,7 @@ class _Held:
     to: Address = field(compare=False)
 
 
-class LossyRelay:
+class LossyRelay(ServiceThread):
     """Forward between a client and `server` with seeded loss, duplication and reordering."""
 
     def __init__(
@@ -88,28 +78,21 @@ class LossyRelay:
         drop_first: list[DropRule] | None = None,
         impair: bool = True,
     ) -> None:
+        super().__init__("lossy-relay")
         self.server = server
         #: Whether the random impairment is on (forced drops apply either way).
         self.impair = impair
         self.loss, self.duplicate, self.reorder, self.delay = loss, duplicate, reorder, delay
         self._rng = random.Random(seed)
         self._rules = list(drop_first or [])
-        self.front = self._socket()
-        self.back = self._socket()
+        self.front = udp_socket()
+        self.back = udp_socket()
         self.client: Address | None = None
         self.seen: list[Seen] = []
-        self.counters = {FORWARD: Counters(), REVERSE: Counters()}
+        #: Per direction: "datagrams", "mini" frames, "retransmissions" (R set), and each fate.
+        self.counters: dict[str, Counter[str]] = {FORWARD: Counter(), REVERSE: Counter()}
         self._held: list[_Held] = []
         self._seq = itertools.count()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lossy-relay", daemon=True)
-
-    @staticmethod
-    def _socket() -> socket.socket:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.bind(("127.0.0.1", 0))
-        return sock
 
     @property
     def front_addr(self) -> Address:
@@ -119,22 +102,9 @@ class LossyRelay:
     def back_addr(self) -> Address:
         return self.back.getsockname()[:2]
 
-    def start(self) -> LossyRelay:
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+    def _release(self) -> None:
         self.front.close()
         self.back.close()
-
-    def __enter__(self) -> LossyRelay:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- inspection ---------------------------------------------------------------------------
 
@@ -193,17 +163,17 @@ class LossyRelay:
 
     def _forward(self, direction: str, data: bytes, sock: socket.socket, to: Address) -> None:
         counters = self.counters[direction]
-        counters.datagrams += 1
+        counters["datagrams"] += 1
         try:
             frame = parse(data)
         except FrameError:
             frame = None
         full = frame if isinstance(frame, FullFrame) else None
         if isinstance(frame, MiniFrame):
-            counters.mini += 1
+            counters["mini"] += 1
         retrans = full is not None and full.retrans
         if retrans:
-            counters.retransmissions += 1
+            counters["retransmissions"] += 1
 
         forced = False
         if full is not None and not retrans:
@@ -214,10 +184,8 @@ class LossyRelay:
                     break
         if forced or (self.impair and not retrans and self._rng.random() < self.loss):
             fate = "dropped"
-            counters.dropped += 1
         elif self.impair and self._rng.random() < self.reorder:
             fate = "delayed"
-            counters.delayed += 1
             heapq.heappush(
                 self._held, _Held(time.monotonic() + self.delay, next(self._seq), sock, data, to)
             )
@@ -226,8 +194,8 @@ class LossyRelay:
             self._send(sock, data, to)
             if self.impair and self._rng.random() < self.duplicate:
                 fate = "duplicated"
-                counters.duplicated += 1
                 self._send(sock, data, to)
+        counters[fate] += 1
         if full is not None:
             with self._lock:
                 self.seen.append(Seen(time.monotonic(), direction, full, fate))

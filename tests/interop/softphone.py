@@ -51,28 +51,20 @@ def rate_of(fmt: int) -> int:
     return 16000 if fmt == Format.SLIN16 else 8000
 
 
-def _encode(fmt: int, pcm: bytes) -> bytes:
-    if fmt == Format.ULAW:
-        return ulaw_encode(pcm)
-    if fmt == Format.ALAW:
-        return alaw_encode(pcm)
-    if fmt == Format.SLIN:
-        return slin_to_wire(pcm)
-    if fmt == Format.SLIN16:
-        return slin16_to_wire(pcm)
-    raise ValueError(f"the softphone cannot encode format {fmt:#x}")
+#: Per wire format the softphone speaks: (PCM to payload, payload to PCM).
+_CODECS = {
+    Format.ULAW: (ulaw_encode, ulaw_decode),
+    Format.ALAW: (alaw_encode, alaw_decode),
+    Format.SLIN: (slin_to_wire, slin_from_wire),
+    Format.SLIN16: (slin16_to_wire, slin16_from_wire),
+}
 
 
-def _decode(fmt: int, payload: bytes) -> bytes:
-    if fmt == Format.ULAW:
-        return ulaw_decode(payload)
-    if fmt == Format.ALAW:
-        return alaw_decode(payload)
-    if fmt == Format.SLIN:
-        return slin_from_wire(payload)
-    if fmt == Format.SLIN16:
-        return slin16_from_wire(payload)
-    raise ValueError(f"the softphone cannot decode format {fmt:#x}")
+def _codec(fmt: int) -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]:
+    try:
+        return _CODECS[fmt]
+    except KeyError:
+        raise ValueError(f"the softphone cannot encode or decode format {fmt:#x}") from None
 
 
 def _unwrap(reference: int, ts16: int) -> int:
@@ -255,17 +247,6 @@ class Softphone(LoopbackPeer):
             if self.key and callno in self.endpoint.calls:
                 self._apply(self.endpoint.unkey(callno, time.monotonic()))
 
-    def wait_for(self, predicate: Callable[[Softphone], bool], timeout: float = 15.0) -> bool:
-        """Wait until `predicate(self)` holds (checked after every datagram); False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(min(left, 0.1))
-        return True
-
     def events_of(self, kind: type, callno: int | None = None) -> list:
         with self._lock:
             return [
@@ -322,7 +303,7 @@ class Softphone(LoopbackPeer):
         rec.fmt = fmt
         rec.last_ts = ts
         try:
-            rec.frames[ts] = _decode(fmt, payload)
+            rec.frames[ts] = _codec(fmt)[1](payload)
             rec.arrived.setdefault(ts, time.monotonic())
         except ValueError as exc:
             self.errors.append(f"undecodable voice at ts {ts}: {exc}")
@@ -363,7 +344,7 @@ class Softphone(LoopbackPeer):
                     t = (talker.sample + np.arange(n)) / rate
                     assert self.tone_hz is not None
                     pcm = (self.amplitude * np.sin(2 * np.pi * self.tone_hz * t)).astype(np.int16)
-                payload = _encode(talker.fmt, pcm.tobytes())
+                payload = _codec(talker.fmt)[0](pcm.tobytes())
                 hi = talker.ts >> 16
                 if talker.last_full_hi != hi:
                     self._apply(

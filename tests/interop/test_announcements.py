@@ -24,9 +24,9 @@ from tests.conftest import require_tool
 from tests.interop.harness import (
     NODE_B,
     EventWatcher,
+    answered_phone,
     node_log,
     node_pair,
-    running_node,
     wait_until,
 )
 from tests.interop.registrar import Registrar
@@ -75,13 +75,7 @@ def test_the_polite_cw_id_is_heard_at_its_speed_tone_and_level(tmp_path: Path) -
         '[announce]\nenabled = true\nid_mode = "cw"\nid_interval_secs = 3\ncw_wpm = 20\n'
         f'cw_tone_hz = {TONE_HZ}\ncallsign = "W1AW"\n'
     )
-    with (
-        running_node(tmp_path, "a", listener='auth = "off"', sections=announce) as a,
-        Softphone(codec_policy="ulaw_only", name="P") as p,
-    ):
-        events = EventWatcher(a)
-        cp = p.dial(a.udp_addr, "1")
-        assert p.wait_for(lambda s: s.answered(cp))
+    with answered_phone(tmp_path, announce) as (a, events, p, cp):
         # The station has not transmitted: no ID however long it waits.
         assert not p.wait_for(lambda s: s.heard_ms(cp) > 0, timeout=3.5)
         assert ids(events) == []
@@ -200,13 +194,7 @@ def test_a_hanging_tts_binary_falls_back_to_cw(tmp_path: Path) -> None:
         f'[announce.tts]\nenabled = true\nbinary = "{slow}"\ntimeout_ms = 300\n\n'
         '[announce.events.answered]\nenabled = true\ndestination = "to_air"\n'
     )
-    with (
-        running_node(tmp_path, "a", listener='auth = "off"', sections=sections) as a,
-        Softphone(codec_policy="ulaw_only", name="P") as p,
-    ):
-        events = EventWatcher(a)
-        cp = p.dial(a.udp_addr, "1")
-        assert p.wait_for(lambda s: s.answered(cp))
+    with answered_phone(tmp_path, sections) as (a, events, p, cp):
         events.wait_for(lambda e: e["event"] == "announcement_finished", timeout=15)
         spurts = p.recording(cp).spurts()
         stats = a.get("/stats").json()["announce"]

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from node.iax2.constants import IaxSubclass
+from tests.interop.harness import assert_registered, assert_registration_fails, configured_node
 from tests.interop.registrar import Registrar
-from tests.node_process import EventLog, NodeProcess, free_port, write_config
+from tests.node_process import EventLog, NodeProcess
 
 PASSWORD = "canary-registrar-pass-91c2"
 
 
 def start_node(tmp_path: Path, registrar: Registrar, secret: str) -> NodeProcess:
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
     host, port = registrar.addr
     extra = f'[register]\npeer = "{host}:{port}"\nnode_id = "1999"\n\n[secrets]\nsource = "env"\n'
-    path = write_config(tmp_path / "node.toml", udp_port=udp, http_port=http, extra=extra)
-    node = NodeProcess(path, udp, http, env={"NET_NODE": "1999", "NET_SECRET": secret})
+    node = configured_node(tmp_path, extra, {"NET_NODE": "1999", "NET_SECRET": secret})
     node.wait_ready()
     return node
 
@@ -40,17 +38,8 @@ def test_registers_at_start_with_token_and_md5_then_deregisters(
         assert registrar.wait_for(
             lambda r: any(f.subclass == IaxSubclass.ACK for f in r.frames_from(node.udp_addr[1]))
         )
-        if not node.get("/status").json()["registered"]:
-            log.wait("registered")
-        status = node.get("/status").json()
-        assert status["registered"] is True
         # The registrar's view of us (REGACK APPARENT_ADDR) is shown.
-        assert status["registration"] == {
-            "method": "iax2",
-            "state": "registered",
-            "perceived_addr": f"127.0.0.1:{node.udp_addr[1]}",
-            "last_failure": None,
-        }
+        assert_registered(node, log, "iax2")
         subs = [f.subclass for f in registrar.frames_from(node.udp_addr[1])]
         # Token round, challenge answered with MD5, REGACK acknowledged.
         assert subs[:4] == [
@@ -83,17 +72,8 @@ def test_wrong_password_is_register_failed_with_a_reason(
 ) -> None:
     node = start_node(tmp_path, registrar, "not-the-password")
     try:
-        log = EventLog(node)
-        log.wait("snapshot")  # subscribed: the start-up attempt's event may predate it
-        r = node.post("/register")
-        assert r.status_code == 200, r.text
-        event = log.wait("register_failed")
-        assert event["reason"] and "not-the-password" not in event["reason"]
-        status = node.get("/status").json()
-        assert status["registered"] is False
-        assert status["registration"]["state"] == "failed"
-        assert status["registration"]["last_failure"] == event["reason"]
-        assert status["registration"]["perceived_addr"] is None
+        reason = assert_registration_fails(node)
+        assert reason and "not-the-password" not in reason
     finally:
         node.kill()
 
@@ -102,13 +82,6 @@ def test_a_fake_acknowledgement_is_a_failure_not_a_registration(tmp_path: Path) 
     with Registrar({"1999": PASSWORD}, fake_ack=True) as registrar:
         node = start_node(tmp_path, registrar, PASSWORD)
         try:
-            log = EventLog(node)
-            log.wait("snapshot")
-            node.post("/register")
-            event = log.wait("register_failed")
-            assert "fake acknowledgement" in event["reason"]
-            registration = node.get("/status").json()["registration"]
-            assert registration["state"] == "failed"
-            assert registration["perceived_addr"] is None
+            assert "fake acknowledgement" in assert_registration_fails(node)
         finally:
             node.kill()

@@ -18,8 +18,6 @@ proves the reverse. The node's traffic is captured with tshark and must decode c
 from __future__ import annotations
 
 import secrets
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +26,6 @@ import numpy as np
 import pytest
 
 from node.iax2.constants import Format
-from tests.conftest import require_tool
 from tests.interop.harness import (
     Capture,
     EventWatcher,
@@ -41,7 +38,6 @@ from tests.interop.iaxmodem import IaxModem
 from tests.interop.softphone import Softphone, band_levels_db
 from tests.node_process import NodeProcess
 
-LIBSTDBUF = Path("/usr/libexec/coreutils/libstdbuf.so")
 PHONE, PHONE_SECRET = "3001", "phone-secret-3001"
 MODEM_SECRET = "modem-secret-md5"
 PHONE_TONE = 1000.0
@@ -79,22 +75,6 @@ CASES = [
     Case("out", "ulaw", "node"),
     Case("out", "slin", "modem"),
 ]
-
-
-@pytest.fixture
-def modem_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    require_tool("iaxmodem")
-    require_tool(str(LIBSTDBUF), check=LIBSTDBUF.exists)
-    monkeypatch.setenv("LD_PRELOAD", str(LIBSTDBUF))
-    monkeypatch.setenv("_STDBUF_O", "L")
-
-
-@pytest.fixture
-def modem_dir() -> Iterator[Path]:
-    """A short working directory (iaxmodem truncates long `device` paths)."""
-    path = Path(tempfile.mkdtemp(prefix="iaxc", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ including the call-token round that iaxmodem does not know.
 from __future__ import annotations
 
 import select
-import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,22 +26,14 @@ from node.iax2.registration import (
     RegistrationEvent,
     RegistrationFailed,
 )
-from tests.conftest import require_tool
+from tests.interop.harness import free_udp_port
 from tests.interop.iaxmodem import IaxModem
 from tests.interop.registrar import Registrar
 
 #: libstdbuf makes iaxmodem's stdout line-buffered; block-buffered, its log lines reach the
 #: file only at exit (or never, when it is terminated).
-LIBSTDBUF = Path("/usr/libexec/coreutils/libstdbuf.so")
 REG_SUCCESS = "Registration completed successfully"
 REG_FAILED = "Registration failed"
-
-
-def free_udp_port() -> int:
-    """A port for iaxmodem, which must be told a number (it cannot bind port 0 itself)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_log(modem: IaxModem, text: str, timeout: float = 10.0) -> str:
@@ -53,23 +43,6 @@ def wait_log(modem: IaxModem, text: str, timeout: float = 10.0) -> str:
             raise AssertionError(f"iaxmodem never logged {text!r}:\n{modem.log()[-3000:]}")
         time.sleep(0.05)
     return modem.log()
-
-
-@pytest.fixture
-def modem_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    require_tool("iaxmodem")
-    require_tool(str(LIBSTDBUF), check=LIBSTDBUF.exists)
-    monkeypatch.setenv("LD_PRELOAD", str(LIBSTDBUF))
-    monkeypatch.setenv("_STDBUF_O", "L")
-
-
-@pytest.fixture
-def modem_dir() -> Iterator[Path]:
-    """A short working directory: iaxmodem silently truncates a long `device` path (pytest's
-    tmp_path is too long), and then the harness waits for a pty link that never appears."""
-    path = Path(tempfile.mkdtemp(prefix="reg", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @contextmanager

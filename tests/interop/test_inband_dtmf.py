@@ -24,10 +24,10 @@ from tests.interop.harness import (
     NODE_A,
     NODE_B,
     EventWatcher,
+    answered_phone,
     link_state,
     node_log,
     node_pair,
-    running_node,
     wait_until,
 )
 from tests.interop.registrar import Registrar
@@ -137,13 +137,7 @@ def test_tones_in_a_call_link_and_unlink_two_nodes(tmp_path: Path, registrar: Re
 def test_speech_noise_twist_and_short_tones(tmp_path: Path, policy: str) -> None:
     """[dtmf] off: digits are still events. Speech gives none; digits in 20 dB noise, with 6 dB
     normal and 3 dB reverse twist, and 40 ms tones with 40 ms gaps each give exactly theirs."""
-    with (
-        running_node(tmp_path, "a", listener='auth = "off"') as a,
-        Softphone(codec_policy=policy, name="P") as p,
-    ):
-        events = EventWatcher(a)
-        cp = p.dial(a.udp_addr, "1")
-        assert p.wait_for(lambda s: s.answered(cp))
+    with answered_phone(tmp_path, codec_policy=policy) as (a, events, p, cp):
         rate = rate_of(p.endpoint.call(cp).format)
         call = call_id(a, p.addr)
         speech = espeak("Node two thousand, connected. One, two, three, four. Testing.", rate)

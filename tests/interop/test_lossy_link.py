@@ -116,9 +116,9 @@ def test_a_lossy_link_keeps_the_call_and_retransmits(seed: int, tmp_path: Path) 
 
         # The impairment happened, and the jitter buffers saw it.
         fwd, rev = relay.counters[FORWARD], relay.counters[REVERSE]
-        assert fwd.dropped > 0 and rev.dropped > 0
-        assert fwd.delayed + rev.delayed > 0 and fwd.duplicated + rev.duplicated > 0
-        assert fwd.mini > 0 and rev.mini > 0
+        assert fwd["dropped"] > 0 and rev["dropped"] > 0
+        assert fwd["delayed"] + rev["delayed"] > 0 and fwd["duplicated"] + rev["duplicated"] > 0
+        assert fwd["mini"] > 0 and rev["mini"] > 0
         for node, link in ((a, link_a), (b, link_b)):
             leg = node.get("/stats").json()["legs"][str(link["id"])]
             assert leg["frames_in"] > 0 and leg["frames_out"] > 0

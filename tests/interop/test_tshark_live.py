@@ -25,6 +25,7 @@ from tests.conftest import require_tool
 from tests.interop.harness import Capture, EventWatcher, node_log, running_node, wait_until
 from tests.interop.registrar import Registrar
 from tests.interop.softphone import Softphone
+from tests.test_tshark import CALL_IE_FIELDS, HEADER_FIELDS
 
 NODE_A, NODE_B, PHONE_P, PHONE_Q = "2001", "2002", "3001", "3002"
 REG_SECRET = "reg-secret-a"
@@ -68,6 +69,17 @@ class Probe:
         self.sock.close()
 
 
+def new_ies(caller: tuple[int, str], fmt: int) -> list[tuple[int, object]]:
+    """The IEs of a NEW to node A from `caller` (an IE and its value) offering `fmt` alone."""
+    return [
+        (IE.VERSION, 2),
+        (IE.CALLED_NUMBER, NODE_A),
+        caller,
+        (IE.FORMAT, fmt),
+        (IE.CAPABILITY, fmt),
+    ]
+
+
 def stateless_exchanges(probe: Probe) -> None:
     pong = probe.ask(FullFrame(IAX, S.POKE, scall=700, ts=5))
     assert pong.subclass == S.PONG
@@ -79,23 +91,11 @@ def stateless_exchanges(probe: Probe) -> None:
     with_token = [(IE.USERNAME, "9999"), (IE.REFRESH, 60), (IE.CALLTOKEN, token.ie(IE.CALLTOKEN))]
     regrej = probe.ask(FullFrame(IAX, S.REGREQ, scall=702, ts=4, ies=with_token))
     assert regrej.subclass == S.REGREJ
-    gsm_only = [
-        (IE.VERSION, 2),
-        (IE.CALLED_NUMBER, NODE_A),
-        (IE.CALLING_NUMBER, "4444"),
-        (IE.FORMAT, GSM),
-        (IE.CAPABILITY, GSM),
-    ]
+    gsm_only = new_ies((IE.CALLING_NUMBER, "4444"), GSM)
     reject = probe.ask(FullFrame(IAX, S.NEW, scall=703, ts=2, ies=gsm_only))
     assert reject.subclass == S.REJECT
     # An unknown user gets a challenge like anybody else, then the same refusal as a bad answer.
-    unknown = [
-        (IE.VERSION, 2),
-        (IE.CALLED_NUMBER, NODE_A),
-        (IE.USERNAME, "5555"),
-        (IE.FORMAT, int(Format.ULAW)),
-        (IE.CAPABILITY, int(Format.ULAW)),
-    ]
+    unknown = new_ies((IE.USERNAME, "5555"), int(Format.ULAW))
     authreq = probe.ask(FullFrame(IAX, S.NEW, scall=704, ts=2, ies=unknown))
     assert authreq.subclass == S.AUTHREQ
     answer = [(IE.MD5_RESULT, "0" * 32)]
@@ -179,21 +179,9 @@ def test_every_frame_the_nodes_send_decodes_cleanly(
 
 FIELDS = [
     "udp.dstport",
-    "iax2.src_call",
-    "iax2.dst_call",
-    "iax2.timestamp",
-    "iax2.oseqno",
-    "iax2.iseqno",
-    "iax2.type",
-    "iax2.iax.subclass",
+    *HEADER_FIELDS,
     "iax2.voice.codec",
-    "iax2.iax.version",
-    "iax2.iax.called_number",
-    "iax2.iax.calling_number",
-    "iax2.iax.username",
-    "iax2.iax.format",
-    "iax2.iax.format2",
-    "iax2.iax.capability",
+    *CALL_IE_FIELDS,
     "iax2.iax.codecprefs",
     "iax2.iax.datetime.raw",
     "iax2.iax.auth.methods",

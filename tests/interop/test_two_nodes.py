@@ -12,6 +12,7 @@ crosses the link as µ-law and is resampled at A's edges.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,29 @@ def node_sections(registrar: Registrar, node_id: str) -> str:
     )
 
 
+def station(
+    tmp_path: Path, registrar: Registrar, node_id: str, other: str, phone: str, policy: str
+) -> AbstractContextManager[NodeProcess]:
+    """Node `node_id` of `policy`, registered with `registrar` and requiring authentication,
+    knowing the link secret of node `other` and the secret of softphone `phone`."""
+    secret = {NODE_A: SECRETS["node_a"], NODE_B: SECRETS["node_b"]}[node_id]
+    phone_secret = {PHONE_P: SECRETS["phone_p"], PHONE_Q: SECRETS["phone_q"]}[phone]
+    env = {
+        "NET_NODE": node_id,
+        "NET_SECRET": secret,
+        f"NET_PEER_{other}": LINK_SECRET,
+        f"NET_PEER_{phone}": phone_secret,
+    }
+    return running_node(
+        tmp_path,
+        node_id,
+        codec_policy=policy,
+        listener='auth = "required"',
+        sections=node_sections(registrar, node_id),
+        env=env,
+    )
+
+
 def calls(node: NodeProcess) -> list[dict]:
     return node.get("/status").json()["calls"]
 
@@ -108,35 +132,9 @@ def test_two_nodes_link_and_mix_minus_end_to_end(
     name: str, tmp_path: Path, registrar: Registrar
 ) -> None:
     case = CASES[name]
-    env_a = {
-        "NET_NODE": NODE_A,
-        "NET_SECRET": SECRETS["node_a"],
-        f"NET_PEER_{NODE_B}": LINK_SECRET,
-        f"NET_PEER_{PHONE_P}": SECRETS["phone_p"],
-    }
-    env_b = {
-        "NET_NODE": NODE_B,
-        "NET_SECRET": SECRETS["node_b"],
-        f"NET_PEER_{NODE_A}": LINK_SECRET,
-        f"NET_PEER_{PHONE_Q}": SECRETS["phone_q"],
-    }
     with (
-        running_node(
-            tmp_path,
-            "a",
-            codec_policy=case.policy_a,
-            listener='auth = "required"',
-            sections=node_sections(registrar, NODE_A),
-            env=env_a,
-        ) as a,
-        running_node(
-            tmp_path,
-            "b",
-            codec_policy=case.policy_b,
-            listener='auth = "required"',
-            sections=node_sections(registrar, NODE_B),
-            env=env_b,
-        ) as b,
+        station(tmp_path, registrar, NODE_A, NODE_B, PHONE_P, case.policy_a) as a,
+        station(tmp_path, registrar, NODE_B, NODE_A, PHONE_Q, case.policy_b) as b,
         Softphone(codec_policy=case.phone_p, tone_hz=TONE_P, key=True, name="P") as p,
         Softphone(codec_policy=case.phone_q, tone_hz=TONE_Q, key=True, name="Q") as q,
     ):

@@ -22,7 +22,6 @@ import ctypes
 import os
 import secrets
 import select
-import socket
 import subprocess
 import threading
 import time
@@ -37,6 +36,7 @@ from node.wireguard import decode_key, encode_key, generate_private_key, public_
 from tests.conftest import require_tool
 from tests.interop.harness import free_udp_port, running_node, wait_until
 from tests.interop.softphone import Softphone, band_levels_db, rate_of
+from tests.loopback import ServiceThread, udp_socket
 from tests.node_process import NodeProcess
 
 THEIR_ADDR, OUR_ADDR = "10.9.0.1", "10.9.0.2"
@@ -144,25 +144,17 @@ def wireguard_go(
         log.close()
 
 
-class NamespaceRelay:
+class NamespaceRelay(ServiceThread):
     """Outer WireGuard datagrams between our node (this namespace's loopback) and wireguard-go
     (the other namespace's): what reaches `ours` goes to wireguard-go, what reaches `theirs`
     goes to our node's outer port."""
 
     def __init__(self, ns: str, node_port: int) -> None:
+        super().__init__("ns-relay")
         self.node = ("127.0.0.1", node_port)
-        self.ours = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.ours.bind(("127.0.0.1", 0))
-
-        def theirs() -> socket.socket:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            return s
-
-        self.theirs = in_netns(ns, theirs)
+        self.ours = udp_socket()
+        self.theirs = in_netns(ns, udp_socket)
         self.forwarded = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ns-relay", daemon=True)
 
     @property
     def ours_addr(self) -> tuple[str, int]:
@@ -183,13 +175,7 @@ class NamespaceRelay:
                     self.ours.sendto(data, self.node)
                 self.forwarded += 1
 
-    def __enter__(self) -> NamespaceRelay:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+    def _release(self) -> None:
         self.ours.close()
         self.theirs.close()
 

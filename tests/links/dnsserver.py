@@ -7,16 +7,14 @@ stalled server), names in `servfail` get SERVFAIL. Every query is recorded.
 
 from __future__ import annotations
 
-import socket
-import threading
-from types import TracebackType
-
 import dns.flags
 import dns.message
 import dns.name
 import dns.rcode
 import dns.rdatatype
 import dns.rrset
+
+from tests.loopback import Address, UdpServer
 
 __all__ = ["DnsServer"]
 
@@ -25,25 +23,20 @@ def _key(name: str) -> str:
     return name.lower().rstrip(".") + "."
 
 
-class DnsServer:
+class DnsServer(UdpServer):
     """Run with `with DnsServer() as server:`; `server.address` is `"127.0.0.1:<port>"`."""
 
     def __init__(self) -> None:
+        super().__init__("dns-server", poll_s=0.1)
         self.records: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self.silent: set[str] = set()
         self.servfail: set[str] = set()
         #: (name, type) of every query received, in order.
         self.queries: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.settimeout(0.1)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
     def address(self) -> str:
-        host, port = self._sock.getsockname()
+        host, port = self.addr
         return f"{host}:{port}"
 
     def add(self, name: str, rdtype: str, ttl: int, *data: str) -> None:
@@ -65,35 +58,14 @@ class DnsServer:
         with self._lock:
             return sum(1 for n, t in self.queries if n == _key(name) and rdtype in (None, t))
 
-    def __enter__(self) -> DnsServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self._sock.close()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                data, peer = self._sock.recvfrom(4096)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                query = dns.message.from_wire(data)
-            except Exception:
-                continue
-            reply = self._answer(query)
-            if reply is not None:
-                self._sock.sendto(reply.to_wire(), peer)
+    def _on_datagram(self, data: bytes, addr: Address) -> None:
+        try:
+            query = dns.message.from_wire(data)
+        except Exception:
+            return
+        reply = self._answer(query)
+        if reply is not None:
+            self.sock.sendto(reply.to_wire(), addr)
 
     def _answer(self, query: dns.message.Message) -> dns.message.Message | None:
         question = query.question[0]

@@ -136,7 +136,7 @@ def test_monitor_relay_and_disconnect_all_as_in_asl_3node_monitor(tmp_path: Path
         assert c.post("/key", json={}).status_code == 200
         time.sleep(1.0)
         assert c.post("/unkey", json={}).status_code == 200
-        assert ca.counters[FORWARD].mini == 0
+        assert ca.counters[FORWARD]["mini"] == 0
         keying = {"VOICE", "RADIO_KEY", "RADIO_UNKEY", "CNG"}
         assert not keying & {significant(s.frame) for s in ca.frames(FORWARD)[before:]}
         assert not link_of(a, "1997")["keyed"]
@@ -147,7 +147,7 @@ def test_monitor_relay_and_disconnect_all_as_in_asl_3node_monitor(tmp_path: Path
         time.sleep(1.5)
         assert b.post("/unkey", json={}).status_code == 200
         wait_until("C unkeyed", lambda: not link_of(c, "1999")["keyed"])
-        assert ca.counters[REVERSE].mini > 50
+        assert ca.counters[REVERSE]["mini"] > 50
 
         assert a.post("/link", json={"action": "disconnect_all"}).status_code == 200
         wait_until("B and C unlinked", lambda: not link_of(b, "1999") and not link_of(c, "1999"))

@@ -31,6 +31,7 @@ import socket
 import struct
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,16 +67,17 @@ class Placed:
     gaps: int = 0
 
 
+#: What the callers count of their calls, in the order the summary lists it.
+COUNTS = ("placed", "answered", "rejected", "lost", "hung_up_by_node", "hung_up_by_us")
+
+
 @dataclass
 class Stats:
-    placed: int = 0
-    answered: int = 0
-    rejected: int = 0
-    lost: int = 0
-    hung_up_by_node: int = 0
-    hung_up_by_us: int = 0
+    #: Calls by what became of them, one of COUNTS each.
+    calls: Counter[str] = field(default_factory=Counter)
     setup_ms: list[float] = field(default_factory=list)
-    causes: dict[str, int] = field(default_factory=dict)
+    #: Rejections by cause.
+    causes: Counter[str] = field(default_factory=Counter)
 
 
 class Callers:
@@ -129,7 +131,7 @@ class Callers:
             return
         if isinstance(ev, CallAnswered) and call.answered_at is None:
             call.answered_at = now
-            self.stats.answered += 1
+            self.stats.calls["answered"] += 1
             self.stats.setup_ms.append((now - call.placed_at) * 1000.0)
             c = self.eps[i].call(call.callno)
             if c is not None and c.peer_callno is not None:
@@ -142,16 +144,16 @@ class Callers:
                 self.talking.append(call)
         elif isinstance(ev, CallRejected) and call.ended is None:
             call.ended = "rejected"
-            self.stats.rejected += 1
-            self.stats.causes[ev.cause] = self.stats.causes.get(ev.cause, 0) + 1
+            self.stats.calls["rejected"] += 1
+            self.stats.causes[ev.cause] += 1
             self._forget(i, call)
         elif isinstance(ev, CallLost) and call.ended is None:
             call.ended = "lost"
-            self.stats.lost += 1
+            self.stats.calls["lost"] += 1
             self._forget(i, call)
         elif isinstance(ev, CallHungUp) and call.ended is None:
             call.ended = "hung_up_by_node"
-            self.stats.hung_up_by_node += 1
+            self.stats.calls["hung_up_by_node"] += 1
             self._forget(i, call)
 
     def _forget(self, i: int, call: Placed) -> None:
@@ -161,11 +163,12 @@ class Callers:
             self.talking.remove(call)
 
     def place(self, now: float) -> None:
-        i = self.stats.placed % len(self.socks)
+        placed = self.stats.calls["placed"]
+        i = placed % len(self.socks)
         callno, out = self.eps[i].dial(
-            now, self.node, DialParams("1000", calling_number=f"9{self.stats.placed:05d}")
+            now, self.node, DialParams("1000", calling_number=f"9{placed:05d}")
         )
-        self.stats.placed += 1
+        self.stats.calls["placed"] += 1
         self.calls[(i, callno)] = Placed(i, callno, now)
         self._send(i, out, now)
 
@@ -173,7 +176,7 @@ class Callers:
         if call.ended is not None:
             return
         call.ended = "hung_up_by_us"
-        self.stats.hung_up_by_us += 1
+        self.stats.calls["hung_up_by_us"] += 1
         self._forget(call.sock, call)
         self._send(call.sock, self.eps[call.sock].hangup(call.callno, now), now)
 
@@ -279,13 +282,8 @@ class Callers:
 
         up = self.up()
         return {
-            "placed": s.placed,
-            "answered": s.answered,
-            "rejected": s.rejected,
-            "lost": s.lost,
-            "hung_up_by_node": s.hung_up_by_node,
-            "hung_up_by_us": s.hung_up_by_us,
-            "causes": s.causes,
+            **{name: s.calls[name] for name in COUNTS},
+            "causes": dict(s.causes),
             "setup_ms": {"p50": pct(50), "p99": pct(99), "max": setup[-1] if setup else None},
             "up_now": len(up),
             "up_hearing_audio": sum(1 for c in up if c.minis_in > 0),
@@ -331,8 +329,8 @@ def run_setup(
     # quiet until every call is answered, so set-up is measured apart from the flood.
     c.voice_on = not talk_after_setup
     t0 = time.monotonic()
-    while c.stats.placed < calls:
-        due = t0 + c.stats.placed / rate
+    while c.stats.calls["placed"] < calls:
+        due = t0 + c.stats.calls["placed"] / rate
         now = time.monotonic()
         if now >= due:
             c.place(now)
@@ -340,7 +338,7 @@ def run_setup(
         c.poll(due - now)
     # Every call answered (or refused): the load is in place.
     settle = time.monotonic() + 30.0
-    while c.stats.answered + c.stats.rejected + c.stats.lost < calls:
+    while c.stats.calls["answered"] + c.stats.calls["rejected"] + c.stats.calls["lost"] < calls:
         if time.monotonic() > settle:
             break
         c.poll(0.05)
@@ -354,7 +352,7 @@ def run_setup(
     for call in c.up():
         c.hangup(call, now)
     c.run_for(2.0)
-    result["after_hangup"] = {"hung_up_by_us": c.stats.hung_up_by_us}
+    result["after_hangup"] = {"hung_up_by_us": c.stats.calls["hung_up_by_us"]}
     return result
 
 
@@ -363,7 +361,7 @@ def run_churn(
 ) -> dict[str, Any]:
     rng = random.Random(seed)
     t0 = time.monotonic()
-    while c.stats.placed < calls:
+    while c.stats.calls["placed"] < calls:
         c.place(time.monotonic())
         c.run_for(0.05)
     next_churn = time.monotonic() + every

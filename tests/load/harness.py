@@ -352,6 +352,13 @@ def figures(
     }
 
 
+def save_figures(path: Path | None, results: list[dict[str, Any]]) -> None:
+    """Write every run's figures as JSON to `path` (the command lines' `--json`), if given."""
+    if path:
+        path.write_text(json.dumps(results, indent=2))
+        print(f"figures: {path}")
+
+
 def table(results: list[dict[str, Any]]) -> str:
     """The figures of several runs as a fixed-width text table, with the targets."""
     head = (

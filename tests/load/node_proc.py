@@ -52,6 +52,23 @@ class Leg:
     oseq: int = 0
     iseq: int = 0
 
+    def frame(self, ftype: int, subclass: int, ts: int, payload: bytes = b"") -> _core.FullFrame:
+        """A full frame of this leg's call, at its current sequence numbers."""
+        call = {"scall": self.callno, "dcall": self.peer_callno}
+        seq = {"oseq": self.oseq, "iseq": self.iseq}
+        return _core.FullFrame(ftype, subclass, ts=ts, payload=payload, **call, **seq)
+
+
+#: Engine events only counted: kind -> counter.
+COUNTED = {
+    "spurt_ended": "spurts_ended",
+    "mini_before_full": "mini_before_full",
+    "rx_key": "rx_key_edges",
+    "control": "control_events",
+    "activity": "activity_edges",
+    "dtmf": "dtmf_digits",
+}
+
 
 @dataclass
 class Node:
@@ -91,16 +108,7 @@ class Node:
             self.counts["full_voice_in"] += 1
             leg.iseq = (frame.oseq + 1) & 0xFF
             self.engine.push_voice(leg.callno, frame.subclass, frame.ts, frame.payload)
-            ack = _core.FullFrame(
-                IAX,
-                IAX_ACK,
-                scall=leg.callno,
-                dcall=leg.peer_callno,
-                ts=frame.ts,
-                oseq=leg.oseq,
-                iseq=leg.iseq,
-            )
-            self.engine.send_to(ack.to_bytes(), addr)
+            self.engine.send_to(leg.frame(IAX, IAX_ACK, frame.ts).to_bytes(), addr)
         for event in self.engine.drain_events():
             self.on_event(event)
 
@@ -109,31 +117,12 @@ class Node:
         if kind == "full_voice":
             _, callno, fmt, ts, payload, _spurt_start = event
             leg = self.legs[callno]
-            frame = _core.FullFrame(
-                VOICE,
-                fmt,
-                scall=callno,
-                dcall=leg.peer_callno,
-                ts=ts,
-                oseq=leg.oseq,
-                iseq=leg.iseq,
-                payload=payload,
-            )
+            frame = leg.frame(VOICE, fmt, ts, payload)
             leg.oseq = (leg.oseq + 1) & 0xFF
             self.engine.send_to(frame.to_bytes(), leg.addr)
             self.counts["full_voice_out"] += 1
-        elif kind == "spurt_ended":
-            self.counts["spurts_ended"] += 1
-        elif kind == "mini_before_full":
-            self.counts["mini_before_full"] += 1
-        elif kind == "rx_key":
-            self.counts["rx_key_edges"] += 1
-        elif kind == "control":
-            self.counts["control_events"] += 1
-        elif kind == "activity":
-            self.counts["activity_edges"] += 1
-        elif kind == "dtmf":
-            self.counts["dtmf_digits"] += 1
+        elif kind in COUNTED:
+            self.counts[COUNTED[kind]] += 1
         elif kind == "command_failed":
             self.failures.append(str(event[1]))
         else:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,6 +23,7 @@ import pytest
 
 from tests.interop.harness import EventWatcher, running_node, wait_until
 from tests.interop.softphone import Softphone, band_levels_db, rate_of
+from tests.loopback import ServiceThread
 from tests.media.alsa_child import asoundrc
 from tests.node_process import NodeProcess, free_port
 from tests.radio.fake_hidraw import FakeHidraw
@@ -39,18 +39,17 @@ def rx_level(node: NodeProcess) -> float:
     return float(node.get("/status").json()["audio"]["rx"]["rms_dbfs"])
 
 
-class ReceiverTone:
+class ReceiverTone(ServiceThread):
     """Writes a 1 kHz tone at 48 kHz into the pipe the `radio48` capture reads, in real time."""
 
     def __init__(self, fifo: Path) -> None:
+        super().__init__("receiver-tone")
         os.mkfifo(fifo)
         # Read-write: the open does not wait for ALSA's reader, and the pipe never sees EOF.
         self.fd = os.open(fifo, os.O_RDWR)
         n = np.arange(960 * 50)
         wave = np.round(8000 * np.sin(2 * np.pi * TONE_HZ * n / 48000)).astype(np.int16)
         self.blocks = [wave[i : i + 960].tobytes() for i in range(0, wave.size, 960)]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         next_at = time.monotonic()
@@ -64,13 +63,7 @@ class ReceiverTone:
             next_at += 0.02
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
-    def __enter__(self) -> ReceiverTone:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+    def _release(self) -> None:
         os.close(self.fd)
 
 
