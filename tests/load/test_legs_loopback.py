@@ -8,7 +8,7 @@ CPU per leg, lost frames, tick jitter and added latency are measured and reporte
 asserted: they go to a JSON file under the test's tmp dir and a table (`pytest -s` shows it).
 
 Run the same measurement by hand with `python -m tests.load.test_legs_loopback --legs 8 32 128
---seconds 60`; the README's hub-scale figures come from `benches/load_legs.py`, which runs this
+--seconds 60`; the hub-scale figures in docs/performance.md come from `benches/load_legs.py`, which runs this
 harness with a few talkers and many listeners.
 """
 
@@ -36,7 +36,7 @@ from tests.load.harness import (
 
 LEGS = (8, 32, 128)
 #: Measured window per run. Three runs plus start-up and drain stay under ~2 minutes, inside the
-#: CI budget; IAX_LOAD_SECONDS overrides it (the README figures use 60 s).
+#: CI budget; IAX_LOAD_SECONDS overrides it (the figures in docs/performance.md use 60 s).
 SECONDS = float(os.environ.get("IAX_LOAD_SECONDS", "30"))
 
 #: Both timestamp clocks cross the 16-bit wrap this long after the peers start (node_proc's

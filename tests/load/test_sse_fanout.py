@@ -3,7 +3,7 @@
 Correctness only, no timing: every reading client gets every event, in order, while the stalled
 one is cut off after a bounded amount (its queue, the transport's buffer and the kernel's capped
 send buffer) and the others carry on; every client that is still reading gets the final
-`shutdown` event. The delays are measured by `tests/load/sse_fanout.py` (README "Performance").
+`shutdown` event. The delays are measured by `tests/load/sse_fanout.py` (docs/performance.md).
 """
 
 from __future__ import annotations

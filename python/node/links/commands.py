@@ -6,7 +6,7 @@ after it are matched on every digit against `FUNCTIONS`, first entry whose code 
 the buffer (app_rpt `collect_function_digits`); `#` ends the sequence; so does the inter-digit
 time-out. research/allstar.md §3 has app_rpt's rules.
 
-The table (README "DTMF commands"):
+The table (docs/commands.md):
 
     *1<node>  disconnect      *2<node>  monitor      *3<node>  connect (transceive)
     *4<node>  remote command mode: later digits go to <node> as `D` texts until `#`
