@@ -1,7 +1,7 @@
 """Measure the event stream under load: how long a state change takes to reach 1 and 50 clients,
 and whether 50 clients slow the media clock. A script, not a test (nothing here asserts timing):
 
-    python -m tests.load.sse_fanout                      # the figures in docs/performance.md, about 4 minutes
+    python -m tests.load.sse_fanout                      # docs/performance.md figures (~4 min)
     python -m tests.load.sse_fanout --tick-seconds 20    # a quicker, rougher run
 
 1. Delay: a fresh `node serve`; a separate process (tests/load/sse_clients.py) opens N streams
