@@ -8,8 +8,8 @@ CPU per leg, lost frames, tick jitter and added latency are measured and reporte
 asserted: they go to a JSON file under the test's tmp dir and a table (`pytest -s` shows it).
 
 Run the same measurement by hand with `python -m tests.load.test_legs_loopback --legs 8 32 128
---seconds 60`; the hub-scale figures in docs/performance.md come from `benches/load_legs.py`, which runs this
-harness with a few talkers and many listeners.
+--seconds 60`; the hub-scale figures in docs/performance.md come from `benches/load_legs.py`,
+which runs this harness with a few talkers and many listeners.
 """
 
 from __future__ import annotations
