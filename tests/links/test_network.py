@@ -305,16 +305,18 @@ def test_disconnect_is_polite_and_final() -> None:
     up_inbound(n, "1997", 20)
     run_until(n, T0 + 62)
     out = n.disconnect("1998", T0 + 63)
-    # asl_2node_noauth t=63.46: !!DISCONNECT!!, T 1999 COMPLETE, HANGUP with cause 0.
+    # asl_2node_noauth t=63.46: !!DISCONNECT!!, T 1999 COMPLETE; app_rpt's HANGUP that follows
+    # at once is held back: the far end reads the text and hangs up first.
     assert out.actions == (
         SendText(10, "!!DISCONNECT!!"),
         SendText(10, "T 1999 COMPLETE"),
         SendText(20, "T 1999 COMPLETE"),
-        Hangup(10, 0),
     )
     assert out.events == (LinkDisconnected("1998", 10, "disconnected by operator"),)
     assert "1998" not in n.links and n.is_link_call(10)
-    assert n.call_ended(10, "hung up", T0 + 63.1, refused=False).events == ()
+    # Nothing goes into the call while we wait (no voice keying, no lists).
+    assert n.spurt(10, True, T0 + 63.05).actions == ()
+    assert n.call_ended(10, "hung up by peer", T0 + 63.1, refused=False).events == ()
     assert not n.is_link_call(10)
     # No list for the departure: 1997 hears of it with the next periodic list.
     assert run_until(n, T0 + 90) == [SendText(20, "L ")]
@@ -336,19 +338,39 @@ def test_peer_disconnect_tears_down_at_once_and_sends_nothing_more() -> None:
     assert run_until(n, T0 + 120) == [] and n.links == {}
 
 
-def test_disconnect_all_is_disconnect_complete_hangup_on_every_link() -> None:
+def test_our_disconnect_hangs_up_itself_when_the_far_end_never_does() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.disconnect("1998", T0 + 63)
+    assert run_until(n, T0 + 63 + ln.TEARDOWN_WAIT - 0.01) == []
+    assert run_until(n, T0 + 63 + ln.TEARDOWN_WAIT) == [Hangup(10, 0)]
+    assert n.call_ended(10, "hung up", T0 + 66, refused=False).events == ()
+    assert not n.is_link_call(10)
+
+
+def test_disconnect_of_a_link_not_up_yet_hangs_up_at_once() -> None:
+    n = net()
+    n.connect("1998", T, T0)
+    n.dialled("1998", 10, ("127.0.0.1", 4570), T0)
+    out = n.disconnect("1998", T0 + 1)
+    assert out.actions == (Hangup(10, 0),)
+
+
+def test_disconnect_all_is_disconnect_complete_then_the_far_ends_hang_up() -> None:
     n = net()
     up_outbound(n, "1998", 10)
     up_inbound(n, "1997", 20)
     n.connect("2005", R, T0)
     out = n.disconnect_all(T0 + 13.72)
-    # asl_3node_monitor t=13.72 (ilink 6), per link: !!DISCONNECT!!, T 1999 COMPLETE, HANGUP.
+    # asl_3node_monitor t=13.72 (ilink 6), per link: !!DISCONNECT!!, T 1999 COMPLETE; our
+    # HANGUP waits for theirs (app_rpt sends it at once, and a jitter buffer lets it overtake).
     for callno in (10, 20):
         assert [a for a in out.actions if getattr(a, "callno", None) == callno] == [
             SendText(callno, "!!DISCONNECT!!"),
             SendText(callno, "T 1999 COMPLETE"),
-            Hangup(callno, 0),
         ]
+    # 2005 was still being dialled: nothing to say, no call placed yet.
+    assert run_until(n, T0 + 13.72 + ln.TEARDOWN_WAIT) == [Hangup(10, 0), Hangup(20, 0)]
     assert {e.node for e in out.events} == {"1998", "1997", "2005"}
     assert n.links == {}
     # Remembered for `*74` / ilink 16, each in its mode; a later empty ilink 6 forgets them.

@@ -21,7 +21,9 @@ beyond delivery (research/iax2.md §1.8-1.11 and the 10 traps):
   non-voice full frames (`timestamps.CallClock`); ACK/PONG/LAGRP echo the received timestamp.
 * PING every 21 s and LAGRQ every 10 s once the call is accepted; PONG carries the RR IEs.
 * HANGUP/REJECT received: ACK, then keep the dead call `LINGER` seconds so a retransmitted HANGUP
-  is ACKed again rather than answered with INVAL. INVAL received: the call is gone at once.
+  is ACKed again rather than answered with INVAL. Any other frame into an ended call (ours or
+  theirs ended it) is dropped unanswered, as chan_iax2 drops frames for a call it destroyed.
+  INVAL received: the call is gone at once.
 * CONTROL frames (KEY/UNKEY, ANSWER, RINGING...) are only sent after ACCEPT, and ignored before.
 
 Inbound calls are created by `endpoint.Endpoint`, which applies the listener policy (call
@@ -560,14 +562,16 @@ class Call(ReliableDelivery):
         if not (is_iax and sub in _ECHOING):
             self.peer_last_ts = frame.ts
         if self.state is _S.TERMINATED or self.state is _S.HANGING_UP:
-            # After the end only acknowledgements: the peer's frames crossed our HANGUP.
+            # After the end only the peer's own HANGUP/REJECT is acknowledged. Anything else
+            # it sends into the ended call (a LAGRQ or PING its timers still fire) gets
+            # silence, as chan_iax2 gives a call it has destroyed: an ACK would name a call
+            # the peer may no longer have, and Asterisk logs a warning for each one.
             if is_iax and sub in (IaxSubclass.HANGUP, IaxSubclass.REJECT):
                 self._ack(frame)
                 if self.state is _S.HANGING_UP:
                     self._terminate(now, _T.PEER_END)
-                return self._output()
-        else:
-            self._dispatch(frame, now)
+            return self._output()
+        self._dispatch(frame, now)
         if not self._replied and not self._suppress_ack:
             self._ack(frame)
         return self._output()

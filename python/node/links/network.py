@@ -95,6 +95,12 @@ RETRY_MAX = 60.0
 MAX_RETRIES = 5
 #: After `!!DISCONNECT!!` the peer's HANGUP follows at once; if it does not, end the call.
 DEAD_CALL_GRACE = 1.0
+#: After our own `!!DISCONNECT!!` the far end hangs up first: app_rpt hangs up on reading the
+#: text, but ASL3 runs its IAX2 jitter buffer forced on, so it reads the text only when the
+#: buffer releases it, and a HANGUP from us would overtake it (app_rpt then takes the drop for a
+#: lost link: it keeps the link for 10 s and redials a permanent one). Bounded, so a far end
+#: that never hangs up is still ended: beyond the 1 s most jitter buffers are allowed to hold.
+TEARDOWN_WAIT = 2.0
 #: A web-transceiver host that answers and hangs up this soon refused the guest: app_rpt's
 #: `[allstar-public]` dialplan answers a bad token, waits 1 s and hangs up.
 GUEST_REFUSAL_WINDOW = 1.5
@@ -128,8 +134,11 @@ class LinkNetwork:
         self._guests = frozenset(guest_nodes)
         self._links: dict[str, Link] = {}
         self._by_call: dict[int, Link] = {}
-        #: Calls we no longer talk into (peer sent `!!DISCONNECT!!`, or we replaced the link).
+        #: Calls we no longer talk into (peer sent `!!DISCONNECT!!`, we sent ours and wait for
+        #: its HANGUP, or we replaced the link): hung up by us when their time is due.
         self._dead: DeadlineTable[int] = DeadlineTable()
+        #: The cause our HANGUP will carry, for the dead calls we have not hung up yet.
+        self._dead_cause: dict[int, int] = {}
         self._kick_at: float | None = None
         self._kick_skip: set[str] = set()
         self._local_keyed = False
@@ -272,6 +281,20 @@ class LinkNetwork:
         """Stop talking into `callno`; hang it up if it is still there after the grace time."""
         self._dead.set(callno, now + DEAD_CALL_GRACE)
 
+    def _tear_down(self, link: Link, now: float, cause: int = CAUSE_LINK_END) -> None:
+        """End the link's call after our `!!DISCONNECT!!`: the far end hangs up first (see
+        `TEARDOWN_WAIT`). A link that is not up yet, or a guest (sent no text), is hung up at
+        once: it has no text to read first."""
+        callno = link.callno
+        if callno is None:
+            return
+        if link.up and not link.guest:
+            self._dead.set(callno, now + TEARDOWN_WAIT)
+            self._dead_cause[callno] = cause
+        else:
+            self._out.send(Hangup(callno, cause))
+            self._go_dead(callno, now)
+
     # --- commands -----------------------------------------------------------------------------
 
     def start(self, now: float) -> LinkOutput:
@@ -379,9 +402,7 @@ class LinkNetwork:
             # COMPLETE is telemetry of the command: it goes to every transceive link,
             # the one being dropped included (it is still up).
             self._telemetry("COMPLETE")
-        if callno is not None:
-            self._out.send(Hangup(callno, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END))
-            self._go_dead(callno, now)
+        self._tear_down(link, now, CAUSE_NOT_HERE if link.guest else CAUSE_LINK_END)
         self._drop(link)
         self._out.report(LinkDisconnected(node, callno, reason))
         return self._output()
@@ -396,9 +417,7 @@ class LinkNetwork:
         if self.me is not None:
             self._telemetry("COMPLETE")
         for link in links:
-            if link.callno is not None:
-                self._out.send(Hangup(link.callno))
-                self._go_dead(link.callno, now)
+            self._tear_down(link, now)
             self._drop(link)
             self._out.report(LinkDisconnected(link.node, link.callno, reason))
         return self._output()
@@ -529,6 +548,7 @@ class LinkNetwork:
         """The link's call ended: `refused` when the peer rejected the NEW (no retry)."""
         if callno in self._dead:
             self._dead.cancel(callno)
+            self._dead_cause.pop(callno, None)
             return self._output()
         link = self._by_call.pop(callno, None)
         if link is None:
@@ -685,7 +705,7 @@ class LinkNetwork:
         for callno in self._dead.due(now):
             self._dead.cancel(callno)
             # The call is still here (else `call_ended` forgot it): end it ourselves.
-            self._out.send(Hangup(callno))
+            self._out.send(Hangup(callno, self._dead_cause.pop(callno, CAUSE_LINK_END)))
         for link in list(self._links.values()):
             for kind in link.timers.due(now):
                 link.timers.cancel(kind)
