@@ -1,5 +1,5 @@
 use super::*;
-use crate::ie::{format, IeValue};
+use crate::ie::{self, format, Ie, IeValue};
 use proptest::prelude::*;
 
 fn hex(s: &str) -> Vec<u8> {
