@@ -15,13 +15,15 @@ use pyo3::types::{PyByteArray, PyBytes, PyString};
 use crate::frame::{self as wire, Frame};
 use crate::ie;
 
-/// The part every frame class shares: its plain `fields` as read-only properties, its
-/// `bytes` field (the payload) as `bytes`, its `settable` int fields (`field / setter: type =
-/// max`, read-write, in `0..=max`) and `to_bytes()`. The `impl` block holds the class's own
-/// methods: the whole `#[pymethods]` block is generated here, since a class has only one.
+/// The part every frame class shares, generated as its one `#[pymethods]` block: its plain
+/// `fields` and its `computed` ones (read through the Rust method of the same name) as
+/// read-only properties, its `bytes` field (the payload) as `bytes`, its `settable` int
+/// fields (`field / setter: type = max`: read-write, in `0..=max`) and `to_bytes()`. The
+/// `impl` block holds the class's own methods.
 macro_rules! frame_methods {
     (
         fields { $($field:ident: $ty:ty),* $(,)? }
+        $(computed { $($method:ident: $method_ty:ty),* $(,)? })?
         $(bytes { $payload:ident })?
         $(settable { $($int:ident / $setter:ident: $int_ty:ty = $max:expr),* $(,)? })?
         impl $class:ident { $($rest:tt)* }
@@ -34,6 +36,13 @@ macro_rules! frame_methods {
                     self.inner.$field
                 }
             )*
+
+            $($(
+                #[getter]
+                fn $method(&self) -> $method_ty {
+                    self.inner.$method()
+                }
+            )*)?
 
             $(
                 #[getter]

@@ -10,6 +10,7 @@ mod engine;
 mod errors;
 mod frame;
 mod mixer;
+mod resampler;
 mod tones;
 mod wireguard;
 
@@ -21,6 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     engine::register(m)?;
     mixer::register(m)?;
+    resampler::register(m)?;
     device::register(m)?;
     tones::register(m)?;
     wireguard::register(m)?;

@@ -8,27 +8,9 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::codec::with_bytes;
 use super::errors::{CodecError as PyCodecError, ToneError as PyToneError};
-use crate::dtmf::{DtmfDetector, DtmfError, DtmfEvent, DtmfGenerator};
-use crate::ratio::{resample_clip, RatioError};
-use crate::tone::{CwKeyer, ToneError, ToneGenerator, ToneSequence, ToneStep};
-
-impl From<ToneError> for PyErr {
-    fn from(e: ToneError) -> PyErr {
-        PyToneError::new_err(e.to_string())
-    }
-}
-
-impl From<DtmfError> for PyErr {
-    fn from(e: DtmfError) -> PyErr {
-        PyToneError::new_err(e.to_string())
-    }
-}
-
-impl From<RatioError> for PyErr {
-    fn from(e: RatioError) -> PyErr {
-        PyCodecError::new_err(e.to_string())
-    }
-}
+use crate::dtmf::{DtmfDetector, DtmfEvent, DtmfGenerator};
+use crate::ratio::resample_clip;
+use crate::tone::{CwKeyer, ToneGenerator, ToneSequence, ToneStep};
 
 /// Longest rendering accepted, in ms: an announcement is seconds long, never minutes.
 const MAX_RENDER_MS: u64 = 600_000;

@@ -83,6 +83,23 @@ pub(super) fn tuple_items<'py, const N: usize>(
         .ok_or_else(|| invalid(format!("{what} must be a tuple of {N} items")))
 }
 
+/// Every item of an iterable of `N`-tuples, converted by `f`. The errors name the argument
+/// (`list`), the tuple's fields (`shape`, such as "(id, value)") and one item (`each`).
+pub(super) fn map_tuples<'py, const N: usize, T>(
+    obj: &Bound<'py, PyAny>,
+    (list, shape, each): (&str, &str, &str),
+    mut f: impl FnMut([Bound<'py, PyAny>; N]) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
+    let iter = obj.try_iter().map_err(|_| {
+        invalid(format!(
+            "{list} must be a list of {shape}, not {}",
+            type_name(obj)
+        ))
+    })?;
+    let what = format!("{each} {shape}");
+    iter.map(|item| f(tuple_items(&item?, &what)?)).collect()
+}
+
 /// An int argument whose type and range errors become `FrameError`.
 pub(super) struct IntArg(pub(super) i64);
 

@@ -54,6 +54,7 @@ pub fn full_frame_to_py(py: Python<'_>, frame: FullFrame) -> PyResult<Bound<'_, 
 
 frame_methods! {
     fields { ftype: u8, csub: u8, retrans: bool }
+    computed { subclass: i64, video_marker: bool }
     bytes { payload }
     settable {
         scall / set_scall: u16 = MAX_CALLNO,
@@ -102,16 +103,6 @@ frame_methods! {
             Ok(f)
         }
 
-        #[getter]
-        fn subclass(&self) -> i64 {
-            self.inner.subclass()
-        }
-
-        #[getter]
-        fn video_marker(&self) -> bool {
-            self.inner.video_marker()
-        }
-
         #[setter]
         fn set_retrans(&mut self, v: BoolArg) {
             self.inner.retrans = v.0;
@@ -129,13 +120,8 @@ frame_methods! {
         /// Every IE as `(id, raw bytes)`, in wire order.
         #[getter]
         fn ies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-            let items = self
-                .inner
-                .ies
-                .iter()
-                .map(|ie| (ie.id, PyBytes::new(py, &ie.data)).into_pyobject(py))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)
+            let ie = |ie: &Ie| (ie.id, PyBytes::new(py, &ie.data));
+            PyList::new(py, self.inner.ies.iter().map(ie))
         }
 
         /// The typed value of the first IE `id`, or None if absent or undecodable.

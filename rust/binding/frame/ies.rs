@@ -6,7 +6,9 @@ use std::net::{IpAddr, SocketAddr};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString};
 
-use super::args::{bytes_of, frame_err, invalid, tuple_items, type_name, u64_arg, uint};
+use super::args::{
+    bytes_of, frame_err, invalid, map_tuples, tuple_items, type_name, u64_arg, uint,
+};
 use crate::ie::{self, ie_kind, ie_name, is_secret, IaxDateTime, Ie, IeKind, IeValue};
 
 fn ie_label(id: u8) -> String {
@@ -116,20 +118,9 @@ fn ie_from_py(id: u8, obj: &Bound<'_, PyAny>) -> PyResult<Ie> {
 }
 
 pub(super) fn ies_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Ie>> {
-    let iter = obj.try_iter().map_err(|_| {
-        invalid(format!(
-            "ies must be a list of (id, value), not {}",
-            type_name(obj)
-        ))
-    })?;
-    let mut ies = Vec::new();
-    for item in iter {
-        let item = item?;
-        let [id, value] = tuple_items(&item, "each IE (id, value)")?;
-        let id: u8 = uint(&id, "IE id", 0xFF)?;
-        ies.push(ie_from_py(id, &value)?);
-    }
-    Ok(ies)
+    map_tuples(obj, ("ies", "(id, value)", "each IE"), |[id, value]| {
+        ie_from_py(uint(&id, "IE id", 0xFF)?, &value)
+    })
 }
 
 pub(super) fn write_ie_repr(out: &mut String, ie: &Ie) {

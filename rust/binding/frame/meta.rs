@@ -5,10 +5,7 @@ use std::fmt::Write as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::args::{
-    bytes_of, frame_err, invalid, tuple_items, type_name, uint, BoolArg, BytesArg, IntArg,
-    MAX_CALLNO,
-};
+use super::args::{bytes_of, frame_err, map_tuples, uint, BoolArg, BytesArg, IntArg, MAX_CALLNO};
 use super::mini::PyMiniFrame;
 use crate::frame::{TrunkEntry, TrunkFrame, VideoFrame};
 
@@ -60,30 +57,21 @@ frame_methods! {
     impl PyTrunkFrame {
         #[new]
         fn new(ts: IntArg, entries: &Bound<'_, PyAny>, timestamps: BoolArg) -> PyResult<Self> {
-            let iter = entries.try_iter().map_err(|_| {
-                invalid(format!(
-                    "entries must be a list of (callno, ts16, payload), not {}",
-                    type_name(entries)
-                ))
-            })?;
-            let mut parsed = Vec::new();
-            for item in iter {
-                let item = item?;
-                let [callno, ts16, payload] =
-                    tuple_items(&item, "each trunk entry (callno, ts16, payload)")?;
-                let callno = uint(&callno, "trunk entry callno", 0xFFFF)?;
-                let ts16 = if ts16.is_none() {
-                    None
-                } else {
-                    Some(uint(&ts16, "trunk entry ts16", 0xFFFF)?)
-                };
-                let payload = bytes_of(&payload, "trunk entry payload")?;
-                parsed.push(TrunkEntry {
-                    callno,
-                    ts16,
-                    payload,
-                });
-            }
+            let parsed = map_tuples(
+                entries,
+                ("entries", "(callno, ts16, payload)", "each trunk entry"),
+                |[callno, ts16, payload]| {
+                    Ok(TrunkEntry {
+                        callno: uint(&callno, "trunk entry callno", 0xFFFF)?,
+                        ts16: if ts16.is_none() {
+                            None
+                        } else {
+                            Some(uint(&ts16, "trunk entry ts16", 0xFFFF)?)
+                        },
+                        payload: bytes_of(&payload, "trunk entry payload")?,
+                    })
+                },
+            )?;
             let inner = TrunkFrame::new(ts.check("ts", 0, u32::MAX.into())?, timestamps.0, parsed)
                 .map_err(frame_err)?;
             Ok(PyTrunkFrame { inner })
@@ -92,13 +80,8 @@ frame_methods! {
         /// `(callno, ts16 or None, payload)` per entry, in wire order.
         #[getter]
         fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-            let items = self
-                .inner
-                .entries
-                .iter()
-                .map(|e| (e.callno, e.ts16, PyBytes::new(py, &e.payload)).into_pyobject(py))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)
+            let entry = |e: &TrunkEntry| (e.callno, e.ts16, PyBytes::new(py, &e.payload));
+            PyList::new(py, self.inner.entries.iter().map(entry))
         }
 
         /// The entries as per-call mini frames (call number 0 skipped; see the Rust docs).
