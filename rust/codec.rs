@@ -93,58 +93,53 @@ const fn alaw_decode_code(code: u8) -> i16 {
 const ULAW_ENC_LEN: usize = 1 << 14;
 const ALAW_ENC_LEN: usize = 1 << 13;
 
-/// µ-law encode table indexed by `(x as u16) >> 2`: entry `i` encodes the 14-bit value whose
-/// two's-complement pattern is `i`.
-static ULAW_ENC: [u8; ULAW_ENC_LEN] = {
-    let mut t = [0u8; ULAW_ENC_LEN];
+/// The two G.711 laws.
+#[derive(Clone, Copy)]
+enum Law {
+    Ulaw,
+    Alaw,
+}
+
+/// The encode table of `law`: entry `i` encodes the `log2(N)`-bit value whose two's-complement
+/// pattern is `i` (14 bits for µ-law, 13 for A-law).
+const fn encode_table<const N: usize>(law: Law) -> [u8; N] {
+    let mut t = [0u8; N];
     let mut i = 0;
-    while i < ULAW_ENC_LEN {
-        let v = if i < ULAW_ENC_LEN / 2 {
+    while i < N {
+        let v = if i < N / 2 {
             i as i32
         } else {
-            i as i32 - ULAW_ENC_LEN as i32
+            i as i32 - N as i32
         };
-        t[i] = ulaw_encode14(v);
+        t[i] = match law {
+            Law::Ulaw => ulaw_encode14(v),
+            Law::Alaw => alaw_encode13(v),
+        };
         i += 1;
     }
     t
-};
+}
 
+/// The decode table of `law`, indexed by the code.
+const fn decode_table(law: Law) -> [i16; 256] {
+    let mut t = [0i16; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = match law {
+            Law::Ulaw => ulaw_decode_code(i as u8),
+            Law::Alaw => alaw_decode_code(i as u8),
+        };
+        i += 1;
+    }
+    t
+}
+
+/// µ-law encode table indexed by `(x as u16) >> 2`.
+static ULAW_ENC: [u8; ULAW_ENC_LEN] = encode_table(Law::Ulaw);
 /// A-law encode table indexed by `(x as u16) >> 3`.
-static ALAW_ENC: [u8; ALAW_ENC_LEN] = {
-    let mut t = [0u8; ALAW_ENC_LEN];
-    let mut i = 0;
-    while i < ALAW_ENC_LEN {
-        let v = if i < ALAW_ENC_LEN / 2 {
-            i as i32
-        } else {
-            i as i32 - ALAW_ENC_LEN as i32
-        };
-        t[i] = alaw_encode13(v);
-        i += 1;
-    }
-    t
-};
-
-static ULAW_DEC: [i16; 256] = {
-    let mut t = [0i16; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = ulaw_decode_code(i as u8);
-        i += 1;
-    }
-    t
-};
-
-static ALAW_DEC: [i16; 256] = {
-    let mut t = [0i16; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = alaw_decode_code(i as u8);
-        i += 1;
-    }
-    t
-};
+static ALAW_ENC: [u8; ALAW_ENC_LEN] = encode_table(Law::Alaw);
+static ULAW_DEC: [i16; 256] = decode_table(Law::Ulaw);
+static ALAW_DEC: [i16; 256] = decode_table(Law::Alaw);
 
 /// µ-law code of one linear sample (same result as `audioop.lin2ulaw` width 2).
 #[inline(always)]
@@ -193,12 +188,6 @@ fn alaw_decode_formula(code: u8) -> i16 {
     let t = ((((a & 0x0F) << 4) | 8) + (seg.min(1) << 8)) << seg.saturating_sub(1);
     let neg = ((a >> 7) & 1) as i16 - 1;
     ((t as i16) ^ neg) - neg
-}
-
-#[derive(Clone, Copy)]
-enum Law {
-    Ulaw,
-    Alaw,
 }
 
 /// Where decoded samples go: an `i16` slice or native-endian bytes.

@@ -145,29 +145,25 @@ impl Frame {
     }
 }
 
-impl From<FullFrame> for Frame {
-    fn from(f: FullFrame) -> Self {
-        Frame::Full(f)
-    }
+/// Each frame struct is one kind of [`Frame`].
+macro_rules! frame_kinds {
+    ($($variant:ident($kind:ident)),*) => {
+        $(
+            impl From<$kind> for Frame {
+                fn from(f: $kind) -> Self {
+                    Frame::$variant(f)
+                }
+            }
+        )*
+    };
 }
 
-impl From<MiniFrame> for Frame {
-    fn from(f: MiniFrame) -> Self {
-        Frame::Mini(f)
-    }
-}
-
-impl From<TrunkFrame> for Frame {
-    fn from(f: TrunkFrame) -> Self {
-        Frame::Trunk(f)
-    }
-}
-
-impl From<VideoFrame> for Frame {
-    fn from(f: VideoFrame) -> Self {
-        Frame::Video(f)
-    }
-}
+frame_kinds!(
+    Full(FullFrame),
+    Mini(MiniFrame),
+    Trunk(TrunkFrame),
+    Video(VideoFrame)
+);
 
 /// Parses one datagram, classifying it in Asterisk's order.
 pub fn parse(buf: &[u8]) -> Result<Frame, FrameError> {

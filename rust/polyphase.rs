@@ -26,7 +26,7 @@
 use std::f64::consts::PI;
 
 use crate::fir::{fir_dot, fir_pair, round_up_block};
-use crate::resample::{check_even, NeBytes, NeBytesMut, PcmIn, PcmOut, Resample, ResampleError};
+use crate::resample::{check_even, Kernel, NeBytes, PcmIn, PcmOut, Resample, ResampleError};
 
 /// The sound card rate the filters are designed for.
 pub const DEVICE_RATE: u32 = 48_000;
@@ -111,6 +111,13 @@ pub fn prototype(factor: u32) -> Result<Vec<f64>, ResampleError> {
     Ok(h)
 }
 
+/// The filter of `factor`: its prototype, the factor as an index, and the taps per branch.
+fn design(factor: u32) -> Result<(Vec<f64>, usize, usize), ResampleError> {
+    let h = prototype(factor)?;
+    let m = check_factor(factor)?;
+    Ok((h, m, branch_len(m)))
+}
+
 /// Streaming 48 kHz → 8 kHz (factor 6) or → 16 kHz (factor 3) decimator.
 ///
 /// Output m is `Σ_n h[n] · x[M·m - n]`; it is produced once the M input samples from `x[M·m]` on
@@ -134,9 +141,7 @@ pub struct Decimator {
 impl Decimator {
     /// A decimator by `factor` (3 or 6) whose history is silence.
     pub fn new(factor: u32) -> Result<Self, ResampleError> {
-        let h = prototype(factor)?;
-        let m = check_factor(factor)?;
-        let k = branch_len(m);
+        let (h, m, k) = design(factor)?;
         let branch = |q: usize| -> Vec<f32> {
             h.iter()
                 .skip(m - 1 - q)
@@ -205,6 +210,21 @@ impl Decimator {
         Ok(())
     }
 
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.raw.capacity()
+            + self.acc.capacity()
+            + self.streams.iter().map(Vec::capacity).sum::<usize>()
+    }
+}
+
+impl Kernel for Decimator {
+    /// One output sample per `factor` input samples, counting those waiting from the last call.
+    fn samples_out(&self, input: usize) -> usize {
+        let waiting = self.raw.len() - self.history();
+        input.saturating_add(waiting) / self.factor
+    }
+
     /// `out` holds exactly `output_len(input.samples())` samples.
     fn run(&mut self, input: impl PcmIn, out: impl PcmOut) {
         let (m, k, hist) = (self.factor, self.k, self.history());
@@ -234,29 +254,6 @@ impl Decimator {
         out.put(out_acc);
         self.raw.drain(..m * n);
     }
-
-    #[cfg(test)]
-    fn capacity(&self) -> usize {
-        self.raw.capacity()
-            + self.acc.capacity()
-            + self.streams.iter().map(Vec::capacity).sum::<usize>()
-    }
-}
-
-impl Resample for Decimator {
-    /// One output sample per `factor` input samples, counting those waiting from the last call.
-    fn output_len(&self, input: usize) -> usize {
-        let waiting = self.raw.len() - self.history();
-        input.saturating_add(waiting) / self.factor
-    }
-
-    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
-        self.run(input, out);
-    }
-
-    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
-        self.run(NeBytes(input), NeBytesMut(out));
-    }
 }
 
 /// Streaming 8 kHz → 48 kHz (factor 6) or 16 kHz → 48 kHz (factor 3) interpolator.
@@ -281,9 +278,7 @@ pub struct Interpolator {
 impl Interpolator {
     /// An interpolator by `factor` (3 or 6) whose history is silence.
     pub fn new(factor: u32) -> Result<Self, ResampleError> {
-        let h = prototype(factor)?;
-        let m = check_factor(factor)?;
-        let k = branch_len(m);
+        let (h, m, k) = design(factor)?;
         let phases = (0..m)
             .map(|r| {
                 let mut taps: Vec<f32> = h
@@ -327,6 +322,18 @@ impl Interpolator {
         self.x.resize(self.k - 1, 0.0);
     }
 
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.x.capacity() + self.out.capacity() + self.acc.iter().map(Vec::capacity).sum::<usize>()
+    }
+}
+
+impl Kernel for Interpolator {
+    /// `factor` output samples per input sample (saturating).
+    fn samples_out(&self, input: usize) -> usize {
+        input.saturating_mul(self.factor)
+    }
+
     /// `out` holds exactly `factor × input.samples()` samples.
     fn run(&mut self, input: impl PcmIn, out: impl PcmOut) {
         let n = input.samples();
@@ -355,26 +362,6 @@ impl Interpolator {
         out.put(&self.out);
         self.x.copy_within(n..n + k - 1, 0);
         self.x.truncate(k - 1);
-    }
-
-    #[cfg(test)]
-    fn capacity(&self) -> usize {
-        self.x.capacity() + self.out.capacity() + self.acc.iter().map(Vec::capacity).sum::<usize>()
-    }
-}
-
-impl Resample for Interpolator {
-    /// `factor` output samples per input sample (saturating).
-    fn output_len(&self, input: usize) -> usize {
-        input.saturating_mul(self.factor)
-    }
-
-    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
-        self.run(input, out);
-    }
-
-    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
-        self.run(NeBytes(input), NeBytesMut(out));
     }
 }
 

@@ -311,6 +311,31 @@ pub trait Resample {
     }
 }
 
+/// What each resampler implements; [`Resample`] follows from it, so the two sample layouts
+/// (`&[i16]` and native-endian bytes) reach the same generic `run` in every resampler.
+pub(crate) trait Kernel {
+    /// Output samples the next call produces for `input` input samples.
+    fn samples_out(&self, input: usize) -> usize;
+
+    /// Resamples `input` into `out`, which holds exactly `samples_out(input.samples())`
+    /// samples.
+    fn run(&mut self, input: impl PcmIn, out: impl PcmOut);
+}
+
+impl<K: Kernel> Resample for K {
+    fn output_len(&self, input: usize) -> usize {
+        self.samples_out(input)
+    }
+
+    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
+        self.run(input, out);
+    }
+
+    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
+        self.run(NeBytes(input), NeBytesMut(out));
+    }
+}
+
 /// Streaming 8 kHz → 16 kHz interpolator (two output samples per input sample).
 #[derive(Debug, Clone)]
 pub struct Upsampler {
@@ -345,6 +370,13 @@ impl Upsampler {
     pub const fn delay(&self) -> f64 {
         DELAY_16K as f64
     }
+}
+
+impl Kernel for Upsampler {
+    /// Two output samples per input sample (saturating).
+    fn samples_out(&self, input: usize) -> usize {
+        input.saturating_mul(2)
+    }
 
     /// `out` holds exactly `2 * input.samples()` samples.
     fn run(&mut self, input: impl PcmIn, out: impl PcmOut) {
@@ -366,21 +398,6 @@ impl Upsampler {
         out.put_interleaved(even, odd);
         self.x.copy_within(n..n + HIST, 0);
         self.x.truncate(HIST);
-    }
-}
-
-impl Resample for Upsampler {
-    /// Two output samples per input sample (saturating).
-    fn output_len(&self, input: usize) -> usize {
-        input.saturating_mul(2)
-    }
-
-    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
-        self.run(input, out);
-    }
-
-    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
-        self.run(NeBytes(input), NeBytesMut(out));
     }
 }
 
@@ -429,9 +446,17 @@ impl Downsampler {
     pub const fn delay(&self) -> f64 {
         DELAY_16K as f64 / 2.0
     }
+}
+
+impl Kernel for Downsampler {
+    /// One output sample per input pair, counting a sample pending from the last call.
+    fn samples_out(&self, input: usize) -> usize {
+        let pending = usize::from(self.pending.is_some());
+        input.saturating_add(pending) / 2
+    }
 
     /// `out` holds exactly `output_len(input.samples())` samples.
-    fn run<I: PcmIn>(&mut self, input: I, out: impl PcmOut) {
+    fn run(&mut self, input: impl PcmIn, out: impl PcmOut) {
         self.even.truncate(HIST);
         self.odd.truncate(HIST);
         let mut input = input;
@@ -472,22 +497,6 @@ impl Downsampler {
             b.copy_within(n..n + HIST, 0);
             b.truncate(HIST);
         }
-    }
-}
-
-impl Resample for Downsampler {
-    /// One output sample per input pair, counting a sample pending from the last call.
-    fn output_len(&self, input: usize) -> usize {
-        let pending = usize::from(self.pending.is_some());
-        input.saturating_add(pending) / 2
-    }
-
-    fn run_i16(&mut self, input: &[i16], out: &mut [i16]) {
-        self.run(input, out);
-    }
-
-    fn run_ne_bytes(&mut self, input: &[u8], out: &mut [u8]) {
-        self.run(NeBytes(input), NeBytesMut(out));
     }
 }
 

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView};
 
-use crate::codec::Codec;
+use crate::codec::{Codec, CodecError};
 
 /// Runs `f` on the raw bytes of a bytes-like object.
 ///
@@ -45,6 +45,23 @@ pub(super) fn with_buffer<T>(
     f(copy.as_bytes())
 }
 
+/// Bytes-like in, a new `bytes` of `out_len(input length)` bytes written by `fill`.
+#[inline(always)]
+fn transcode<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    out_len: impl FnOnce(usize) -> Result<usize, CodecError>,
+    fill: impl FnOnce(&[u8], &mut [u8]) -> Result<usize, CodecError>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_bytes(input, |input| {
+        let n = out_len(input.len())?;
+        PyBytes::new_with(py, n, |out| {
+            fill(input, out)?;
+            Ok(())
+        })
+    })
+}
+
 /// Encodes native-endian 16-bit PCM from a bytes-like object.
 #[inline(always)]
 fn encode<'py>(
@@ -52,13 +69,12 @@ fn encode<'py>(
     codec: Codec,
     pcm: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    with_bytes(pcm, |pcm| {
-        let n = codec.wire_len_for_ne_bytes(pcm.len())?;
-        PyBytes::new_with(py, n, |out| {
-            codec.encode_ne_bytes_into(pcm, out)?;
-            Ok(())
-        })
-    })
+    transcode(
+        py,
+        pcm,
+        |n| codec.wire_len_for_ne_bytes(n),
+        |pcm, out| codec.encode_ne_bytes_into(pcm, out),
+    )
 }
 
 /// Decodes wire bytes from a bytes-like object to native-endian 16-bit PCM.
@@ -68,13 +84,12 @@ fn decode<'py>(
     codec: Codec,
     wire: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    with_bytes(wire, |wire| {
-        let n = codec.ne_bytes_len_for_wire(wire.len())?;
-        PyBytes::new_with(py, n, |out| {
-            codec.decode_to_ne_bytes_into(wire, out)?;
-            Ok(())
-        })
-    })
+    transcode(
+        py,
+        wire,
+        |n| codec.ne_bytes_len_for_wire(n),
+        |wire, out| codec.decode_to_ne_bytes_into(wire, out),
+    )
 }
 
 /// Decodes every frame of an iterable, one PCM `bytes` each.
