@@ -271,16 +271,10 @@ pub enum CodecError {
 impl fmt::Display for CodecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CodecError::OddLength { len } => {
-                write!(
-                    f,
-                    "16-bit audio must have an even byte count, got {len} bytes"
-                )
+            CodecError::OddLength { len } => write_odd_length(f, *len),
+            CodecError::OutputTooSmall { needed, available } => {
+                write_output_too_small(f, *needed, *available)
             }
-            CodecError::OutputTooSmall { needed, available } => write!(
-                f,
-                "output buffer too small: need {needed} elements, have {available}"
-            ),
             CodecError::UnsupportedFormat { bits } => {
                 write!(f, "unsupported media format bits {bits:#x}")
             }
@@ -289,6 +283,27 @@ impl fmt::Display for CodecError {
 }
 
 impl std::error::Error for CodecError {}
+
+/// The message of 16-bit data with an odd byte count: the codecs and the resamplers both
+/// report it, alike (Python shows both as `CodecError`).
+pub(crate) fn write_odd_length(f: &mut fmt::Formatter<'_>, len: usize) -> fmt::Result {
+    write!(
+        f,
+        "16-bit audio must have an even byte count, got {len} bytes"
+    )
+}
+
+/// The message of an output slice too short for the result, as [`write_odd_length`].
+pub(crate) fn write_output_too_small(
+    f: &mut fmt::Formatter<'_>,
+    needed: usize,
+    available: usize,
+) -> fmt::Result {
+    write!(
+        f,
+        "output buffer too small: need {needed} elements, have {available}"
+    )
+}
 
 /// Reads one native-endian `i16` from a 2-byte chunk (from `chunks_exact(2)`).
 #[inline(always)]

@@ -24,6 +24,7 @@
 
 use std::fmt;
 
+use crate::codec::{write_odd_length, write_output_too_small};
 use crate::fir::{fir_pair, round_up_block};
 
 /// Group delay of both filters, in 16 kHz samples.
@@ -84,16 +85,10 @@ pub enum ResampleError {
 impl fmt::Display for ResampleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ResampleError::OddLength { len } => {
-                write!(
-                    f,
-                    "16-bit audio must have an even byte count, got {len} bytes"
-                )
+            ResampleError::OddLength { len } => write_odd_length(f, *len),
+            ResampleError::OutputTooSmall { needed, available } => {
+                write_output_too_small(f, *needed, *available)
             }
-            ResampleError::OutputTooSmall { needed, available } => write!(
-                f,
-                "output buffer too small: need {needed} elements, have {available}"
-            ),
             ResampleError::UnsupportedFactor { factor, accepted } => write!(
                 f,
                 "no filter for a conversion factor of {factor} (accepted: {accepted:?})"

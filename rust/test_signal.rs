@@ -37,3 +37,33 @@ pub fn pieces<'a>(x: &'a [i16], cuts: &[usize]) -> Vec<&'a [i16]> {
     }
     out
 }
+
+/// `len` samples of a full-scale square wave, `half` samples at `i16::MAX` then `half` at
+/// `i16::MIN`.
+pub fn square_wave(len: usize, half: usize) -> Vec<i16> {
+    (0..len)
+        .map(|n| {
+            if (n / half) % 2 == 0 {
+                i16::MAX
+            } else {
+                i16::MIN
+            }
+        })
+        .collect()
+}
+
+/// `len` samples of a fixed pseudo-random sequence (a multiplicative hash of the index).
+pub fn hash_noise(len: u32) -> Vec<i16> {
+    (0..len)
+        .map(|n| (n.wrapping_mul(2_654_435_761) >> 16) as i16)
+        .collect()
+}
+
+/// `got` is the reference output `want` rounded and saturated to i16, within one step.
+pub fn assert_matches_reference(got: &[i16], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let clamped = w.round().clamp(-32768.0, 32767.0);
+        assert!((f64::from(g) - clamped).abs() <= 1.0, "k={k}: {g} vs {w}");
+    }
+}

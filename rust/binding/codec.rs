@@ -8,7 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView};
 
-use crate::codec::{Codec, CodecError};
+use crate::codec::Codec;
 
 /// Runs `f` on the raw bytes of a bytes-like object.
 ///
@@ -45,51 +45,36 @@ pub(super) fn with_buffer<T>(
     f(copy.as_bytes())
 }
 
-/// Bytes-like in, a new `bytes` of `out_len(input length)` bytes written by `fill`.
+/// Which way a codec function converts.
+#[derive(Clone, Copy)]
+enum Way {
+    /// Native-endian 16-bit PCM to wire bytes.
+    Encode,
+    /// Wire bytes to native-endian 16-bit PCM.
+    Decode,
+}
+
+/// Bytes-like in, a new `bytes` with the conversion out.
 #[inline(always)]
 fn transcode<'py>(
     py: Python<'py>,
+    codec: Codec,
+    way: Way,
     input: &Bound<'py, PyAny>,
-    out_len: impl FnOnce(usize) -> Result<usize, CodecError>,
-    fill: impl FnOnce(&[u8], &mut [u8]) -> Result<usize, CodecError>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     with_bytes(input, |input| {
-        let n = out_len(input.len())?;
+        let n = match way {
+            Way::Encode => codec.wire_len_for_ne_bytes(input.len())?,
+            Way::Decode => codec.ne_bytes_len_for_wire(input.len())?,
+        };
         PyBytes::new_with(py, n, |out| {
-            fill(input, out)?;
+            match way {
+                Way::Encode => codec.encode_ne_bytes_into(input, out)?,
+                Way::Decode => codec.decode_to_ne_bytes_into(input, out)?,
+            };
             Ok(())
         })
     })
-}
-
-/// Encodes native-endian 16-bit PCM from a bytes-like object.
-#[inline(always)]
-fn encode<'py>(
-    py: Python<'py>,
-    codec: Codec,
-    pcm: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    transcode(
-        py,
-        pcm,
-        |n| codec.wire_len_for_ne_bytes(n),
-        |pcm, out| codec.encode_ne_bytes_into(pcm, out),
-    )
-}
-
-/// Decodes wire bytes from a bytes-like object to native-endian 16-bit PCM.
-#[inline(always)]
-fn decode<'py>(
-    py: Python<'py>,
-    codec: Codec,
-    wire: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    transcode(
-        py,
-        wire,
-        |n| codec.ne_bytes_len_for_wire(n),
-        |wire, out| codec.decode_to_ne_bytes_into(wire, out),
-    )
 }
 
 /// Decodes every frame of an iterable, one PCM `bytes` each.
@@ -102,26 +87,26 @@ fn decode_many<'py>(
     let decoded: Vec<Bound<'py, PyBytes>> = if let Ok(list) = frames.cast::<PyList>() {
         let mut v = Vec::with_capacity(list.len());
         for item in list.iter() {
-            v.push(decode(py, codec, &item)?);
+            v.push(transcode(py, codec, Way::Decode, &item)?);
         }
         v
     } else {
         frames
             .try_iter()?
-            .map(|item| decode(py, codec, &item?))
+            .map(|item| transcode(py, codec, Way::Decode, &item?))
             .collect::<PyResult<_>>()?
     };
     PyList::new(py, decoded)
 }
 
-/// The codec functions, one a line: `name(argument) -> result type => operation(codec)`.
+/// The codec functions, one a line: `name(argument) -> result type => operation(codec, way)`.
 macro_rules! codec_functions {
-    ($($(#[$doc:meta])* $name:ident($arg:ident) -> $out:ident => $op:ident($codec:ident);)*) => {
+    ($($(#[$doc:meta])* $name:ident($arg:ident) -> $out:ident => $op:ident($codec:ident $(, $way:ident)?);)*) => {
         $(
             $(#[$doc])*
             #[pyfunction]
             fn $name<'py>(py: Python<'py>, $arg: &Bound<'py, PyAny>) -> PyResult<Bound<'py, $out>> {
-                $op(py, Codec::$codec, $arg)
+                $op(py, Codec::$codec, $(Way::$way,)? $arg)
             }
         )*
 
@@ -134,23 +119,23 @@ macro_rules! codec_functions {
 
 codec_functions! {
     /// Encode native-endian 16-bit PCM to G.711 µ-law (as `audioop.lin2ulaw(pcm, 2)`).
-    ulaw_encode(pcm) -> PyBytes => encode(Ulaw);
+    ulaw_encode(pcm) -> PyBytes => transcode(Ulaw, Encode);
     /// Decode G.711 µ-law to native-endian 16-bit PCM (as `audioop.ulaw2lin(data, 2)`).
-    ulaw_decode(data) -> PyBytes => decode(Ulaw);
+    ulaw_decode(data) -> PyBytes => transcode(Ulaw, Decode);
     /// Encode native-endian 16-bit PCM to G.711 A-law (as `audioop.lin2alaw(pcm, 2)`).
-    alaw_encode(pcm) -> PyBytes => encode(Alaw);
+    alaw_encode(pcm) -> PyBytes => transcode(Alaw, Encode);
     /// Decode G.711 A-law to native-endian 16-bit PCM (as `audioop.alaw2lin(data, 2)`).
-    alaw_decode(data) -> PyBytes => decode(Alaw);
+    alaw_decode(data) -> PyBytes => transcode(Alaw, Decode);
     /// Decode many µ-law frames in one call; returns one PCM `bytes` per frame.
     ulaw_decode_many(frames) -> PyList => decode_many(Ulaw);
     /// Decode many A-law frames in one call; returns one PCM `bytes` per frame.
     alaw_decode_many(frames) -> PyList => decode_many(Alaw);
     /// Native-endian PCM to slin wire bytes (8 kHz, big-endian).
-    slin_to_wire(pcm) -> PyBytes => encode(Slin);
+    slin_to_wire(pcm) -> PyBytes => transcode(Slin, Encode);
     /// slin wire bytes (big-endian) to native-endian PCM.
-    slin_from_wire(data) -> PyBytes => decode(Slin);
+    slin_from_wire(data) -> PyBytes => transcode(Slin, Decode);
     /// Native-endian PCM to slin16 wire bytes (16 kHz, little-endian).
-    slin16_to_wire(pcm) -> PyBytes => encode(Slin16);
+    slin16_to_wire(pcm) -> PyBytes => transcode(Slin16, Encode);
     /// slin16 wire bytes (little-endian) to native-endian PCM.
-    slin16_from_wire(data) -> PyBytes => decode(Slin16);
+    slin16_from_wire(data) -> PyBytes => transcode(Slin16, Decode);
 }

@@ -744,22 +744,20 @@ fn interruptions_and_pauses() {
     for rate in [8000, 16000] {
         for shift in 0..12 {
             let lead = 20.0 + shift as f64 * 0.6;
+            // Two 60 ms bursts of one key `gap_ms` apart, in noise.
+            let split_by = |gap_ms: f64| {
+                let mut s = Sig::new(rate);
+                s.silence(lead)
+                    .digit('6', 60.0, -10.0)
+                    .silence(gap_ms)
+                    .digit('6', 60.0, -10.0);
+                s.silence(60.0).noise_snr(20.0, shift);
+                presses(rate, &s.pcm())
+            };
             // A 10 ms interruption inside a digit does not split it (Q.24).
-            let mut s = Sig::new(rate);
-            s.silence(lead)
-                .digit('6', 60.0, -10.0)
-                .silence(10.0)
-                .digit('6', 60.0, -10.0);
-            s.silence(60.0).noise_snr(20.0, shift);
-            assert_eq!(presses(rate, &s.pcm()), "6", "{rate} Hz shift {shift}");
+            assert_eq!(split_by(10.0), "6", "{rate} Hz shift {shift}");
             // A 40 ms pause between two presses of one key gives two digits.
-            let mut s = Sig::new(rate);
-            s.silence(lead)
-                .digit('6', 60.0, -10.0)
-                .silence(40.0)
-                .digit('6', 60.0, -10.0);
-            s.silence(60.0).noise_snr(20.0, shift);
-            assert_eq!(presses(rate, &s.pcm()), "66", "{rate} Hz shift {shift}");
+            assert_eq!(split_by(40.0), "66", "{rate} Hz shift {shift}");
         }
     }
 }

@@ -17,6 +17,19 @@ fn full(buf: &[u8]) -> FullFrame {
     }
 }
 
+/// A frame of `ftype` and `subclass` with the header fields `(scall, dcall, ts, oseq, iseq)`.
+fn with_header(ftype: u8, subclass: i64, header: (u16, u16, u32, u8, u8)) -> FullFrame {
+    let mut f = FullFrame::new(ftype, subclass).unwrap();
+    (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = header;
+    f
+}
+
+/// `f` builds to exactly `bytes`, and `bytes` parses back to `f`.
+fn assert_round_trip(f: &FullFrame, bytes: &[u8]) {
+    assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
+    assert_eq!(full(bytes), *f);
+}
+
 fn golden_new() -> Vec<u8> {
     hex(
         "80 02 00 00 00 00 00 03 00 00 06 01 0b 02 00 02 01 04 31 30 30 30
@@ -66,10 +79,8 @@ fn golden_new_builds_and_parses() {
 #[test]
 fn golden_ack() {
     let bytes = hex("80 02 00 05 00 00 00 0c 02 02 06 04");
-    let mut f = FullFrame::new(frame_type::IAX, iax_subclass::ACK).unwrap();
-    (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (2, 5, 12, 2, 2);
-    assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
-    assert_eq!(full(&bytes), f);
+    let f = with_header(frame_type::IAX, iax_subclass::ACK, (2, 5, 12, 2, 2));
+    assert_round_trip(&f, &bytes);
     assert!(f.ies.is_empty());
 }
 
@@ -77,12 +88,10 @@ fn golden_ack() {
 fn golden_voice_and_mini() {
     let mut bytes = hex("80 05 00 02 00 00 00 28 04 02 02 04");
     bytes.extend_from_slice(&[0xFF; 160]);
-    let mut f = FullFrame::new(frame_type::VOICE, format::ULAW as i64).unwrap();
-    (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (5, 2, 40, 4, 2);
+    let mut f = with_header(frame_type::VOICE, format::ULAW as i64, (5, 2, 40, 4, 2));
     f.payload = vec![0xFF; 160];
     assert_eq!(f.csub, 0x04, "Asterisk sends ulaw raw, not 0x82");
-    assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
-    assert_eq!(full(&bytes), f);
+    assert_round_trip(&f, &bytes);
 
     let mut mini_bytes = hex("00 05 00 3c");
     mini_bytes.extend_from_slice(&[0x7F; 160]);
@@ -94,22 +103,22 @@ fn golden_voice_and_mini() {
 #[test]
 fn golden_key() {
     let bytes = hex("80 02 00 05 00 00 00 64 02 05 04 0c");
-    let mut f = FullFrame::new(frame_type::CONTROL, control_subclass::RADIO_KEY).unwrap();
-    (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (2, 5, 100, 2, 5);
-    assert_eq!(Frame::from(f.clone()).to_bytes(), bytes);
-    assert_eq!(full(&bytes), f);
+    let f = with_header(
+        frame_type::CONTROL,
+        control_subclass::RADIO_KEY,
+        (2, 5, 100, 2, 5),
+    );
+    assert_round_trip(&f, &bytes);
 }
 
 #[test]
 fn golden_reject_frame() {
-    let mut f = FullFrame::new(frame_type::IAX, iax_subclass::REJECT).unwrap();
-    (f.scall, f.dcall, f.ts, f.oseq, f.iseq) = (6, 3, 8, 0, 1);
+    let mut f = with_header(frame_type::IAX, iax_subclass::REJECT, (6, 3, 8, 0, 1));
     f.ies = vec![
         Ie::from_value(ie::CAUSE, &IeValue::Str("Unable to negotiate codec".into())).unwrap(),
         Ie::from_value(ie::CAUSECODE, &IeValue::U8(58)).unwrap(),
     ];
-    assert_eq!(Frame::from(f.clone()).to_bytes(), golden_reject());
-    assert_eq!(full(&golden_reject()), f);
+    assert_round_trip(&f, &golden_reject());
 }
 
 #[test]

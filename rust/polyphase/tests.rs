@@ -1,5 +1,7 @@
 use super::*;
-use crate::test_signal::{amplitude, db, pieces, tone};
+use crate::test_signal::{
+    amplitude, assert_matches_reference, db, hash_noise, pieces, square_wave, tone,
+};
 use proptest::prelude::*;
 use std::f64::consts::PI;
 
@@ -158,14 +160,6 @@ fn reference_up(factor: u32, x: &[i16]) -> Vec<f64> {
         .collect()
 }
 
-fn assert_matches_reference(got: &[i16], want: &[f64]) {
-    assert_eq!(got.len(), want.len());
-    for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let clamped = w.round().clamp(-32768.0, 32767.0);
-        assert!((f64::from(g) - clamped).abs() <= 1.0, "k={k}: {g} vs {w}");
-    }
-}
-
 #[test]
 fn impulse_response_is_the_prototype() {
     for &factor in FACTORS {
@@ -194,33 +188,15 @@ fn impulse_response_is_the_prototype() {
 fn polyphase_equals_direct_convolution_and_saturates() {
     // A full-scale square wave rings past ±32767 (Gibbs): the output must sit on the rail.
     for &factor in FACTORS {
-        let square: Vec<i16> = (0..1200)
-            .map(|n| {
-                if (n / 60) % 2 == 0 {
-                    i16::MAX
-                } else {
-                    i16::MIN
-                }
-            })
-            .collect();
+        let square = square_wave(1200, 60);
         let want = reference_down(factor, &square);
         assert!(want.iter().any(|&w| w > 32767.5));
         assert_matches_reference(&down(factor, &square), &want);
-        let slow: Vec<i16> = (0..200)
-            .map(|n| {
-                if (n / 10) % 2 == 0 {
-                    i16::MAX
-                } else {
-                    i16::MIN
-                }
-            })
-            .collect();
+        let slow = square_wave(200, 10);
         let want = reference_up(factor, &slow);
         assert!(want.iter().any(|&w| w > 32767.5) && want.iter().any(|&w| w < -32768.5));
         assert_matches_reference(&up(factor, &slow), &want);
-        let noise: Vec<i16> = (0..1500u32)
-            .map(|n| (n.wrapping_mul(2_654_435_761) >> 16) as i16)
-            .collect();
+        let noise = hash_noise(1500);
         assert_matches_reference(&down(factor, &noise), &reference_down(factor, &noise));
         let noise = &noise[..300];
         assert_matches_reference(&up(factor, noise), &reference_up(factor, noise));
@@ -376,12 +352,19 @@ fn fewer_than_factor_trailing_samples_wait_for_the_next_call() {
     assert_eq!(out, down(6, &x));
 }
 
+/// A fresh decimator and interpolator by `factor`.
+fn converters(factor: u32) -> (Decimator, Interpolator) {
+    (
+        Decimator::new(factor).unwrap(),
+        Interpolator::new(factor).unwrap(),
+    )
+}
+
 #[test]
 fn reset_restores_a_fresh_state() {
     for &factor in FACTORS {
         let x = tone(700.0, FS, AMP, 1000);
-        let mut d = Decimator::new(factor).unwrap();
-        let mut u = Interpolator::new(factor).unwrap();
+        let (mut d, mut u) = converters(factor);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         d.process(&x[..333], &mut a);
         u.process(&x[..77], &mut b);
@@ -413,8 +396,7 @@ fn byte_variants_check_sizes() {
 fn steady_streaming_does_not_grow() {
     for &factor in FACTORS {
         let x = tone(440.0, FS, AMP, 961);
-        let mut d = Decimator::new(factor).unwrap();
-        let mut u = Interpolator::new(factor).unwrap();
+        let (mut d, mut u) = converters(factor);
         let (mut y, mut z) = (Vec::with_capacity(200), Vec::with_capacity(3000));
         let mut run = |blocks: usize, d: &mut Decimator, u: &mut Interpolator| {
             for i in 0..blocks {
@@ -443,8 +425,7 @@ proptest! {
         let factor = if six { 6 } else { 3 };
         let whole_down = down(factor, &x);
         let whole_up = up(factor, &x);
-        let mut d = Decimator::new(factor).unwrap();
-        let mut u = Interpolator::new(factor).unwrap();
+        let (mut d, mut u) = converters(factor);
         let (mut ys, mut zs) = (Vec::new(), Vec::new());
         for p in pieces(&x, &cuts) {
             // Alternate between the i16 and the byte APIs: they must agree too.

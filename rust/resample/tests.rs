@@ -1,6 +1,8 @@
 use super::*;
 use crate::polyphase::{kaiser, sinc};
-use crate::test_signal::{amplitude, db, pieces, tone};
+use crate::test_signal::{
+    amplitude, assert_matches_reference, db, hash_noise, pieces, square_wave, tone,
+};
 use proptest::prelude::*;
 use std::f64::consts::PI;
 
@@ -184,32 +186,39 @@ fn reference_down(x: &[i16]) -> Vec<f64> {
         .collect()
 }
 
-fn assert_matches_reference(got: &[i16], want: &[f64]) {
-    assert_eq!(got.len(), want.len());
-    for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let clamped = w.round().clamp(-32768.0, 32767.0);
-        assert!((f64::from(g) - clamped).abs() <= 1.0, "k={k}: {g} vs {w}");
-    }
-}
-
 #[test]
 fn polyphase_equals_direct_convolution_and_saturates() {
     // A full-scale square wave rings past ±32767 (Gibbs): the output must sit on the rail
     // there rather than wrap.
-    let square: Vec<i16> = (0..640)
-        .map(|n| if (n / 8) % 2 == 0 { i16::MAX } else { i16::MIN })
-        .collect();
+    let square = square_wave(640, 8);
     let want = reference_up(&square);
     assert!(want.iter().any(|&w| w > 32767.5) && want.iter().any(|&w| w < -32768.5));
     assert_matches_reference(&up(&square), &want);
     let want = reference_down(&square);
     assert!(want.iter().any(|&w| w > 32767.5));
     assert_matches_reference(&down(&square), &want);
-    let noise: Vec<i16> = (0..700u32)
-        .map(|n| (n.wrapping_mul(2_654_435_761) >> 16) as i16)
-        .collect();
+    let noise = hash_noise(700);
     assert_matches_reference(&up(&noise), &reference_up(&noise));
     assert_matches_reference(&down(&noise), &reference_down(&noise));
+}
+
+/// Feeds `x` to `rs` in calls of `frame` samples and checks every output from `skip` on
+/// against the ideal 1 kHz sine of amplitude AMP, output k lying at `at(k)` seconds.
+fn assert_tracks_1khz(
+    rs: &mut impl Resample,
+    x: &[i16],
+    frame: usize,
+    skip: usize,
+    at: impl Fn(usize) -> f64,
+) {
+    let mut y = Vec::new();
+    for frame in x.chunks(frame) {
+        rs.process(frame, &mut y);
+    }
+    for (k, &v) in y.iter().enumerate().skip(skip) {
+        let ideal = AMP * (2.0 * PI * 1000.0 * at(k)).sin();
+        assert!((f64::from(v) - ideal).abs() < 3.0, "k={k}: {v} vs {ideal}");
+    }
 }
 
 #[test]
@@ -217,27 +226,13 @@ fn no_click_at_frame_edges() {
     // A 1 kHz tone fed in 20 ms frames stays within a couple of LSB of the ideal delayed
     // tone at every sample, frame edges included.
     let x = tone(1000.0, 8000.0, AMP, 1600);
-    let mut u = Upsampler::new();
-    let mut y = Vec::new();
-    for frame in x.chunks(160) {
-        u.process(frame, &mut y);
-    }
-    for (k, &v) in y.iter().enumerate().skip(200) {
-        let t = (k as f64 - 33.0) / 16000.0;
-        let ideal = AMP * (2.0 * PI * 1000.0 * t).sin();
-        assert!((f64::from(v) - ideal).abs() < 3.0, "k={k}: {v} vs {ideal}");
-    }
+    assert_tracks_1khz(&mut Upsampler::new(), &x, 160, 200, |k| {
+        (k as f64 - 33.0) / 16000.0
+    });
     let x = tone(1000.0, 16000.0, AMP, 3200);
-    let mut d = Downsampler::new();
-    let mut y = Vec::new();
-    for frame in x.chunks(320) {
-        d.process(frame, &mut y);
-    }
-    for (k, &v) in y.iter().enumerate().skip(100) {
-        let t = (2.0 * k as f64 - 33.0) / 16000.0;
-        let ideal = AMP * (2.0 * PI * 1000.0 * t).sin();
-        assert!((f64::from(v) - ideal).abs() < 3.0, "k={k}: {v} vs {ideal}");
-    }
+    assert_tracks_1khz(&mut Downsampler::new(), &x, 320, 100, |k| {
+        (2.0 * k as f64 - 33.0) / 16000.0
+    });
 }
 
 #[test]

@@ -24,14 +24,19 @@ fn run_tone(g: &mut ToneGenerator, n: usize, frame: usize) -> Vec<i16> {
     out
 }
 
-fn run_keyer(k: &mut CwKeyer, frame: usize) -> Vec<i16> {
+/// Every `frame`-sample buffer `fill` writes until it reports the end, cut to `total`.
+fn render(frame: usize, total: u64, mut fill: impl FnMut(&mut [i16]) -> bool) -> Vec<i16> {
     let mut all = Vec::new();
     let mut buf = vec![0i16; frame];
-    while k.fill(&mut buf) {
+    while fill(&mut buf) {
         all.extend_from_slice(&buf);
     }
-    all.truncate(k.duration_samples() as usize);
+    all.truncate(total as usize);
     all
+}
+
+fn run_keyer(k: &mut CwKeyer, frame: usize) -> Vec<i16> {
+    render(frame, k.duration_samples(), |buf| k.fill(buf))
 }
 
 #[test]
@@ -370,13 +375,7 @@ fn step(freq1_hz: f64, freq2_hz: f64, ms: u32) -> ToneStep {
 }
 
 fn run_sequence(seq: &mut ToneSequence, frame: usize) -> Vec<i16> {
-    let mut all = Vec::new();
-    let mut buf = vec![0i16; frame];
-    while seq.fill(&mut buf) {
-        all.extend_from_slice(&buf);
-    }
-    all.truncate(seq.duration_samples() as usize);
-    all
+    render(frame, seq.duration_samples(), |buf| seq.fill(buf))
 }
 
 #[test]
