@@ -1,28 +1,8 @@
 use super::*;
+use crate::test_signal::Rng;
 use proptest::prelude::*;
 
 const ALL: &str = "0123456789*#ABCD";
-
-/// Deterministic noise (SplitMix64 into Box-Muller).
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn gauss(&mut self) -> f64 {
-        let u1 = self.uniform().max(1e-300);
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * PI * u2).cos()
-    }
-}
 
 /// Signal builder in f64, rounded at the end.
 struct Sig {
