@@ -147,14 +147,9 @@ fn decode_codec_prefs(prefs: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyFullFrame>()?;
-    m.add_class::<PyMiniFrame>()?;
-    m.add_class::<PyVideoFrame>()?;
-    m.add_class::<PyTrunkFrame>()?;
-    m.add_function(wrap_pyfunction!(parse, m)?)?;
-    m.add_function(wrap_pyfunction!(compress_subclass, m)?)?;
-    m.add_function(wrap_pyfunction!(uncompress_subclass, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_codec_prefs, m)?)?;
-    m.add_function(wrap_pyfunction!(decode_codec_prefs, m)?)?;
-    Ok(())
+    register!(
+        m,
+        classes: [PyFullFrame, PyMiniFrame, PyVideoFrame, PyTrunkFrame],
+        functions: [parse, compress_subclass, uncompress_subclass, encode_codec_prefs, decode_codec_prefs]
+    )
 }

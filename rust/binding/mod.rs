@@ -4,6 +4,15 @@
 
 use pyo3::prelude::*;
 
+/// A `register` body: adds the classes, then the functions, to the module `m`.
+macro_rules! register {
+    ($m:ident, classes: [$($class:ty),* $(,)?], functions: [$($function:ident),* $(,)?]) => {{
+        $($m.add_class::<$class>()?;)*
+        $($m.add_function(wrap_pyfunction!($function, $m)?)?;)*
+        Ok(())
+    }};
+}
+
 mod codec;
 mod device;
 mod engine;

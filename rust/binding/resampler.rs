@@ -135,9 +135,9 @@ resampler_class!(
 );
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyUpsampler>()?;
-    m.add_class::<PyDownsampler>()?;
-    m.add_class::<PyDecimator>()?;
-    m.add_class::<PyInterpolator>()?;
-    Ok(())
+    register!(
+        m,
+        classes: [PyUpsampler, PyDownsampler, PyDecimator, PyInterpolator],
+        functions: []
+    )
 }

@@ -240,11 +240,9 @@ impl PyDtmfDetector {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyDtmfDetector>()?;
-    m.add_function(wrap_pyfunction!(cw_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(tone_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(tone_sequence_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(dtmf_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(resample_pcm, m)?)?;
-    Ok(())
+    register!(
+        m,
+        classes: [PyDtmfDetector],
+        functions: [cw_pcm, tone_pcm, tone_sequence_pcm, dtmf_pcm, resample_pcm]
+    )
 }
