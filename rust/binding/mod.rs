@@ -3,6 +3,7 @@
 //! Errors from the Rust modules are mapped to Python exceptions here and nowhere else.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 /// A `register` body: adds the classes, then the functions, to the module `m`.
 macro_rules! register {
@@ -22,6 +23,15 @@ mod mixer;
 mod resampler;
 mod tones;
 mod wireguard;
+
+/// A dict of named counters, in the order given.
+fn counters<'py>(py: Python<'py>, items: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for &(name, value) in items {
+        d.set_item(name, value)?;
+    }
+    Ok(d)
+}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

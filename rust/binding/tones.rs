@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::codec::with_bytes;
+use super::counters;
 use super::errors::{CodecError as PyCodecError, ToneError as PyToneError};
 use crate::dtmf::{DtmfDetector, DtmfEvent, DtmfGenerator};
 use crate::ratio::resample_clip;
@@ -217,20 +218,23 @@ impl PyDtmfDetector {
     /// Per-window verdict counters: windows, hits, presses, and rejections by test.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();
-        let d = PyDict::new(py);
-        d.set_item("windows", s.windows)?;
-        d.set_item("hits", s.hits)?;
-        d.set_item("presses", s.presses)?;
-        d.set_item("quiet", s.quiet)?;
-        d.set_item("not_peaked", s.not_peaked)?;
-        d.set_item("low_fraction", s.low_fraction)?;
-        d.set_item("off_frequency", s.off_frequency)?;
-        d.set_item("too_weak", s.too_weak)?;
-        d.set_item("twisted", s.twisted)?;
-        d.set_item("harmonic", s.harmonic)?;
-        d.set_item("residual", s.residual)?;
-        d.set_item("events_dropped", s.events_dropped)?;
-        Ok(d)
+        counters(
+            py,
+            &[
+                ("windows", s.windows),
+                ("hits", s.hits),
+                ("presses", s.presses),
+                ("quiet", s.quiet),
+                ("not_peaked", s.not_peaked),
+                ("low_fraction", s.low_fraction),
+                ("off_frequency", s.off_frequency),
+                ("too_weak", s.too_weak),
+                ("twisted", s.twisted),
+                ("harmonic", s.harmonic),
+                ("residual", s.residual),
+                ("events_dropped", s.events_dropped),
+            ],
+        )
     }
 
     /// Forget all audio and state (counters are kept).
