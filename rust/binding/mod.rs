@@ -14,6 +14,23 @@ macro_rules! register {
     }};
 }
 
+/// A dict of named counters, in the order given.
+fn counters<'py>(py: Python<'py>, items: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for &(name, value) in items {
+        d.set_item(name, value)?;
+    }
+    Ok(d)
+}
+
+/// [`counters`] of the fields of a stats struct, each under its field's name.
+macro_rules! counters_of {
+    ($py:expr, $stats:expr; $($field:ident)*) => {{
+        let stats = $stats;
+        $crate::binding::counters($py, &[$((stringify!($field), stats.$field)),*])
+    }};
+}
+
 mod codec;
 mod device;
 mod engine;
@@ -23,15 +40,6 @@ mod mixer;
 mod resampler;
 mod tones;
 mod wireguard;
-
-/// A dict of named counters, in the order given.
-fn counters<'py>(py: Python<'py>, items: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    for &(name, value) in items {
-        d.set_item(name, value)?;
-    }
-    Ok(d)
-}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

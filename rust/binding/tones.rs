@@ -7,7 +7,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::codec::with_bytes;
-use super::counters;
 use super::errors::{CodecError as PyCodecError, ToneError as PyToneError};
 use crate::dtmf::{DtmfDetector, DtmfEvent, DtmfGenerator};
 use crate::ratio::resample_clip;
@@ -217,24 +216,10 @@ impl PyDtmfDetector {
 
     /// Per-window verdict counters: windows, hits, presses, and rejections by test.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.stats();
-        counters(
-            py,
-            &[
-                ("windows", s.windows),
-                ("hits", s.hits),
-                ("presses", s.presses),
-                ("quiet", s.quiet),
-                ("not_peaked", s.not_peaked),
-                ("low_fraction", s.low_fraction),
-                ("off_frequency", s.off_frequency),
-                ("too_weak", s.too_weak),
-                ("twisted", s.twisted),
-                ("harmonic", s.harmonic),
-                ("residual", s.residual),
-                ("events_dropped", s.events_dropped),
-            ],
-        )
+        counters_of! { py, self.inner.stats();
+            windows hits presses quiet not_peaked low_fraction off_frequency too_weak twisted
+            harmonic residual events_dropped
+        }
     }
 
     /// Forget all audio and state (counters are kept).
