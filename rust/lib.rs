@@ -25,6 +25,7 @@ pub mod resample;
 pub mod tone;
 pub mod transport;
 pub mod vox;
+pub mod wire_error;
 pub mod wireguard;
 
 #[cfg(test)]

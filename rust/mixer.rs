@@ -254,6 +254,14 @@ mod tests {
         vec![v; n]
     }
 
+    /// A conference of two members, its first tick begun.
+    fn two_members(mix_minus: bool) -> (Conference, usize, usize) {
+        let mut c = Conference::new(2, mix_minus);
+        let (a, b) = (c.add(), c.add());
+        c.begin_tick();
+        (c, a, b)
+    }
+
     #[test]
     fn each_member_hears_everyone_but_itself() {
         let mut c = Conference::new(4, true);
@@ -270,9 +278,7 @@ mod tests {
 
     #[test]
     fn full_mix_includes_self() {
-        let mut c = Conference::new(2, false);
-        let (a, b) = (c.add(), c.add());
-        c.begin_tick();
+        let (mut c, a, b) = two_members(false);
         c.put(a, &[1, 2]).expect("put");
         c.put(b, &[10, 20]).expect("put");
         c.mix();
@@ -313,9 +319,7 @@ mod tests {
 
     #[test]
     fn silent_ticks_and_removed_members() {
-        let mut c = Conference::new(2, true);
-        let (a, b) = (c.add(), c.add());
-        c.begin_tick();
+        let (mut c, a, b) = two_members(true);
         c.put(a, &[7, 7]).expect("put");
         c.mix();
         c.begin_tick(); // a stopped talking

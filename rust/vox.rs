@@ -170,27 +170,38 @@ mod tests {
         }
     }
 
-    /// Feeds `ms` of `x` (repeated) in 5 ms blocks; the window index of every change.
-    fn run(
-        gate: &mut VoxGate,
-        x: &[i16],
-        ms: usize,
-        changes: &mut Vec<(usize, bool)>,
-        at: &mut usize,
-    ) {
-        let block = 40; // 5 ms at 8 kHz
-        for chunk in x
-            .iter()
-            .cycle()
-            .take(ms * 8)
-            .collect::<Vec<_>>()
-            .chunks(block)
-        {
-            let c: Vec<i16> = chunk.iter().map(|&&s| s).collect();
-            gate.feed(&c);
-            *at += c.len();
-            if let Some(open) = gate.take_change() {
-                changes.push((*at / 160, open));
+    /// A gate fed at 8 kHz, with the window index of every change it reported.
+    struct Rig {
+        gate: VoxGate,
+        changes: Vec<(usize, bool)>,
+        at: usize,
+    }
+
+    impl Rig {
+        fn new(config: VoxConfig) -> Self {
+            Rig {
+                gate: VoxGate::new(8000, config).unwrap(),
+                changes: Vec::new(),
+                at: 0,
+            }
+        }
+
+        /// Feeds `ms` of `x` (repeated) in 5 ms blocks.
+        fn run(&mut self, x: &[i16], ms: usize) {
+            let block = 40; // 5 ms at 8 kHz
+            for chunk in x
+                .iter()
+                .cycle()
+                .take(ms * 8)
+                .collect::<Vec<_>>()
+                .chunks(block)
+            {
+                let c: Vec<i16> = chunk.iter().map(|&&s| s).collect();
+                self.gate.feed(&c);
+                self.at += c.len();
+                if let Some(open) = self.gate.take_change() {
+                    self.changes.push((self.at / 160, open));
+                }
             }
         }
     }
@@ -200,38 +211,40 @@ mod tests {
         // -20 dBFS tone against a -30 dBFS threshold.
         let loud = tone(1000.0, 8000.0, 3277.0, 8000);
         let quiet = vec![0i16; 160];
-        let mut gate = VoxGate::new(8000, cfg(-30.0, 60, 400)).unwrap();
-        let (mut changes, mut at) = (Vec::new(), 0);
-        run(&mut gate, &quiet, 100, &mut changes, &mut at);
-        assert!(changes.is_empty());
-        run(&mut gate, &loud, 500, &mut changes, &mut at);
+        let mut r = Rig::new(cfg(-30.0, 60, 400));
+        r.run(&quiet, 100);
+        assert!(r.changes.is_empty());
+        r.run(&loud, 500);
         // 5 windows of silence, then 3 windows (60 ms) above the threshold.
-        assert_eq!(changes, vec![(5 + 3, true)]);
-        run(&mut gate, &quiet, 1000, &mut changes, &mut at);
+        assert_eq!(r.changes, vec![(5 + 3, true)]);
+        r.run(&quiet, 1000);
         // 25 windows of tone end at window 30; 20 windows (400 ms) of silence close it.
-        assert_eq!(changes, vec![(8, true), (30 + 20, false)]);
-        assert!(!gate.is_open() && gate.take_change().is_none());
+        assert_eq!(r.changes, vec![(8, true), (30 + 20, false)]);
+        assert!(!r.gate.is_open() && r.gate.take_change().is_none());
     }
 
     #[test]
     fn a_short_burst_does_not_open_and_a_short_pause_does_not_close() {
         let loud = tone(1000.0, 8000.0, 3277.0, 8000);
         let quiet = vec![0i16; 160];
-        let mut gate = VoxGate::new(8000, cfg(-30.0, 60, 400)).unwrap();
-        let (mut changes, mut at) = (Vec::new(), 0);
-        run(&mut gate, &loud, 40, &mut changes, &mut at);
-        run(&mut gate, &quiet, 20, &mut changes, &mut at);
-        run(&mut gate, &loud, 40, &mut changes, &mut at);
+        let mut r = Rig::new(cfg(-30.0, 60, 400));
+        r.run(&loud, 40);
+        r.run(&quiet, 20);
+        r.run(&loud, 40);
         assert!(
-            changes.is_empty(),
-            "two 40 ms bursts are clicks: {changes:?}"
+            r.changes.is_empty(),
+            "two 40 ms bursts are clicks: {:?}",
+            r.changes
         );
-        run(&mut gate, &loud, 200, &mut changes, &mut at);
-        assert!(gate.is_open());
-        run(&mut gate, &quiet, 300, &mut changes, &mut at);
-        run(&mut gate, &loud, 100, &mut changes, &mut at);
-        assert!(gate.is_open(), "a 300 ms pause is shorter than the release");
-        assert_eq!(changes.len(), 1);
+        r.run(&loud, 200);
+        assert!(r.gate.is_open());
+        r.run(&quiet, 300);
+        r.run(&loud, 100);
+        assert!(
+            r.gate.is_open(),
+            "a 300 ms pause is shorter than the release"
+        );
+        assert_eq!(r.changes.len(), 1);
     }
 
     #[test]

@@ -1,98 +1,14 @@
-//! `node._core` sound card edge: the 48 kHz converters and the device port of the engine.
+//! `node._core` sound card edge: the device port of the engine (its 48 kHz converters are
+//! classes of `resampler`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use super::codec::{resample, with_bytes};
-use super::errors::{DeviceError as PyDeviceError, EngineError as PyEngineError};
+use super::codec::with_bytes;
+use super::errors::EngineError as PyEngineError;
 use crate::device::DeviceError;
 use crate::engine::{DeviceLink, LocalCounters};
 use crate::level::{gain_db_valid, Reading};
-use crate::polyphase::{Decimator, Interpolator};
-
-impl From<DeviceError> for PyErr {
-    fn from(e: DeviceError) -> PyErr {
-        PyDeviceError::new_err(e.to_string())
-    }
-}
-
-/// The Python class of one 48 kHz converter: the two differ only in names and texts.
-macro_rules! converter_class {
-    (
-        $(#[$doc:meta])*
-        $py:ident($inner:ident, $name:literal),
-        process: $process_doc:literal,
-        reset: $reset_doc:literal,
-        delay: $delay_doc:literal,
-        repr: $repr:literal $(,)?
-    ) => {
-        $(#[$doc])*
-        #[pyclass(name = $name, module = "node._core")]
-        pub struct $py {
-            inner: $inner,
-        }
-
-        #[pymethods]
-        impl $py {
-            #[new]
-            fn new(factor: u32) -> PyResult<Self> {
-                Ok($py {
-                    inner: $inner::new(factor)?,
-                })
-            }
-
-            #[doc = $process_doc]
-            fn process<'py>(
-                &mut self,
-                py: Python<'py>,
-                pcm: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyBytes>> {
-                resample(py, &mut self.inner, pcm)
-            }
-
-            #[doc = $reset_doc]
-            fn reset(&mut self) {
-                self.inner.reset();
-            }
-
-            #[getter]
-            fn factor(&self) -> u32 {
-                self.inner.factor()
-            }
-
-            #[doc = $delay_doc]
-            #[getter]
-            fn delay(&self) -> f64 {
-                self.inner.delay()
-            }
-
-            fn __repr__(&self) -> String {
-                let low = 48000 / self.inner.factor();
-                format!($repr, low = low, delay = self.inner.delay())
-            }
-        }
-    };
-}
-
-converter_class!(
-    /// Streaming 48 kHz -> 8 kHz (factor 6) or -> 16 kHz (factor 3) decimator.
-    PyDecimator(Decimator, "Decimator"),
-    process: "Native-endian 16-bit PCM at 48 kHz in, one sample per `factor` out (fewer than \
-              `factor` trailing samples wait for the next call).",
-    reset: "Forget the filter history and any waiting samples.",
-    delay: "Group delay in output samples.",
-    repr: "Decimator(48000 -> {low}, delay={delay})",
-);
-
-converter_class!(
-    /// Streaming 8 kHz (factor 6) or 16 kHz (factor 3) -> 48 kHz interpolator.
-    PyInterpolator(Interpolator, "Interpolator"),
-    process: "Native-endian 16-bit PCM at 48000 / `factor` Hz in, `factor` times as many \
-              samples out.",
-    reset: "Forget the filter history.",
-    delay: "Group delay in output (48 kHz) samples.",
-    repr: "Interpolator({low} -> 48000, delay={delay})",
-);
 
 /// A sound card attached to the engine's local radio member (`Engine.open_device`).
 #[pyclass(name = "DevicePort", module = "node._core")]
@@ -257,8 +173,6 @@ impl PyDevicePort {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyDecimator>()?;
-    m.add_class::<PyInterpolator>()?;
     m.add_class::<PyDevicePort>()?;
     Ok(())
 }

@@ -51,3 +51,26 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ToneError", py.get_type::<ToneError>())?;
     Ok(())
 }
+
+/// Each Rust error becomes its Python exception, with the Rust error's message.
+macro_rules! to_python {
+    ($($rust:ty => $py:ident,)*) => {
+        $(
+            impl From<$rust> for PyErr {
+                fn from(e: $rust) -> PyErr {
+                    $py::new_err(e.to_string())
+                }
+            }
+        )*
+    };
+}
+
+to_python! {
+    crate::codec::CodecError => CodecError,
+    crate::resample::ResampleError => CodecError,
+    crate::ratio::RatioError => CodecError,
+    crate::mixer::MixerError => MixerError,
+    crate::device::DeviceError => DeviceError,
+    crate::tone::ToneError => ToneError,
+    crate::dtmf::DtmfError => ToneError,
+}

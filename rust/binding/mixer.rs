@@ -7,10 +7,10 @@
 //! Members who hear the same mix (every listener that did not talk, or everybody under a full
 //! mix) share one encoded `bytes` object, as Asterisk's softmix shares one encoded frame.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyMemoryView};
+use pyo3::types::{PyBytes, PyList};
 
+use super::codec::with_buffer;
 use super::errors::MixerError as PyMixerError;
 use crate::codec::Codec;
 use crate::media::FRAME_MS;
@@ -19,28 +19,9 @@ use crate::mixer::{Conference, MixerError};
 /// IAX2 call numbers are 15 bits, so no conference of the node has more members than this.
 const MAX_MEMBERS: usize = 32_768;
 
-impl From<MixerError> for PyErr {
-    fn from(e: MixerError) -> PyErr {
-        PyMixerError::new_err(e.to_string())
-    }
-}
-
 /// Runs `f` on the bytes of a bytes-like object: `bytes` in place, other buffers copied once.
 fn with_bytes<T>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<T>) -> PyResult<T> {
-    if let Ok(b) = obj.cast::<PyBytes>() {
-        return f(b.as_bytes());
-    }
-    let view = PyMemoryView::from(obj).map_err(|_| {
-        let name = obj
-            .get_type()
-            .name()
-            .map_or_else(|_| "?".to_owned(), |n| n.to_string());
-        PyTypeError::new_err(format!(
-            "expected bytes or None for a member's frame, got {name}"
-        ))
-    })?;
-    let copy = view.call_method0("tobytes")?.cast_into::<PyBytes>()?;
-    f(copy.as_bytes())
+    with_buffer(obj, "bytes or None for a member's frame", f)
 }
 
 /// A mix-minus (or full-mix) conference of a fixed number of members sharing one codec.

@@ -8,27 +8,9 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use super::codec::with_bytes;
 use super::errors::{CodecError as PyCodecError, ToneError as PyToneError};
-use crate::dtmf::{DtmfDetector, DtmfError, DtmfEvent, DtmfGenerator};
-use crate::ratio::{resample_clip, RatioError};
-use crate::tone::{CwKeyer, ToneError, ToneGenerator, ToneSequence, ToneStep};
-
-impl From<ToneError> for PyErr {
-    fn from(e: ToneError) -> PyErr {
-        PyToneError::new_err(e.to_string())
-    }
-}
-
-impl From<DtmfError> for PyErr {
-    fn from(e: DtmfError) -> PyErr {
-        PyToneError::new_err(e.to_string())
-    }
-}
-
-impl From<RatioError> for PyErr {
-    fn from(e: RatioError) -> PyErr {
-        PyCodecError::new_err(e.to_string())
-    }
-}
+use crate::dtmf::{DtmfDetector, DtmfEvent, DtmfGenerator};
+use crate::ratio::resample_clip;
+use crate::tone::{CwKeyer, ToneGenerator, ToneSequence, ToneStep};
 
 /// Longest rendering accepted, in ms: an announcement is seconds long, never minutes.
 const MAX_RENDER_MS: u64 = 600_000;
@@ -234,21 +216,10 @@ impl PyDtmfDetector {
 
     /// Per-window verdict counters: windows, hits, presses, and rejections by test.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.stats();
-        let d = PyDict::new(py);
-        d.set_item("windows", s.windows)?;
-        d.set_item("hits", s.hits)?;
-        d.set_item("presses", s.presses)?;
-        d.set_item("quiet", s.quiet)?;
-        d.set_item("not_peaked", s.not_peaked)?;
-        d.set_item("low_fraction", s.low_fraction)?;
-        d.set_item("off_frequency", s.off_frequency)?;
-        d.set_item("too_weak", s.too_weak)?;
-        d.set_item("twisted", s.twisted)?;
-        d.set_item("harmonic", s.harmonic)?;
-        d.set_item("residual", s.residual)?;
-        d.set_item("events_dropped", s.events_dropped)?;
-        Ok(d)
+        counters_of! { py, self.inner.stats();
+            windows hits presses quiet not_peaked low_fraction off_frequency too_weak twisted
+            harmonic residual events_dropped
+        }
     }
 
     /// Forget all audio and state (counters are kept).
@@ -258,11 +229,9 @@ impl PyDtmfDetector {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyDtmfDetector>()?;
-    m.add_function(wrap_pyfunction!(cw_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(tone_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(tone_sequence_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(dtmf_pcm, m)?)?;
-    m.add_function(wrap_pyfunction!(resample_pcm, m)?)?;
-    Ok(())
+    register!(
+        m,
+        classes: [PyDtmfDetector],
+        functions: [cw_pcm, tone_pcm, tone_sequence_pcm, dtmf_pcm, resample_pcm]
+    )
 }
