@@ -7,32 +7,23 @@ use super::{LocalCounters, LOCAL_QUEUE_FRAMES};
 /// The local radio's audio between the device thread and the engine (station rate, i16).
 #[derive(Debug, Default)]
 pub(super) struct LocalPort {
-    pub(super) mic: VecDeque<Vec<i16>>,
+    mic: VecDeque<Vec<i16>>,
     pub(super) speaker: VecDeque<Vec<i16>>,
     /// Frame buffers to reuse, so steady state allocates nothing.
-    pub(super) spare: Vec<Vec<i16>>,
+    spare: Vec<Vec<i16>>,
     /// Devices attached (a device switch overlaps the old and the new one briefly).
     pub(super) attached: u32,
     /// Whether the local radio was a conference member at the last tick.
-    pub(super) local_on: bool,
+    local_on: bool,
     /// A frame has gone each way since the device attached: only then can one be late.
-    pub(super) mic_seen: bool,
-    pub(super) speaker_seen: bool,
+    mic_seen: bool,
+    speaker_seen: bool,
     pub(super) counters: LocalCounters,
 }
 
 impl LocalPort {
-    pub(super) fn buffer(&mut self, frame: &[i16]) -> Vec<i16> {
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(frame);
-        buf
-    }
-
     pub(super) fn recycle(&mut self, buf: Vec<i16>) {
-        if self.spare.len() < 2 * LOCAL_QUEUE_FRAMES + 2 {
-            self.spare.push(buf);
-        }
+        recycle(&mut self.spare, buf);
     }
 
     pub(super) fn clear(&mut self) {
@@ -48,14 +39,9 @@ impl LocalPort {
 
     /// A captured frame from the device.
     pub(super) fn push_mic(&mut self, frame: &[i16]) {
-        if self.mic.len() >= LOCAL_QUEUE_FRAMES {
-            if let Some(old) = self.mic.pop_front() {
-                self.recycle(old);
-            }
+        if push_bounded(&mut self.mic, &mut self.spare, frame) {
             self.counters.rx_dropped += 1;
         }
-        let buf = self.buffer(frame);
-        self.mic.push_back(buf);
         self.mic_seen = true;
         self.counters.rx_frames += 1;
     }
@@ -96,14 +82,32 @@ impl LocalPort {
         if !local_on || self.attached == 0 {
             return;
         }
-        if self.speaker.len() >= LOCAL_QUEUE_FRAMES {
-            if let Some(old) = self.speaker.pop_front() {
-                self.recycle(old);
-            }
+        if push_bounded(&mut self.speaker, &mut self.spare, frame) {
             self.counters.tx_dropped += 1;
         }
-        let buf = self.buffer(frame);
-        self.speaker.push_back(buf);
         self.speaker_seen = true;
     }
+}
+
+/// Keep a used frame buffer for reuse (a few are enough for both queues).
+fn recycle(spare: &mut Vec<Vec<i16>>, buf: Vec<i16>) {
+    if spare.len() < 2 * LOCAL_QUEUE_FRAMES + 2 {
+        spare.push(buf);
+    }
+}
+
+/// Queue a copy of `frame` in a reused buffer, first dropping the oldest frame when the queue
+/// is full (the other side has fallen behind); true when one was dropped.
+fn push_bounded(queue: &mut VecDeque<Vec<i16>>, spare: &mut Vec<Vec<i16>>, frame: &[i16]) -> bool {
+    let full = queue.len() >= LOCAL_QUEUE_FRAMES;
+    if full {
+        if let Some(old) = queue.pop_front() {
+            recycle(spare, old);
+        }
+    }
+    let mut buf = spare.pop().unwrap_or_default();
+    buf.clear();
+    buf.extend_from_slice(frame);
+    queue.push_back(buf);
+    full
 }

@@ -18,20 +18,20 @@
 //! reads the wall clock only to age the kernel's receive stamps).
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
 use crate::jitter::{ControlKind, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, TickOutput, FRAME_MS};
+use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 use crate::transport::{Transport, TunnelStats, UdpTransport};
@@ -47,7 +47,7 @@ pub use worker::send_batch_of;
 
 use counters::{bump, Counters, TickStats};
 use local::LocalPort;
-use worker::{lock, Shared, Worker};
+use worker::Worker;
 
 /// Datagrams in one tick from which the engine counts as busy and drains on a timer.
 pub const BUSY_DATAGRAMS: u64 = 32;
@@ -216,6 +216,74 @@ pub enum EngineEvent {
     TunnelChanged,
 }
 
+/// State shared by the socket thread and the handle Python holds.
+struct Shared {
+    transport: Box<dyn Transport>,
+    queue: Mutex<VecDeque<Received>>,
+    events: Mutex<VecDeque<EngineEvent>>,
+    commands: Mutex<Vec<Command>>,
+    commands_pending: AtomicBool,
+    local: Mutex<LocalPort>,
+    ticks: Mutex<TickStats>,
+    jitter: Mutex<Vec<(u16, JitterStats)>>,
+    queue_limit: usize,
+    frame_len: usize,
+    counters: Counters,
+    stop: AtomicBool,
+    /// Written (one byte) when a queue goes from empty to non-empty.
+    wake_tx: UnixStream,
+}
+
+/// A lock that survives a panic elsewhere: every critical section here is a single push, take
+/// or copy, so a poisoned lock never guards half-updated data.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    fn wake(&self) {
+        // A full pipe means a wakeup is already pending: losing this byte loses nothing.
+        let _ = (&self.wake_tx).write(&[1]);
+    }
+
+    fn enqueue(&self, item: Received) {
+        let was_empty = {
+            let mut q = lock(&self.queue);
+            if q.len() >= self.queue_limit {
+                bump(&self.counters.queue_overflow, 1);
+                return;
+            }
+            let was_empty = q.is_empty();
+            q.push_back(item);
+            was_empty
+        };
+        if was_empty {
+            self.wake();
+        }
+    }
+
+    fn emit(&self, events: impl Iterator<Item = EngineEvent>) {
+        let was_empty;
+        {
+            let mut q = lock(&self.events);
+            was_empty = q.is_empty();
+            for e in events {
+                if q.len() >= self.queue_limit {
+                    bump(&self.counters.queue_overflow, 1);
+                    continue;
+                }
+                q.push_back(e);
+            }
+            if q.is_empty() {
+                return;
+            }
+        }
+        if was_empty {
+            self.wake();
+        }
+    }
+}
+
 /// The handle to a running engine. Dropping it stops the thread.
 pub struct Engine {
     shared: Arc<Shared>,
@@ -273,18 +341,7 @@ impl Engine {
             stop: AtomicBool::new(false),
             wake_tx,
         });
-        let worker = Worker {
-            shared: Arc::clone(&shared),
-            station,
-            epoch: Instant::now(),
-            tick_out: TickOutput::default(),
-            media_events: Vec::new(),
-            stats_age: 0,
-            stats_legs: 0,
-            tick_datagrams: 0,
-            busy: false,
-            maintain_age: 0,
-        };
+        let worker = Worker::new(Arc::clone(&shared), station);
         let thread = std::thread::Builder::new()
             .name("iax-engine".into())
             .spawn(move || worker.run())?;

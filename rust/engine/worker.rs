@@ -1,107 +1,50 @@
 //! The engine thread: read the socket, hand frames to Python or the station, tick, send.
 
-use std::collections::VecDeque;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::frame::{self, Frame};
-use crate::jitter::JitterStats;
-use crate::media::{MediaEvent, Station, TickOutput};
-use crate::transport::{OutDatagram, RecvBatch, Transport};
+use crate::media::{MediaError, MediaEvent, Station, TickOutput};
+use crate::transport::{OutDatagram, RecvBatch};
 
 use super::*;
 
-/// State shared by the socket thread and the handle Python holds.
-pub(super) struct Shared {
-    pub(super) transport: Box<dyn Transport>,
-    pub(super) queue: Mutex<VecDeque<Received>>,
-    pub(super) events: Mutex<VecDeque<EngineEvent>>,
-    pub(super) commands: Mutex<Vec<Command>>,
-    pub(super) commands_pending: AtomicBool,
-    pub(super) local: Mutex<LocalPort>,
-    pub(super) ticks: Mutex<TickStats>,
-    pub(super) jitter: Mutex<Vec<(u16, JitterStats)>>,
-    pub(super) queue_limit: usize,
-    pub(super) frame_len: usize,
-    pub(super) counters: Counters,
-    pub(super) stop: AtomicBool,
-    /// Written (one byte) when a queue goes from empty to non-empty.
-    pub(super) wake_tx: UnixStream,
-}
-
-/// A lock that survives a panic elsewhere: every critical section here is a single push, take
-/// or copy, so a poisoned lock never guards half-updated data.
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Shared {
-    pub(super) fn wake(&self) {
-        // A full pipe means a wakeup is already pending: losing this byte loses nothing.
-        let _ = (&self.wake_tx).write(&[1]);
-    }
-
-    pub(super) fn enqueue(&self, item: Received) {
-        let was_empty = {
-            let mut q = lock(&self.queue);
-            if q.len() >= self.queue_limit {
-                bump(&self.counters.queue_overflow, 1);
-                return;
-            }
-            let was_empty = q.is_empty();
-            q.push_back(item);
-            was_empty
-        };
-        if was_empty {
-            self.wake();
-        }
-    }
-
-    pub(super) fn emit(&self, events: impl Iterator<Item = EngineEvent>) {
-        let was_empty;
-        {
-            let mut q = lock(&self.events);
-            was_empty = q.is_empty();
-            for e in events {
-                if q.len() >= self.queue_limit {
-                    bump(&self.counters.queue_overflow, 1);
-                    continue;
-                }
-                q.push_back(e);
-            }
-            if q.is_empty() {
-                return;
-            }
-        }
-        if was_empty {
-            self.wake();
-        }
-    }
-}
-
 /// The engine thread's own state: the media station is touched by nobody else.
 pub(super) struct Worker {
-    pub(super) shared: Arc<Shared>,
-    pub(super) station: Station,
-    pub(super) epoch: Instant,
-    pub(super) tick_out: TickOutput,
-    pub(super) media_events: Vec<MediaEvent>,
+    shared: Arc<Shared>,
+    station: Station,
+    epoch: Instant,
+    tick_out: TickOutput,
+    media_events: Vec<MediaEvent>,
     /// Ticks since the jitter statistics were last published, and the leg count then.
-    pub(super) stats_age: u32,
-    pub(super) stats_legs: usize,
+    stats_age: u32,
+    stats_legs: usize,
     /// Datagrams read since the last tick, and whether the last tick had enough to be busy.
-    pub(super) tick_datagrams: u64,
-    pub(super) busy: bool,
+    tick_datagrams: u64,
+    busy: bool,
     /// Ticks since the transport's last upkeep.
-    pub(super) maintain_age: u32,
+    maintain_age: u32,
 }
 
 impl Worker {
+    pub(super) fn new(shared: Arc<Shared>, station: Station) -> Worker {
+        Worker {
+            shared,
+            station,
+            epoch: Instant::now(),
+            tick_out: TickOutput::default(),
+            media_events: Vec::new(),
+            stats_age: 0,
+            stats_legs: 0,
+            tick_datagrams: 0,
+            busy: false,
+            maintain_age: 0,
+        }
+    }
+
     pub(super) fn now_ms(&self, at: Instant) -> u64 {
         u64::try_from(at.duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
     }
@@ -113,65 +56,7 @@ impl Worker {
         let commands = std::mem::take(&mut *lock(&self.shared.commands));
         let mut failures = Vec::new();
         for cmd in commands {
-            let result = match cmd {
-                Command::AddLeg(spec) => self.station.add_leg(spec, now_ms),
-                Command::RemoveLeg(c) => self.station.remove_leg(c),
-                Command::SetLegMode(c, m) => self.station.set_leg_mode(c, m),
-                Command::SetLegCodec(c, codec) => self.station.set_leg_codec(c, codec),
-                Command::SetLegKeying(c, k) => {
-                    self.station.set_leg_keying(c, k, &mut self.media_events)
-                }
-                Command::PushVoice {
-                    callno,
-                    codec,
-                    ts,
-                    payload,
-                } => self
-                    .station
-                    .push_full_voice(callno, codec, ts, &payload, now_ms),
-                Command::PushControl {
-                    callno,
-                    kind,
-                    ts,
-                    payload,
-                } => self
-                    .station
-                    .push_control(callno, kind, ts, &payload, now_ms),
-                Command::SetMixMinus(on) => {
-                    self.station.set_mix_minus(on);
-                    Ok(())
-                }
-                Command::SetLocalRadio(on) => {
-                    self.station.set_local_radio(on);
-                    Ok(())
-                }
-                Command::SetLocalKeyed(on) => {
-                    self.station.set_local_keyed(on);
-                    Ok(())
-                }
-                Command::SetLegDtmf(c, on) => self.station.set_leg_dtmf(c, on),
-                Command::SetLocalDtmf(on) => self.station.set_local_dtmf(on),
-                Command::Play {
-                    id,
-                    pcm,
-                    destination,
-                    keys_local,
-                } => self
-                    .station
-                    .play(id, pcm, destination, keys_local, &mut self.media_events),
-                Command::StopPlay(id) => {
-                    self.station.stop_playing(id, &mut self.media_events);
-                    Ok(())
-                }
-                Command::SetParrot(settings) => {
-                    self.station.set_parrot(settings);
-                    Ok(())
-                }
-                Command::SetLocalGated(on) => {
-                    self.station.set_local_gated(on);
-                    Ok(())
-                }
-            };
+            let result = self.apply(cmd, now_ms);
             if let Err(e) = result {
                 failures.push(EngineEvent::CommandFailed(e.to_string()));
             }
@@ -183,6 +68,47 @@ impl Worker {
             self.shared
                 .emit(self.media_events.drain(..).map(EngineEvent::Media));
         }
+    }
+
+    /// One command on the station; the events it produces go to `media_events`.
+    fn apply(&mut self, cmd: Command, now_ms: u64) -> Result<(), MediaError> {
+        let st = &mut self.station;
+        let events = &mut self.media_events;
+        match cmd {
+            Command::AddLeg(spec) => return st.add_leg(spec, now_ms),
+            Command::RemoveLeg(c) => return st.remove_leg(c),
+            Command::SetLegMode(c, m) => return st.set_leg_mode(c, m),
+            Command::SetLegCodec(c, codec) => return st.set_leg_codec(c, codec),
+            Command::SetLegKeying(c, k) => return st.set_leg_keying(c, k, events),
+            Command::PushVoice {
+                callno,
+                codec,
+                ts,
+                payload,
+            } => return st.push_full_voice(callno, codec, ts, &payload, now_ms),
+            Command::PushControl {
+                callno,
+                kind,
+                ts,
+                payload,
+            } => return st.push_control(callno, kind, ts, &payload, now_ms),
+            Command::SetLegDtmf(c, on) => return st.set_leg_dtmf(c, on),
+            Command::SetLocalDtmf(on) => return st.set_local_dtmf(on),
+            Command::Play {
+                id,
+                pcm,
+                destination,
+                keys_local,
+            } => return st.play(id, pcm, destination, keys_local, events),
+            // The settings below cannot fail.
+            Command::SetMixMinus(on) => st.set_mix_minus(on),
+            Command::SetLocalRadio(on) => st.set_local_radio(on),
+            Command::SetLocalKeyed(on) => st.set_local_keyed(on),
+            Command::StopPlay(id) => st.stop_playing(id, events),
+            Command::SetParrot(settings) => st.set_parrot(settings),
+            Command::SetLocalGated(on) => st.set_local_gated(on),
+        }
+        Ok(())
     }
 
     /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.

@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use super::{MAX_PAYLOAD_LIMIT, MAX_VOICE_SLOTS};
+/// Upper bound on the voice slots a configuration may ask for (memory guard).
+pub(super) const MAX_VOICE_SLOTS: usize = 4096;
+/// Upper bound on `max_payload` (slin16 at 60 ms is 1 920 bytes; this leaves room).
+const MAX_PAYLOAD_LIMIT: usize = 8192;
 
 /// Errors of the jitter buffer module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,10 +54,6 @@ pub const CONCEAL_FADE_FRAMES: u32 = 3;
 const SEEN_LEN: usize = 128;
 /// Recently concealed slots remembered so a late arrival can be moved from `lost` to `late`.
 const LOST_LEN: usize = 64;
-/// Upper bound on the voice slots a configuration may ask for (memory guard).
-const MAX_VOICE_SLOTS: usize = 4096;
-/// Upper bound on `max_payload` (slin16 at 60 ms is 1 920 bytes; this leaves room).
-const MAX_PAYLOAD_LIMIT: usize = 8192;
 /// `now_ms` is clamped here so that no timestamp arithmetic can approach `i64` limits.
 const MAX_NOW_MS: u64 = 1 << 52;
 

@@ -1,3 +1,4 @@
+use super::config::MAX_VOICE_SLOTS;
 use super::*;
 use proptest::prelude::*;
 

@@ -4,7 +4,6 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::frame::MiniFrame;
-use crate::inband::InbandDtmf;
 use crate::jitter::{ControlKind, JitterBuffer};
 use crate::parrot::Parrot;
 use crate::resample::{Downsampler, Resample, Upsampler};
@@ -38,41 +37,16 @@ impl Edge {
     }
 }
 
-#[derive(Debug)]
-pub(super) struct Leg {
-    pub(super) spec: LegSpec,
-    pub(super) slot: usize,
-    pub(super) jitter: JitterBuffer,
-    /// Codec of the peer's audio: the format of its last full voice frame.
-    pub(super) rx_codec: Option<Codec>,
-    pub(super) rx_edge: Edge,
-    pub(super) tx_edge: Edge,
-    /// Timestamp of the peer's last full frame, for unwrapping mini frame timestamps.
-    pub(super) rx_last_full_ts: u32,
-    /// Last good station-rate frame from this leg, for concealment.
-    pub(super) last_pcm: Vec<i16>,
-    /// This tick's frame of the leg (good or concealed).
-    pub(super) pcm: Vec<i16>,
-    /// Our send clock: the call timestamp corresponding to `ts_origin_ms` of the engine clock.
-    pub(super) ts_base: u32,
-    pub(super) ts_origin_ms: u64,
-    pub(super) talking_out: bool,
-    pub(super) last_full_ts: Option<u32>,
-    pub(super) last_tx_codec: Option<Codec>,
-    pub(super) mini_before_full_reported: bool,
-    /// Whether the leg's receiver is keyed now (reported on every change).
-    pub(super) rx_keyed: bool,
-    /// When the leg last delivered audio (voice or concealment), for [`RX_LINGER_MS`].
-    pub(super) last_audio_ms: u64,
-    /// The VOX gate is open until this time.
-    pub(super) vox_until_ms: u64,
-    /// In-band DTMF detection, when on for this leg.
-    pub(super) inband: Option<InbandDtmf>,
-    /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
-    pub(super) parrot: Option<Parrot>,
-}
-
 impl Leg {
+    /// The peer's audio at its (unwrapped) timestamp, from a full voice frame or a mini frame.
+    fn put_voice(&mut self, ts: u32, payload: &[u8], now_ms: u64) {
+        // Every accepted timestamp becomes the reference, which keeps the mini unwrap exact.
+        self.rx_last_full_ts = ts;
+        if self.spec.mode.receives() {
+            let _ = self.jitter.put_voice(ts, payload, now_ms);
+        }
+    }
+
     pub(super) fn set_rx_keyed(&mut self, keyed: bool, events: &mut Vec<MediaEvent>) {
         if self.rx_keyed != keyed {
             self.rx_keyed = keyed;
@@ -85,20 +59,25 @@ impl Leg {
 }
 
 impl Station {
+    /// The leg of call `callno`.
+    fn leg_mut(&mut self, callno: u16) -> Result<&mut Leg, MediaError> {
+        self.by_callno
+            .get(&callno)
+            .and_then(|&idx| self.legs.get_mut(idx))
+            .ok_or(MediaError::NoSuchLeg(callno))
+    }
+
     /// Turn in-band DTMF detection on a leg's received audio on or off.
     pub fn set_leg_dtmf(&mut self, callno: u16, on: bool) -> Result<(), MediaError> {
-        let idx = *self
-            .by_callno
-            .get(&callno)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
-        let fresh = if on { Some(self.inband()?) } else { None };
-        if let Some(leg) = self.legs.get_mut(idx) {
-            leg.spec.dtmf = on;
-            if !on {
-                leg.inband = None;
-            } else if leg.inband.is_none() {
-                leg.inband = fresh;
-            }
+        // A missing leg is reported before a station rate without in-band detection.
+        let fresh = on.then(|| self.inband());
+        let leg = self.leg_mut(callno)?;
+        let fresh = fresh.transpose()?;
+        leg.spec.dtmf = on;
+        if !on {
+            leg.inband = None;
+        } else if leg.inband.is_none() {
+            leg.inband = fresh;
         }
         Ok(())
     }
@@ -163,13 +142,7 @@ impl Station {
 
     /// Change what a leg does (e.g. a monitor link upgraded to transceive) without re-adding it.
     pub fn set_leg_mode(&mut self, callno: u16, mode: LegMode) -> Result<(), MediaError> {
-        let idx = *self
-            .by_callno
-            .get(&callno)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
-        if let Some(leg) = self.legs.get_mut(idx) {
-            leg.spec.mode = mode;
-        }
+        self.leg_mut(callno)?.spec.mode = mode;
         Ok(())
     }
 
@@ -180,16 +153,11 @@ impl Station {
         keying: RxKeying,
         events: &mut Vec<MediaEvent>,
     ) -> Result<(), MediaError> {
-        let idx = *self
-            .by_callno
-            .get(&callno)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
-        if let Some(leg) = self.legs.get_mut(idx) {
-            if leg.spec.keying != keying {
-                leg.spec.keying = keying;
-                // The new dialect starts unkeyed: a legacy peer keys with its next RADIO_KEY.
-                leg.set_rx_keyed(false, events);
-            }
+        let leg = self.leg_mut(callno)?;
+        if leg.spec.keying != keying {
+            leg.spec.keying = keying;
+            // The new dialect starts unkeyed: a legacy peer keys with its next RADIO_KEY.
+            leg.set_rx_keyed(false, events);
         }
         Ok(())
     }
@@ -197,14 +165,9 @@ impl Station {
     /// Change the codec we send on a leg (the next frame goes out as a full voice frame).
     pub fn set_leg_codec(&mut self, callno: u16, codec: Codec) -> Result<(), MediaError> {
         let rate = self.rate;
-        let idx = *self
-            .by_callno
-            .get(&callno)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
-        if let Some(leg) = self.legs.get_mut(idx) {
-            leg.spec.codec = codec;
-            leg.tx_edge = Edge::new(rate, codec.rate());
-        }
+        let leg = self.leg_mut(callno)?;
+        leg.spec.codec = codec;
+        leg.tx_edge = Edge::new(rate, codec.rate());
         Ok(())
     }
 
@@ -218,14 +181,7 @@ impl Station {
         now_ms: u64,
     ) -> Result<(), MediaError> {
         let rate = self.rate;
-        let idx = *self
-            .by_callno
-            .get(&callno)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
-        let leg = self
-            .legs
-            .get_mut(idx)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self.leg_mut(callno)?;
         if codec.samples_for_bytes(payload.len()).is_err() {
             return Err(MediaError::BadPayload(callno));
         }
@@ -233,11 +189,8 @@ impl Station {
             leg.rx_codec = Some(codec);
             leg.rx_edge = Edge::new(codec.rate(), rate);
         }
-        leg.rx_last_full_ts = ts;
         leg.mini_before_full_reported = false;
-        if leg.spec.mode.receives() {
-            let _ = leg.jitter.put_voice(ts, payload, now_ms);
-        }
+        leg.put_voice(ts, payload, now_ms);
         Ok(())
     }
 
@@ -251,14 +204,7 @@ impl Station {
         payload: &[u8],
         now_ms: u64,
     ) -> Result<(), MediaError> {
-        let idx = *self
-            .by_callno
-            .get(&callno)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
-        let leg = self
-            .legs
-            .get_mut(idx)
-            .ok_or(MediaError::NoSuchLeg(callno))?;
+        let leg = self.leg_mut(callno)?;
         let _ = leg.jitter.put_control(ts, kind, payload, now_ms);
         Ok(())
     }
@@ -289,11 +235,7 @@ impl Station {
             return true;
         }
         let ts = crate::jitter::unwrap_mini(leg.rx_last_full_ts, mini.ts16);
-        // Every accepted timestamp becomes the reference, which keeps the unwrap exact.
-        leg.rx_last_full_ts = ts;
-        if leg.spec.mode.receives() {
-            let _ = leg.jitter.put_voice(ts, &mini.payload, now_ms);
-        }
+        leg.put_voice(ts, &mini.payload, now_ms);
         true
     }
 }

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::inband::InbandDtmf;
-use crate::jitter::{ControlKind, JitterConfig, JitterStats};
+use crate::jitter::{ControlKind, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
 use crate::parrot::{Parrot, ParrotSettings};
 use crate::player::{Destination, Player, PlayerError, PlayerEvent};
@@ -28,7 +28,7 @@ mod tick;
 
 pub use output::{Outgoing, TickOutput};
 
-use leg::{Edge, Leg};
+use leg::Edge;
 
 /// Frame duration of the whole media path.
 pub const FRAME_MS: u32 = 20;
@@ -155,6 +155,41 @@ pub enum MediaEvent {
     /// `cw_keys_when_idle`): what its transmitter has to send. Python keys the PTT on it (with
     /// the hang time). Other announcements are mixed into its output without keying it.
     LocalTx { on: bool },
+}
+
+/// One call's audio at the station's edge (`leg.rs`: the commands that add, change and feed it).
+#[derive(Debug)]
+struct Leg {
+    spec: LegSpec,
+    slot: usize,
+    jitter: JitterBuffer,
+    /// Codec of the peer's audio: the format of its last full voice frame.
+    rx_codec: Option<Codec>,
+    rx_edge: Edge,
+    tx_edge: Edge,
+    /// Timestamp of the peer's last full frame, for unwrapping mini frame timestamps.
+    rx_last_full_ts: u32,
+    /// Last good station-rate frame from this leg, for concealment.
+    last_pcm: Vec<i16>,
+    /// This tick's frame of the leg (good or concealed).
+    pcm: Vec<i16>,
+    /// Our send clock: the call timestamp corresponding to `ts_origin_ms` of the engine clock.
+    ts_base: u32,
+    ts_origin_ms: u64,
+    talking_out: bool,
+    last_full_ts: Option<u32>,
+    last_tx_codec: Option<Codec>,
+    mini_before_full_reported: bool,
+    /// Whether the leg's receiver is keyed now (reported on every change).
+    rx_keyed: bool,
+    /// When the leg last delivered audio (voice or concealment), for [`RX_LINGER_MS`].
+    last_audio_ms: u64,
+    /// The VOX gate is open until this time.
+    vox_until_ms: u64,
+    /// In-band DTMF detection, when on for this leg.
+    inband: Option<InbandDtmf>,
+    /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
+    parrot: Option<Parrot>,
 }
 
 /// The conference, its legs and the local radio.
@@ -433,26 +468,24 @@ impl Station {
 
     /// Capacity of every buffer the tick touches, in elements (for the no-growth test).
     pub fn buffer_capacity(&self) -> usize {
-        self.conference.capacity_samples()
-            + self.decoded.capacity()
-            + self.resampled.capacity()
-            + self.local_out.capacity()
-            + self.with_clips.capacity()
+        let scratch = [
+            &self.decoded,
+            &self.resampled,
+            &self.local_out,
+            &self.with_clips,
+        ];
+        let legs = self.legs.iter().map(|l| {
+            l.last_pcm.capacity()
+                + l.pcm.capacity()
+                + l.inband.as_ref().map_or(0, InbandDtmf::capacity_samples)
+                + l.parrot.as_ref().map_or(0, Parrot::capacity_samples)
+        });
+        let local_dtmf = self.local_dtmf.as_ref();
+        scratch.iter().map(|v| v.capacity()).sum::<usize>()
+            + self.conference.capacity_samples()
             + self.player.capacity_samples()
-            + self
-                .legs
-                .iter()
-                .map(|l| {
-                    l.last_pcm.capacity()
-                        + l.pcm.capacity()
-                        + l.inband.as_ref().map_or(0, InbandDtmf::capacity_samples)
-                        + l.parrot.as_ref().map_or(0, Parrot::capacity_samples)
-                })
-                .sum::<usize>()
-            + self
-                .local_dtmf
-                .as_ref()
-                .map_or(0, InbandDtmf::capacity_samples)
+            + legs.sum::<usize>()
+            + local_dtmf.map_or(0, InbandDtmf::capacity_samples)
     }
 
     pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {

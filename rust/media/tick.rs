@@ -7,7 +7,7 @@ use crate::parrot::Parrot;
 use super::*;
 
 /// Mean power of a frame in dBFS (a full-scale sine is -3 dBFS); -inf for silence.
-pub(super) fn frame_dbfs(pcm: &[i16]) -> f64 {
+fn frame_dbfs(pcm: &[i16]) -> f64 {
     if pcm.is_empty() {
         return f64::NEG_INFINITY;
     }
@@ -16,7 +16,7 @@ pub(super) fn frame_dbfs(pcm: &[i16]) -> f64 {
     10.0 * (ms / (32768.0 * 32768.0)).log10()
 }
 
-pub(super) fn wrap_diff(a: u32, b: u32) -> i64 {
+fn wrap_diff(a: u32, b: u32) -> i64 {
     i64::from(a.wrapping_sub(b) as i32)
 }
 
@@ -31,15 +31,13 @@ impl Station {
         self.pull_legs(now_ms, out);
         if let Some(slot) = self.local_slot {
             let local_in = self.local_in.take();
-            let muted = match self.local_dtmf.as_mut() {
-                Some(ib) => ib.frame(local_in.as_deref(), &self.silence, |digit| {
-                    out.events.push(MediaEvent::Dtmf {
-                        callno: None,
-                        digit,
-                    })
-                }),
-                None => false,
-            };
+            let muted = detect_dtmf(
+                self.local_dtmf.as_mut(),
+                local_in.as_deref(),
+                &self.silence,
+                None,
+                &mut out.events,
+            );
             // Parrot mode takes what the local radio says when it is a member; the operator's
             // key still talks to everyone.
             let parrot = self.local_parrot.as_mut().filter(|_| self.local_member);
@@ -107,7 +105,7 @@ impl Station {
         }
     }
 
-    pub(super) fn track_activity(&mut self, now_ms: u64, events: &mut Vec<MediaEvent>) {
+    fn track_activity(&mut self, now_ms: u64, events: &mut Vec<MediaEvent>) {
         if self.conference.talkers() > 0 {
             self.active_until_ms = now_ms + ACTIVITY_HANG_MS;
             if !self.active {
@@ -120,7 +118,7 @@ impl Station {
         }
     }
 
-    pub(super) fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+    fn pull_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
         let frame_len = self.frame_len;
         for leg in &mut self.legs {
             // Control events due now come out ahead of the audio that follows them; then one
@@ -199,18 +197,13 @@ impl Station {
                 RxKeying::Control => ready && leg.rx_keyed,
             };
             let heard = mixed && leg.spec.mode.receives();
-            let muted = match leg.inband.as_mut() {
-                Some(ib) => {
-                    let callno = leg.spec.callno;
-                    ib.frame(heard.then_some(&leg.pcm[..]), &self.silence, |digit| {
-                        out.events.push(MediaEvent::Dtmf {
-                            callno: Some(callno),
-                            digit,
-                        })
-                    })
-                }
-                None => false,
-            };
+            let muted = detect_dtmf(
+                leg.inband.as_mut(),
+                heard.then_some(&leg.pcm[..]),
+                &self.silence,
+                Some(leg.spec.callno),
+                &mut out.events,
+            );
             // A muted tone still holds the talk spurt: silence, not a gap that would unkey
             // the links in the middle of a command.
             let frame = if muted {
@@ -229,7 +222,7 @@ impl Station {
         }
     }
 
-    pub(super) fn push_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
+    fn push_legs(&mut self, now_ms: u64, out: &mut TickOutput) {
         // Listeners that hear the plain conference (not a mix-minus of their own), in the same
         // codec at the station rate, get the same bytes: one encode per codec and tick, one
         // payload buffer shared by all their datagrams (Asterisk's softmix does the same).
@@ -325,8 +318,24 @@ impl Station {
     }
 }
 
+/// In-band DTMF detection on a member's frame of this tick (`None`: it did not talk), when on:
+/// each digit is reported as it is recognised; `true` when the frame holds a tone to mute.
+fn detect_dtmf(
+    inband: Option<&mut InbandDtmf>,
+    frame: Option<&[i16]>,
+    silence: &[i16],
+    callno: Option<u16>,
+    events: &mut Vec<MediaEvent>,
+) -> bool {
+    inband.is_some_and(|ib| {
+        ib.frame(frame, silence, |digit| {
+            events.push(MediaEvent::Dtmf { callno, digit })
+        })
+    })
+}
+
 /// `acc[i] += add[i]`, saturated.
-pub(super) fn add_saturating(acc: &mut [i16], add: &[i16]) {
+fn add_saturating(acc: &mut [i16], add: &[i16]) {
     for (a, b) in acc.iter_mut().zip(add) {
         *a = a.saturating_add(*b);
     }
@@ -334,6 +343,6 @@ pub(super) fn add_saturating(acc: &mut [i16], add: &[i16]) {
 
 /// Make a resampled frame exactly `len` samples (a resampler's first call may be short by its
 /// start-up delay; never longer in steady state).
-pub(super) fn fit(buf: &mut Vec<i16>, len: usize) {
+fn fit(buf: &mut Vec<i16>, len: usize) {
     buf.resize(len, 0);
 }
