@@ -52,6 +52,40 @@ fn feed(st: &mut Station, callno: u16, codec: Codec, pcm: &[i16], ts: u32, now: 
     assert_eq!(st.push_full_voice(callno, codec, ts, &wire, now), Ok(()));
 }
 
+/// `spec` with the receiver keyed by `keying`.
+fn keyed(spec: LegSpec, keying: RxKeying) -> LegSpec {
+    LegSpec { keying, ..spec }
+}
+
+/// `spec` taking part as `mode`.
+fn in_mode(spec: LegSpec, mode: LegMode) -> LegSpec {
+    LegSpec { mode, ..spec }
+}
+
+/// A station at `rate` (mix-minus) with these legs, added at 0 ms.
+fn station(rate: u32, legs: impl IntoIterator<Item = LegSpec>) -> Station {
+    let mut st = Station::new(rate, true);
+    for leg in legs {
+        let callno = leg.callno;
+        st.add_leg(leg, 0)
+            .unwrap_or_else(|e| panic!("leg {callno}: {e}"));
+    }
+    st
+}
+
+/// Feed leg `callno` the `n`-th 20 ms frame of a `freq` tone in its codec as a full voice
+/// frame, stamped `ts0 + 20 n` and arriving at `20 n` ms.
+fn feed_tone(st: &mut Station, callno: u16, codec: Codec, freq: f64, n: usize, ts0: u32) {
+    let pcm = tone(freq, codec.rate(), n);
+    feed(st, callno, codec, &pcm, ts0 + n as u32 * 20, n as u64 * 20);
+}
+
+/// One tick at `now`, its output in the cleared `out`.
+fn tick(st: &mut Station, out: &mut TickOutput, now: u64) {
+    out.clear();
+    st.tick(now, out);
+}
+
 /// Decode what went to `to` this tick (full voice event or mini frame) with `codec`.
 fn heard(out: &TickOutput, callno: u16, to: SocketAddr, codec: Codec) -> Option<Vec<i16>> {
     let mut pcm = Vec::new();
@@ -81,9 +115,10 @@ fn heard(out: &TickOutput, callno: u16, to: SocketAddr, codec: Codec) -> Option<
 #[test]
 fn mixed_codec_members_hear_each_other_and_not_themselves() {
     // A µ-law leg (8 kHz) and a slin16 leg in a 16 kHz conference, both talking.
-    let mut st = Station::new(16000, true);
-    st.add_leg(spec(10, 5000, Codec::Ulaw), 0).expect("leg a");
-    st.add_leg(spec(11, 5001, Codec::Slin16), 0).expect("leg b");
+    let mut st = station(
+        16000,
+        [spec(10, 5000, Codec::Ulaw), spec(11, 5001, Codec::Slin16)],
+    );
     let mut out = TickOutput::default();
     let (mut heard_a, mut heard_b) = (Vec::new(), Vec::new());
     for n in 0..60usize {
@@ -91,8 +126,7 @@ fn mixed_codec_members_hear_each_other_and_not_themselves() {
         let ts = 2000 + n as u32 * 20;
         feed(&mut st, 10, Codec::Ulaw, &tone(600.0, 8000, n), ts, now);
         feed(&mut st, 11, Codec::Slin16, &tone(1500.0, 16000, n), ts, now);
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         if let Some(p) = heard(&out, 10, addr(5000), Codec::Ulaw) {
             heard_a.extend(p);
         }
@@ -125,26 +159,18 @@ fn mixed_codec_members_hear_each_other_and_not_themselves() {
 
 #[test]
 fn first_frame_of_a_spurt_is_full_then_minis_then_spurt_end() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(20, 6000, Codec::Ulaw), 0).expect("talker");
-    st.add_leg(spec(21, 6001, Codec::Ulaw), 0)
-        .expect("listener");
+    let mut st = station(
+        8000,
+        [spec(20, 6000, Codec::Ulaw), spec(21, 6001, Codec::Ulaw)],
+    );
     let mut out = TickOutput::default();
     let mut kinds = Vec::new();
     for n in 0..40usize {
         let now = n as u64 * 20;
         if n < 20 {
-            feed(
-                &mut st,
-                20,
-                Codec::Ulaw,
-                &tone(1000.0, 8000, n),
-                100 + n as u32 * 20,
-                now,
-            );
+            feed_tone(&mut st, 20, Codec::Ulaw, 1000.0, n, 100);
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         for e in &out.events {
             match e {
                 MediaEvent::FullVoice { callno: 21, ts, .. } => kinds.push(("full", *ts)),
@@ -178,25 +204,23 @@ fn first_frame_of_a_spurt_is_full_then_minis_then_spurt_end() {
 
 #[test]
 fn full_voice_frame_again_when_the_upper_timestamp_bits_change() {
-    let mut st = Station::new(8000, true);
-    let mut a = spec(30, 7000, Codec::Ulaw);
-    a.call_ts_ms = 32_768 - 100; // crosses a 32 768 ms boundary after five frames
-    st.add_leg(a, 0).expect("a");
-    st.add_leg(spec(31, 7001, Codec::Ulaw), 0).expect("b");
+    let mut st = station(
+        8000,
+        [
+            // crosses a 32 768 ms boundary after five frames
+            LegSpec {
+                call_ts_ms: 32_768 - 100,
+                ..spec(30, 7000, Codec::Ulaw)
+            },
+            spec(31, 7001, Codec::Ulaw),
+        ],
+    );
     let mut out = TickOutput::default();
     let mut fulls = Vec::new();
     for n in 0..20usize {
         let now = n as u64 * 20;
-        feed(
-            &mut st,
-            31,
-            Codec::Ulaw,
-            &tone(800.0, 8000, n),
-            500 + n as u32 * 20,
-            now,
-        );
-        out.clear();
-        st.tick(now, &mut out);
+        feed_tone(&mut st, 31, Codec::Ulaw, 800.0, n, 500);
+        tick(&mut st, &mut out, now);
         for e in &out.events {
             if let MediaEvent::FullVoice { callno: 30, ts, .. } = e {
                 fulls.push(*ts);
@@ -209,29 +233,20 @@ fn full_voice_frame_again_when_the_upper_timestamp_bits_change() {
 
 #[test]
 fn control_events_come_out_in_order_after_the_audio_before_them() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(40, 8000, Codec::Ulaw), 0).expect("a");
+    let mut st = station(8000, [spec(40, 8000, Codec::Ulaw)]);
     let mut out = TickOutput::default();
     let mut order = Vec::new();
     for n in 0..30usize {
         let now = n as u64 * 20;
         if n < 10 {
-            feed(
-                &mut st,
-                40,
-                Codec::Ulaw,
-                &tone(1000.0, 8000, n),
-                100 + n as u32 * 20,
-                now,
-            );
+            feed_tone(&mut st, 40, Codec::Ulaw, 1000.0, n, 100);
         }
         if n == 9 {
             // UNKEY stamped right after the last audio frame, arriving with it.
             st.push_control(40, ControlKind::Unkey, 100 + 10 * 20, &[], now)
                 .expect("control");
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         for e in &out.events {
             if let MediaEvent::Control { kind, ts, .. } = e {
                 order.push((*kind, *ts, n));
@@ -248,8 +263,7 @@ fn control_events_come_out_in_order_after_the_audio_before_them() {
 
 #[test]
 fn a_mini_frame_before_any_full_voice_frame_asks_for_vnak_once() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(50, 9000, Codec::Ulaw), 0).expect("a");
+    let mut st = station(8000, [spec(50, 9000, Codec::Ulaw)]);
     let mini = MiniFrame {
         scall: 1050,
         ts16: 40,
@@ -265,10 +279,10 @@ fn a_mini_frame_before_any_full_voice_frame_asks_for_vnak_once() {
 
 #[test]
 fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(60, 9100, Codec::Ulaw), 0).expect("talker");
-    st.add_leg(spec(61, 9101, Codec::Ulaw), 0)
-        .expect("listener");
+    let mut st = station(
+        8000,
+        [spec(60, 9100, Codec::Ulaw), spec(61, 9101, Codec::Ulaw)],
+    );
     let mut out = TickOutput::default();
     let mut got = 0;
     // The peer's clock is just below a 16-bit wrap: minis must unwrap past it.
@@ -286,8 +300,7 @@ fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
         };
         let mut ev = Vec::new();
         assert!(st.on_mini(addr(9100), &mini, now, &mut ev));
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         if heard(&out, 61, addr(9101), Codec::Ulaw).is_some() {
             got += 1;
         }
@@ -299,21 +312,15 @@ fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
 
 #[test]
 fn topology_changes_live_without_dropping_legs() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(70, 9200, Codec::Ulaw), 0).expect("a");
-    st.add_leg(spec(71, 9201, Codec::Ulaw), 0).expect("b");
+    let mut st = station(
+        8000,
+        [spec(70, 9200, Codec::Ulaw), spec(71, 9201, Codec::Ulaw)],
+    );
     let mut out = TickOutput::default();
     let mut a_heard_itself = false;
     for n in 0..60usize {
         let now = n as u64 * 20;
-        feed(
-            &mut st,
-            70,
-            Codec::Ulaw,
-            &tone(1000.0, 8000, n),
-            100 + n as u32 * 20,
-            now,
-        );
+        feed_tone(&mut st, 70, Codec::Ulaw, 1000.0, n, 100);
         match n {
             20 => st.set_mix_minus(false),
             30 => st.set_local_radio(true),
@@ -326,8 +333,7 @@ fn topology_changes_live_without_dropping_legs() {
         if (31..40).contains(&n) {
             st.put_local(&tone(400.0, 8000, n));
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         if (24..30).contains(&n) && heard(&out, 70, addr(9200), Codec::Ulaw).is_some() {
             a_heard_itself = true; // full mix: the talker hears itself
         }
@@ -355,35 +361,22 @@ fn topology_changes_live_without_dropping_legs() {
 
 #[test]
 fn receive_only_and_transmit_only_legs() {
-    let mut st = Station::new(8000, true);
-    let mut mon = spec(80, 9300, Codec::Ulaw);
-    mon.mode = LegMode::ReceiveOnly; // we monitor it: it is heard, hears nothing
-    st.add_leg(mon, 0).expect("monitor");
-    let mut tx = spec(81, 9301, Codec::Ulaw);
-    tx.mode = LegMode::TransmitOnly; // it monitors us: hears, is not heard
-    st.add_leg(tx, 0).expect("tx only");
-    st.add_leg(spec(82, 9302, Codec::Ulaw), 0).expect("normal");
+    let mut st = station(
+        8000,
+        [
+            // we monitor it: it is heard, hears nothing
+            in_mode(spec(80, 9300, Codec::Ulaw), LegMode::ReceiveOnly),
+            // it monitors us: hears, is not heard
+            in_mode(spec(81, 9301, Codec::Ulaw), LegMode::TransmitOnly),
+            spec(82, 9302, Codec::Ulaw),
+        ],
+    );
     let mut out = TickOutput::default();
     for n in 0..30usize {
         let now = n as u64 * 20;
-        feed(
-            &mut st,
-            80,
-            Codec::Ulaw,
-            &tone(700.0, 8000, n),
-            100 + n as u32 * 20,
-            now,
-        );
-        feed(
-            &mut st,
-            81,
-            Codec::Ulaw,
-            &tone(1200.0, 8000, n),
-            100 + n as u32 * 20,
-            now,
-        );
-        out.clear();
-        st.tick(now, &mut out);
+        feed_tone(&mut st, 80, Codec::Ulaw, 700.0, n, 100);
+        feed_tone(&mut st, 81, Codec::Ulaw, 1200.0, n, 100);
+        tick(&mut st, &mut out, now);
         assert!(heard(&out, 80, addr(9300), Codec::Ulaw).is_none());
         if n > 10 {
             let normal = heard(&out, 82, addr(9302), Codec::Ulaw).expect("normal hears");
@@ -425,8 +418,7 @@ fn no_buffer_growth_over_100k_ticks() {
                     .expect("voice");
             }
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         if n == 1000 {
             cap = st.buffer_capacity();
         }
@@ -480,12 +472,13 @@ fn silence(rate: u32) -> Vec<i16> {
 
 #[test]
 fn voice_keyed_link_keys_on_voice_and_unkeys_on_unkey_or_linger() {
-    let mut st = Station::new(8000, true);
-    let mut link = spec(200, 9600, Codec::Ulaw);
-    link.keying = RxKeying::Voice;
-    st.add_leg(link, 0).expect("link");
-    st.add_leg(spec(201, 9601, Codec::Ulaw), 0)
-        .expect("listener");
+    let mut st = station(
+        8000,
+        [
+            keyed(spec(200, 9600, Codec::Ulaw), RxKeying::Voice),
+            spec(201, 9601, Codec::Ulaw),
+        ],
+    );
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
     let mut heard = 0;
@@ -500,8 +493,7 @@ fn voice_keyed_link_keys_on_voice_and_unkeys_on_unkey_or_linger() {
             st.push_control(200, ControlKind::Unkey, ts + 20, &[], now)
                 .expect("unkey");
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         for k in rx_keys(&out, 200) {
             edges.push((k, n));
         }
@@ -529,12 +521,13 @@ fn heard_frame(out: &TickOutput, callno: u16, to: SocketAddr) -> bool {
 
 #[test]
 fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
-    let mut st = Station::new(8000, true);
-    let mut link = spec(210, 9610, Codec::Ulaw);
-    link.keying = RxKeying::Control;
-    st.add_leg(link, 0).expect("link");
-    st.add_leg(spec(211, 9611, Codec::Ulaw), 0)
-        .expect("listener");
+    let mut st = station(
+        8000,
+        [
+            keyed(spec(210, 9610, Codec::Ulaw), RxKeying::Control),
+            spec(211, 9611, Codec::Ulaw),
+        ],
+    );
     let mut out = TickOutput::default();
     let mut heard_at = Vec::new();
     let mut edges = Vec::new();
@@ -551,8 +544,7 @@ fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
             st.push_control(210, ControlKind::Unkey, ts, &[], now)
                 .expect("unkey");
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         edges.extend(rx_keys(&out, 210));
         if heard_frame(&out, 211, addr(9611)) {
             heard_at.push(n);
@@ -568,11 +560,13 @@ fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
 
 #[test]
 fn vox_call_streaming_silence_does_not_hold_the_conference() {
-    let mut st = Station::new(8000, true);
-    let mut phone = spec(220, 9620, Codec::Ulaw);
-    phone.keying = RxKeying::Vox;
-    st.add_leg(phone, 0).expect("phone");
-    st.add_leg(spec(221, 9621, Codec::Ulaw), 0).expect("link");
+    let mut st = station(
+        8000,
+        [
+            keyed(spec(220, 9620, Codec::Ulaw), RxKeying::Vox),
+            spec(221, 9621, Codec::Ulaw),
+        ],
+    );
     let mut out = TickOutput::default();
     let mut heard_at = Vec::new();
     let mut edges = Vec::new();
@@ -587,8 +581,7 @@ fn vox_call_streaming_silence_does_not_hold_the_conference() {
             silence(8000)
         };
         feed(&mut st, 220, Codec::Ulaw, &pcm, ts, now);
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         edges.extend(rx_keys(&out, 220));
         if heard_frame(&out, 221, addr(9621)) {
             heard_at.push(n);
@@ -607,9 +600,10 @@ fn vox_call_streaming_silence_does_not_hold_the_conference() {
 
 #[test]
 fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
-    let mut st = Station::new(16000, true);
-    st.add_leg(spec(230, 9630, Codec::Ulaw), 0).expect("a");
-    st.add_leg(spec(231, 9631, Codec::Slin16), 0).expect("b");
+    let mut st = station(
+        16000,
+        [spec(230, 9630, Codec::Ulaw), spec(231, 9631, Codec::Slin16)],
+    );
     let mut out = TickOutput::default();
     let mut starts = Vec::new();
     let mut frames = 0;
@@ -626,8 +620,7 @@ fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
         if n % 2 == 0 {
             st.put_local(&tone(440.0, 16000, n));
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         for e in &out.events {
             match e {
                 MediaEvent::FullVoice {
@@ -654,28 +647,19 @@ fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
 
 #[test]
 fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(250, 9650, Codec::Ulaw), 0).expect("a");
+    let mut st = station(8000, [spec(250, 9650, Codec::Ulaw)]);
     st.set_local_radio(true);
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
     for n in 0..40usize {
         let now = n as u64 * 20;
         if (10..20).contains(&n) {
-            feed(
-                &mut st,
-                250,
-                Codec::Ulaw,
-                &tone(700.0, 8000, n),
-                100 + n as u32 * 20,
-                now,
-            );
+            feed_tone(&mut st, 250, Codec::Ulaw, 700.0, n, 100);
         }
         if n == 30 {
             st.set_local_radio(false);
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         for e in &out.events {
             if let MediaEvent::LocalTx { on } = e {
                 edges.push((n, *on));
@@ -692,8 +676,7 @@ fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
 
 #[test]
 fn a_gated_local_receiver_is_heard_only_while_keyed() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(260, 9660, Codec::Ulaw), 0).expect("a");
+    let mut st = station(8000, [spec(260, 9660, Codec::Ulaw)]);
     st.set_local_radio(true);
     st.set_local_gated(true);
     let mut out = TickOutput::default();
@@ -705,8 +688,7 @@ fn a_gated_local_receiver_is_heard_only_while_keyed() {
             _ => {}
         }
         st.put_local(&tone(500.0, 8000, n));
-        out.clear();
-        st.tick(n as u64 * 20, &mut out);
+        tick(&mut st, &mut out, n as u64 * 20);
         if heard(&out, 260, addr(9660), Codec::Ulaw).is_some() {
             heard_at.push(n);
         }
@@ -714,8 +696,7 @@ fn a_gated_local_receiver_is_heard_only_while_keyed() {
     assert_eq!(heard_at, (10..20).collect::<Vec<_>>());
     st.set_local_gated(false);
     st.put_local(&tone(500.0, 8000, 30));
-    out.clear();
-    st.tick(600, &mut out);
+    tick(&mut st, &mut out, 600);
     assert!(
         heard(&out, 260, addr(9660), Codec::Ulaw).is_some(),
         "ungated: by level"
@@ -724,15 +705,11 @@ fn a_gated_local_receiver_is_heard_only_while_keyed() {
 
 #[test]
 fn set_leg_keying_resets_the_keyed_state() {
-    let mut st = Station::new(8000, true);
-    let mut link = spec(240, 9640, Codec::Ulaw);
-    link.keying = RxKeying::Voice;
-    st.add_leg(link, 0).expect("link");
+    let mut st = station(8000, [keyed(spec(240, 9640, Codec::Ulaw), RxKeying::Voice)]);
     let mut out = TickOutput::default();
     feed(&mut st, 240, Codec::Ulaw, &tone(900.0, 8000, 0), 100, 0);
     for n in 0..5u64 {
-        out.clear();
-        st.tick(n * 20, &mut out);
+        tick(&mut st, &mut out, n * 20);
     }
     let mut events = Vec::new();
     st.set_leg_keying(240, RxKeying::Control, &mut events)
@@ -763,16 +740,8 @@ fn a_local_only_leg_is_heard_by_the_local_radio_alone() {
         let mut heard_locally = 0;
         for n in 0..20usize {
             let now = n as u64 * 20;
-            feed(
-                &mut st,
-                300,
-                Codec::Slin,
-                &tone(700.0, 8000, n),
-                100 + n as u32 * 20,
-                now,
-            );
-            out.clear();
-            st.tick(now, &mut out);
+            feed_tone(&mut st, 300, Codec::Slin, 700.0, n, 100);
+            tick(&mut st, &mut out, now);
             // Nothing goes to the call, and nothing back to the monitored node.
             assert!(out.datagrams.is_empty(), "member {member}");
             assert!(!out.events.iter().any(
@@ -790,11 +759,10 @@ fn a_local_only_leg_is_heard_by_the_local_radio_alone() {
 
 #[test]
 fn listeners_hearing_the_same_mix_share_one_encode_and_payload() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(300, 9700, Codec::Ulaw), 0)
-        .expect("talker a");
-    st.add_leg(spec(301, 9701, Codec::Ulaw), 0)
-        .expect("talker b");
+    let mut st = station(
+        8000,
+        [spec(300, 9700, Codec::Ulaw), spec(301, 9701, Codec::Ulaw)],
+    );
     for c in 0..10u16 {
         st.add_leg(spec(310 + c, 9710 + c, Codec::Ulaw), 0)
             .expect("µ-law listener");
@@ -808,8 +776,7 @@ fn listeners_hearing_the_same_mix_share_one_encode_and_payload() {
         let ts = 100 + n as u32 * 20;
         feed(&mut st, 300, Codec::Ulaw, &tone(500.0, 8000, n), ts, now);
         feed(&mut st, 301, Codec::Ulaw, &tone(1300.0, 8000, n), ts, now);
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
     }
     // Steady state: every leg sends a mini frame.
     assert_eq!(out.datagrams.len(), 14);
@@ -919,11 +886,16 @@ fn inband_tones_are_muted_and_what_leaks_is_measured() {
         let mut total = 0usize;
         let mut tones = 0usize;
         for lead in (0..n).step_by(n / 20) {
-            let mut st = Station::new(rate, true);
-            let mut talker = spec(300, 9700, codec);
-            talker.dtmf = true;
-            st.add_leg(talker, 0).expect("talker");
-            st.add_leg(spec(301, 9701, codec), 0).expect("listener");
+            let mut st = station(
+                rate,
+                [
+                    LegSpec {
+                        dtmf: true,
+                        ..spec(300, 9700, codec)
+                    },
+                    spec(301, 9701, codec),
+                ],
+            );
             let mut out = TickOutput::default();
             let mut got = String::new();
             let mut heard_pcm = Vec::new();
@@ -931,8 +903,7 @@ fn inband_tones_are_muted_and_what_leaks_is_measured() {
             for (k, frame) in dtmf_frames(rate, digits, 50, 50, lead).iter().enumerate() {
                 let now = k as u64 * 20;
                 feed(&mut st, 300, codec, frame, 100 + k as u32 * 20, now);
-                out.clear();
-                st.tick(now, &mut out);
+                tick(&mut st, &mut out, now);
                 for (c, d) in dtmf_events(&out) {
                     assert_eq!(c, Some(300));
                     got.push(d);
@@ -972,8 +943,7 @@ fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
     let mut heard_pcm = Vec::new();
     for (k, frame) in dtmf_frames(rate, "*70", 60, 60, 37).iter().enumerate() {
         st.put_local(frame);
-        out.clear();
-        st.tick(k as u64 * 20, &mut out);
+        tick(&mut st, &mut out, k as u64 * 20);
         got.extend(dtmf_events(&out));
         heard_pcm.extend(heard(&out, 310, addr(9710), Codec::Slin).unwrap_or_default());
     }
@@ -992,8 +962,7 @@ fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
         let now = (base + k) as u64 * 20;
         st.put_local(frame);
         feed(&mut st, 310, Codec::Slin, frame, 100 + k as u32 * 20, now);
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         got.extend(dtmf_events(&out));
     }
     assert_eq!(got, vec![(Some(310), '5')]);
@@ -1011,8 +980,7 @@ fn play_events(out: &TickOutput) -> Vec<PlayerEvent> {
 
 #[test]
 fn announcements_reach_their_destinations_only() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(400, 9800, Codec::Slin), 0).expect("call");
+    let mut st = station(8000, [spec(400, 9800, Codec::Slin)]);
     let mut link = spec(401, 9801, Codec::Slin);
     link.link = true;
     link.keying = RxKeying::Voice;
@@ -1026,8 +994,7 @@ fn announcements_reach_their_destinations_only() {
     let mut now = 0u64;
     let mut run = |st: &mut Station, ticks: usize, f: &mut dyn FnMut(&TickOutput, &Station)| {
         for _ in 0..ticks {
-            out.clear();
-            st.tick(now, &mut out);
+            tick(st, &mut out, now);
             now += 20;
             f(&out, st);
         }
@@ -1095,11 +1062,10 @@ fn announcements_reach_their_destinations_only() {
 
 #[test]
 fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
-    let mut st = Station::new(16000, true);
-    st.add_leg(spec(410, 9810, Codec::Slin16), 0)
-        .expect("talker");
-    st.add_leg(spec(411, 9811, Codec::Ulaw), 0)
-        .expect("listener");
+    let mut st = station(
+        16000,
+        [spec(410, 9810, Codec::Slin16), spec(411, 9811, Codec::Ulaw)],
+    );
     let mut events = Vec::new();
     st.play(
         7,
@@ -1113,16 +1079,8 @@ fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
     let mut both = 0;
     for n in 0..8usize {
         let now = n as u64 * 20;
-        feed(
-            &mut st,
-            410,
-            Codec::Slin16,
-            &tone(500.0, 16000, n),
-            100 + n as u32 * 20,
-            now,
-        );
-        out.clear();
-        st.tick(now, &mut out);
+        feed_tone(&mut st, 410, Codec::Slin16, 500.0, n, 100);
+        tick(&mut st, &mut out, now);
         if let Some(pcm) = heard(&out, 411, addr(9811), Codec::Ulaw) {
             if tone_db(&pcm, 500.0, 8000) > -2.0 && tone_db(&pcm, 1500.0, 8000) > -2.0 {
                 both += 1;
@@ -1158,8 +1116,7 @@ fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
 
 #[test]
 fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(420, 9820, Codec::Slin), 0).expect("talker");
+    let mut st = station(8000, [spec(420, 9820, Codec::Slin)]);
     let mut events = Vec::new();
     st.play(
         1,
@@ -1175,17 +1132,9 @@ fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
         let now = n as u64 * 20;
         // Talks for frames 10..30 with a 100 ms pause (a breath) in the middle.
         if (10..30).contains(&n) && !(18..23).contains(&n) {
-            feed(
-                &mut st,
-                420,
-                Codec::Slin,
-                &tone(500.0, 8000, n),
-                100 + n as u32 * 20,
-                now,
-            );
+            feed_tone(&mut st, 420, Codec::Slin, 500.0, n, 100);
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         for e in &out.events {
             if let MediaEvent::Activity { active } = e {
                 edges.push((*active, n));
@@ -1209,8 +1158,7 @@ fn parrot_settings() -> ParrotSettings {
 
 #[test]
 fn in_parrot_mode_each_member_hears_only_itself_back() {
-    let mut st = Station::new(8000, true);
-    st.add_leg(spec(430, 9830, Codec::Slin), 0).expect("a");
+    let mut st = station(8000, [spec(430, 9830, Codec::Slin)]);
     st.set_parrot(Some(parrot_settings()));
     st.add_leg(spec(431, 9831, Codec::Slin), 0)
         .expect("b, added in parrot mode");
@@ -1224,8 +1172,7 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
             a_sent.extend_from_slice(&f);
             feed(&mut st, 430, Codec::Slin, &f, 100 + n as u32 * 20, now);
         }
-        out.clear();
-        st.tick(now, &mut out);
+        tick(&mut st, &mut out, now);
         if let Some(pcm) = heard(&out, 430, addr(9830), Codec::Slin) {
             a_back.push((n, pcm));
         }
@@ -1260,16 +1207,8 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
     let mut b_live = 0;
     for n in 40..50usize {
         let now = n as u64 * 20;
-        feed(
-            &mut st,
-            430,
-            Codec::Slin,
-            &tone(900.0, 8000, n),
-            100 + n as u32 * 20,
-            now,
-        );
-        out.clear();
-        st.tick(now, &mut out);
+        feed_tone(&mut st, 430, Codec::Slin, 900.0, n, 100);
+        tick(&mut st, &mut out, now);
         if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
             b_live += 1;
         }
@@ -1291,8 +1230,7 @@ fn the_local_radio_parrots_too_when_it_is_a_member() {
         if (2..8).contains(&n) {
             st.put_local(&tone(600.0, 16000, n));
         }
-        out.clear();
-        st.tick(n as u64 * 20, &mut out);
+        tick(&mut st, &mut out, n as u64 * 20);
         if st.local_speaker() && tone_db(st.local_output(), 600.0, 16000) > -1.0 {
             back += 1;
             assert!(st.local_hears_audio());

@@ -320,6 +320,8 @@ impl Station {
 
 /// In-band DTMF detection on a member's frame of this tick (`None`: it did not talk), when on:
 /// each digit is reported as it is recognised; `true` when the frame holds a tone to mute.
+// Always inlined: in the per-leg loop a leg without detection must cost one test, not a call.
+#[inline(always)]
 fn detect_dtmf(
     inband: Option<&mut InbandDtmf>,
     frame: Option<&[i16]>,
@@ -327,11 +329,12 @@ fn detect_dtmf(
     callno: Option<u16>,
     events: &mut Vec<MediaEvent>,
 ) -> bool {
-    inband.is_some_and(|ib| {
-        ib.frame(frame, silence, |digit| {
+    match inband {
+        Some(ib) => ib.frame(frame, silence, |digit| {
             events.push(MediaEvent::Dtmf { callno, digit })
-        })
-    })
+        }),
+        None => false,
+    }
 }
 
 /// `acc[i] += add[i]`, saturated.
