@@ -29,6 +29,13 @@ fn jb() -> JitterBuffer {
     JitterBuffer::new(JitterConfig::default()).unwrap()
 }
 
+/// A buffer with one setting changed from the defaults.
+fn jb_with(change: impl FnOnce(&mut JitterConfig)) -> JitterBuffer {
+    let mut cfg = JitterConfig::default();
+    change(&mut cfg);
+    JitterBuffer::new(cfg).unwrap()
+}
+
 /// Calls `get` until the tick is filled; checks voice payloads on the way.
 fn tick(jb: &mut JitterBuffer, now: u64) -> Vec<Out> {
     let mut outs = Vec::new();
@@ -97,6 +104,13 @@ fn flat(log: &[(u64, Vec<Out>)]) -> Vec<Out> {
     log.iter().flat_map(|(_, o)| o.iter().cloned()).collect()
 }
 
+/// Everything played after voice frame `ts`.
+fn after(log: &[(u64, Vec<Out>)], ts: u32) -> Vec<Out> {
+    let f = flat(log);
+    let at = f.iter().position(|o| *o == Out::Voice(ts));
+    f[at.expect("frame played") + 1..].to_vec()
+}
+
 fn voices(log: &[(u64, Vec<Out>)]) -> Vec<u32> {
     flat(log)
         .into_iter()
@@ -112,6 +126,28 @@ fn stream(base: u32, range: std::ops::Range<u32>) -> Vec<(u64, Pkt)> {
     range
         .map(|k| (T0 + 20 * u64::from(k), Pkt::V(base.wrapping_add(20 * k))))
         .collect()
+}
+
+/// `arrivals` without the voice frames whose timestamps `lost` picks (never sent).
+fn without(arrivals: Vec<(u64, Pkt)>, lost: impl Fn(u32) -> bool) -> Vec<(u64, Pkt)> {
+    let kept = |a: &(u64, Pkt)| !matches!(a.1, Pkt::V(ts) if lost(ts));
+    arrivals.into_iter().filter(kept).collect()
+}
+
+/// Voice frame `ts` of `arrivals` arrives `by_ms` later.
+fn delay(arrivals: &mut [(u64, Pkt)], ts: u32, by_ms: u64) {
+    for a in arrivals
+        .iter_mut()
+        .filter(|a| matches!(a.1, Pkt::V(t) if t == ts))
+    {
+        a.0 += by_ms;
+    }
+}
+
+/// Where the first control event was played.
+fn first_control(f: &[Out]) -> usize {
+    let at = f.iter().position(|o| matches!(o, Out::Control(..)));
+    at.expect("a control event played")
 }
 
 /// Deterministic generator for the jitter scenarios (splitmix64).
@@ -306,27 +342,17 @@ fn config_defaults_and_validation() {
         err.to_string(),
         "invalid jitter buffer config: frame_ms must be 1..=1000"
     );
-    assert!(JitterBuffer::new(JitterConfig {
-        max_jitterbuf_ms: 10,
-        ..d
-    })
-    .is_err());
-    assert!(JitterBuffer::new(JitterConfig {
-        max_payload: 0,
-        ..d
-    })
-    .is_err());
-    assert!(JitterBuffer::new(JitterConfig {
-        max_payload: 9000,
-        ..d
-    })
-    .is_err());
-    assert!(JitterBuffer::new(JitterConfig {
-        frame_ms: 1,
-        max_jitterbuf_ms: 60_000,
-        ..d
-    })
-    .is_err());
+    let refused: [fn(&mut JitterConfig); 4] = [
+        |c| c.max_jitterbuf_ms = 10,
+        |c| c.max_payload = 0,
+        |c| c.max_payload = 9000,
+        |c| (c.frame_ms, c.max_jitterbuf_ms) = (1, 60_000),
+    ];
+    for change in refused {
+        let mut bad = d;
+        change(&mut bad);
+        assert!(JitterBuffer::new(bad).is_err(), "{bad:?}");
+    }
     let big = JitterBuffer::new(JitterConfig {
         frame_ms: 10,
         max_jitterbuf_ms: 4000,
@@ -375,14 +401,9 @@ fn clean_stream_plays_out_exactly() {
 #[test]
 fn single_loss_is_concealed_once_and_a_late_arrival_moves_it_to_late() {
     let mut jb = jb();
-    let mut arrivals: Vec<_> = stream(0, 0..60)
-        .into_iter()
-        .filter(|a| !matches!(a.1, Pkt::V(400)))
-        .collect();
+    let mut arrivals = without(stream(0, 0..60), |ts| ts == 400);
     let log = run(&mut jb, &arrivals, T0 + 20 * 40);
-    let f = flat(&log);
-    let at = f.iter().position(|o| *o == Out::Voice(380)).unwrap();
-    assert_eq!(f[at + 1..at + 3], [Out::Interp(0), Out::Voice(420)]);
+    assert_eq!(after(&log, 380)[..2], [Out::Interp(0), Out::Voice(420)]);
     let s = jb.stats();
     assert_eq!((s.lost, s.interpolated, s.late), (1, 1, 0));
 
@@ -396,10 +417,7 @@ fn single_loss_is_concealed_once_and_a_late_arrival_moves_it_to_late() {
 #[test]
 fn burst_loss_interpolates_then_goes_silent_and_resumes_at_the_same_delay() {
     let mut jb = jb();
-    let arrivals: Vec<_> = stream(0, 0..80)
-        .into_iter()
-        .filter(|a| !matches!(a.1, Pkt::V(ts) if (400..700).contains(&ts)))
-        .collect();
+    let arrivals = without(stream(0, 0..80), |ts| (400..700).contains(&ts));
     let log = run(&mut jb, &arrivals, T0 + 20 * 60);
     // Frame k plays at tick k + 2 while the delay is 40 ms.
     for (i, (_, outs)) in log.iter().enumerate() {
@@ -442,11 +460,7 @@ fn off_grid_timestamps_and_a_wobbly_tick_still_play_every_frame() {
 
 #[test]
 fn max_contig_interp_zero_conceals_forever() {
-    let cfg = JitterConfig {
-        max_contig_interp: 0,
-        ..JitterConfig::default()
-    };
-    let mut jb = JitterBuffer::new(cfg).unwrap();
+    let mut jb = jb_with(|c| c.max_contig_interp = 0);
     let log = run(&mut jb, &stream(0, 0..10), T0 + 20 * 40);
     let f = flat(&log);
     assert_eq!(f.last(), Some(&Out::Interp(28)));
@@ -458,11 +472,7 @@ fn reordered_frames_come_out_in_order() {
     let mut jb = jb();
     let mut arrivals = stream(0, 0..100);
     // Frame 1000 (k = 50) arrives after frame 1020, still before its slot.
-    arrivals.iter_mut().for_each(|a| {
-        if matches!(a.1, Pkt::V(1000)) {
-            a.0 += 25;
-        }
-    });
+    delay(&mut arrivals, 1000, 25);
     arrivals.push((T0 + 20 * 99, Pkt::C(1983, ControlKind::Unkey)));
     let log = run(&mut jb, &arrivals, T0 + 20 * 101);
     assert_eq!(voices(&log), (0..100).map(|k| 20 * k).collect::<Vec<_>>());
@@ -477,19 +487,14 @@ fn reordered_frames_come_out_in_order() {
 fn early_reorder_grows_the_delay_instead_of_losing() {
     let mut jb = jb();
     // Frame 200 arrives right after frame 220, in the same millisecond.
-    let mut arrivals: Vec<_> = stream(0, 0..40)
-        .into_iter()
-        .filter(|a| !matches!(a.1, Pkt::V(200)))
-        .collect();
+    let mut arrivals = without(stream(0, 0..40), |ts| ts == 200);
     arrivals.push((T0 + 220, Pkt::V(200)));
     arrivals.push((T0 + 20 * 39, Pkt::C(783, ControlKind::Unkey)));
     let log = run(&mut jb, &arrivals, T0 + 20 * 45);
     assert_eq!(voices(&log), (0..40).map(|k| 20 * k).collect::<Vec<_>>());
     // While the history is short one outlier counts: the delay grows by one frame,
     // concealed in the tick where the late frame 200 showed up.
-    let f = flat(&log);
-    let at = f.iter().position(|o| *o == Out::Voice(160)).unwrap();
-    assert_eq!(f[at + 1..at + 3], [Out::Interp(0), Out::Voice(180)]);
+    assert_eq!(after(&log, 160)[..2], [Out::Interp(0), Out::Voice(180)]);
     let s = jb.stats();
     assert_eq!((s.reordered, s.lost, s.late, s.interpolated), (1, 0, 0, 1));
     // With 40 delays in the history the single outlier is discarded again; the extra
@@ -520,20 +525,15 @@ fn duplicates_are_counted_and_played_once() {
 fn unkey_arriving_before_the_last_audio_comes_out_after_it() {
     let mut jb = jb();
     let mut arrivals = stream(0, 0..50);
-    arrivals.iter_mut().for_each(|a| {
-        if matches!(a.1, Pkt::V(980)) {
-            a.0 += 10;
-        }
-    });
+    delay(&mut arrivals, 980, 10);
     arrivals.push((T0 + 20 * 49 + 2, Pkt::C(983, ControlKind::Unkey)));
     let log = run(&mut jb, &arrivals, T0 + 20 * 60);
-    let f = flat(&log);
-    let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
+    let f = after(&log, 980);
     assert_eq!(
-        f[at + 1..at + 3],
+        f[..2],
         [Out::Control(ControlKind::Unkey, 983), Out::Silence]
     );
-    assert!(f[at + 3..].iter().all(|o| *o == Out::Silence));
+    assert!(f[2..].iter().all(|o| *o == Out::Silence));
     assert_eq!(jb.stats().lost, 0);
 }
 
@@ -545,10 +545,7 @@ fn unkey_arriving_ahead_of_several_frames_waits_for_them() {
     arrivals.push((T0 + 20 * 46 + 1, Pkt::C(983, ControlKind::Unkey)));
     let log = run(&mut jb, &arrivals, T0 + 20 * 60);
     let f = flat(&log);
-    let unkey = f
-        .iter()
-        .position(|o| matches!(o, Out::Control(..)))
-        .unwrap();
+    let unkey = first_control(&f);
     assert_eq!(f[unkey - 1], Out::Voice(980));
     assert_eq!(voices(&log).len(), 50);
 }
@@ -560,12 +557,8 @@ fn unkey_stamped_ahead_of_the_audio_ends_the_spurt_without_concealment() {
     // Control frames carry the sender's real clock, here 150 ms ahead of its voice clock.
     arrivals.push((T0 + 20 * 49 + 1, Pkt::C(980 + 150, ControlKind::Unkey)));
     let log = run(&mut jb, &arrivals, T0 + 20 * 60);
-    let f = flat(&log);
-    let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
-    assert_eq!(
-        f[at + 1..at + 3],
-        [Out::Control(ControlKind::Unkey, 1130), Out::Silence]
-    );
+    let unkey = Out::Control(ControlKind::Unkey, 1130);
+    assert_eq!(after(&log, 980)[..2], [unkey, Out::Silence]);
     assert_eq!((jb.stats().lost, jb.stats().interpolated), (0, 0));
     // Audio from before the UNKEY that still turns up is late, not a new spurt.
     assert_eq!(put(&mut jb, Pkt::V(1100), T0 + 20 * 61), PutResult::Late);
@@ -577,17 +570,9 @@ fn non_final_control_stamped_ahead_waits_for_its_time() {
     let mut arrivals = stream(0, 0..50);
     arrivals.push((T0 + 20 * 49 + 1, Pkt::C(980 + 70, ControlKind::Dtmf(b'1'))));
     let log = run(&mut jb, &arrivals, T0 + 20 * 60);
-    let f = flat(&log);
-    let at = f.iter().position(|o| *o == Out::Voice(980)).unwrap();
-    assert_eq!(
-        f[at + 1..at + 5],
-        [
-            Out::Interp(0),
-            Out::Interp(1),
-            Out::Control(ControlKind::Dtmf(b'1'), 1050),
-            Out::Interp(2)
-        ]
-    );
+    let dtmf = Out::Control(ControlKind::Dtmf(b'1'), 1050);
+    let want = [Out::Interp(0), Out::Interp(1), dtmf, Out::Interp(2)];
+    assert_eq!(after(&log, 980)[..4], want);
 }
 
 #[test]
@@ -622,10 +607,7 @@ fn late_control_in_mid_stream_comes_before_the_current_audio() {
     arrivals.push((T0 + 20 * 40 + 1, Pkt::C(503, ControlKind::Dtmf(b'5'))));
     let log = run(&mut jb, &arrivals, T0 + 20 * 102);
     let f = flat(&log);
-    let at = f
-        .iter()
-        .position(|o| matches!(o, Out::Control(..)))
-        .unwrap();
+    let at = first_control(&f);
     assert_eq!(f[at], Out::Control(ControlKind::Dtmf(b'5'), 503));
     // The tick after arrival: the audio of slot 800 (k = 40 - 2 + 1 ... ) follows it.
     assert_eq!(f[at + 1], Out::Voice(780));
@@ -784,17 +766,9 @@ fn clock_jump(new_base: u32) {
     );
     assert_eq!(results[203], PutResult::Resynced);
     assert!(results[204..].iter().all(|r| *r == PutResult::Queued));
-    let f = flat(&log);
-    let at = f.iter().position(|o| *o == Out::Voice(3980)).unwrap();
-    assert_eq!(
-        f[at + 1..at + 5],
-        [
-            Out::Interp(0),
-            Out::Interp(1),
-            Out::Interp(2),
-            Out::Voice(new_base.wrapping_add(60))
-        ]
-    );
+    let resumed = Out::Voice(new_base.wrapping_add(60));
+    let want = [Out::Interp(0), Out::Interp(1), Out::Interp(2), resumed];
+    assert_eq!(after(&log, 3980)[..4], want);
     let played = voices(&log);
     assert_eq!(
         played.len(),
@@ -836,11 +810,7 @@ fn a_single_discontinuity_is_dropped_without_resync() {
 
 #[test]
 fn resync_can_be_disabled() {
-    let cfg = JitterConfig {
-        resync_threshold_ms: 0,
-        ..JitterConfig::default()
-    };
-    let mut jb = JitterBuffer::new(cfg).unwrap();
+    let mut jb = jb_with(|c| c.resync_threshold_ms = 0);
     let _ = run(&mut jb, &stream(0, 0..20), T0 + 20 * 19);
     for k in 20..30u32 {
         let r = put(&mut jb, Pkt::V(900_000 + 20 * k), T0 + 20 * u64::from(k));
@@ -871,9 +841,12 @@ fn oversize_and_too_far_frames_are_dropped() {
 #[test]
 fn frames_played_past_are_late_in_silence_too() {
     let mut jb = jb();
-    let mut arrivals = stream(0, 0..20);
-    arrivals.push((T0 + 20 * 21, Pkt::C(383, ControlKind::Unkey)));
-    let _ = run(&mut jb, &arrivals, T0 + 20 * 30);
+    let unkey = (T0 + 20 * 21, Pkt::C(383, ControlKind::Unkey));
+    let _ = run(
+        &mut jb,
+        &[stream(0, 0..20), vec![unkey]].concat(),
+        T0 + 20 * 30,
+    );
     assert!(!jb.stats().talking);
     assert_eq!(
         put(&mut jb, Pkt::V(360), T0 + 20 * 31),
@@ -894,16 +867,9 @@ fn rr_values_follow_the_counters() {
         }
     );
     // 100 frames, 4 of them never sent, 1 sent twice, 1 reordered.
-    let mut arrivals: Vec<_> = stream(0, 0..100)
-        .into_iter()
-        .filter(|a| !matches!(a.1, Pkt::V(ts) if [400, 800, 1200, 1600].contains(&ts)))
-        .collect();
+    let mut arrivals = without(stream(0, 0..100), |ts| [400, 800, 1200, 1600].contains(&ts));
     arrivals.push((T0 + 20 * 70, Pkt::V(1380)));
-    arrivals.iter_mut().for_each(|a| {
-        if matches!(a.1, Pkt::V(1800)) {
-            a.0 += 25;
-        }
-    });
+    delay(&mut arrivals, 1800, 25);
     arrivals.push((T0 + 20 * 99, Pkt::C(1983, ControlKind::Unkey)));
     let _ = run(&mut jb, &arrivals, T0 + 20 * 110);
     let s = jb.stats();

@@ -1,4 +1,5 @@
 use super::*;
+use crate::codec::Codec::{Alaw, Slin, Slin16, Ulaw};
 use crate::frame::{parse, Frame, MiniFrame};
 use std::f64::consts::PI;
 
@@ -115,22 +116,18 @@ fn heard(out: &TickOutput, callno: u16, to: SocketAddr, codec: Codec) -> Option<
 #[test]
 fn mixed_codec_members_hear_each_other_and_not_themselves() {
     // A µ-law leg (8 kHz) and a slin16 leg in a 16 kHz conference, both talking.
-    let mut st = station(
-        16000,
-        [spec(10, 5000, Codec::Ulaw), spec(11, 5001, Codec::Slin16)],
-    );
+    let mut st = station(16000, [spec(10, 5000, Ulaw), spec(11, 5001, Slin16)]);
     let mut out = TickOutput::default();
     let (mut heard_a, mut heard_b) = (Vec::new(), Vec::new());
     for n in 0..60usize {
         let now = n as u64 * 20;
-        let ts = 2000 + n as u32 * 20;
-        feed(&mut st, 10, Codec::Ulaw, &tone(600.0, 8000, n), ts, now);
-        feed(&mut st, 11, Codec::Slin16, &tone(1500.0, 16000, n), ts, now);
+        feed_tone(&mut st, 10, Ulaw, 600.0, n, 2000);
+        feed_tone(&mut st, 11, Slin16, 1500.0, n, 2000);
         tick(&mut st, &mut out, now);
-        if let Some(p) = heard(&out, 10, addr(5000), Codec::Ulaw) {
+        if let Some(p) = heard(&out, 10, addr(5000), Ulaw) {
             heard_a.extend(p);
         }
-        if let Some(p) = heard(&out, 11, addr(5001), Codec::Slin16) {
+        if let Some(p) = heard(&out, 11, addr(5001), Slin16) {
             heard_b.extend(p);
         }
     }
@@ -159,16 +156,13 @@ fn mixed_codec_members_hear_each_other_and_not_themselves() {
 
 #[test]
 fn first_frame_of_a_spurt_is_full_then_minis_then_spurt_end() {
-    let mut st = station(
-        8000,
-        [spec(20, 6000, Codec::Ulaw), spec(21, 6001, Codec::Ulaw)],
-    );
+    let mut st = station(8000, [spec(20, 6000, Ulaw), spec(21, 6001, Ulaw)]);
     let mut out = TickOutput::default();
     let mut kinds = Vec::new();
     for n in 0..40usize {
         let now = n as u64 * 20;
         if n < 20 {
-            feed_tone(&mut st, 20, Codec::Ulaw, 1000.0, n, 100);
+            feed_tone(&mut st, 20, Ulaw, 1000.0, n, 100);
         }
         tick(&mut st, &mut out, now);
         for e in &out.events {
@@ -210,16 +204,16 @@ fn full_voice_frame_again_when_the_upper_timestamp_bits_change() {
             // crosses a 32 768 ms boundary after five frames
             LegSpec {
                 call_ts_ms: 32_768 - 100,
-                ..spec(30, 7000, Codec::Ulaw)
+                ..spec(30, 7000, Ulaw)
             },
-            spec(31, 7001, Codec::Ulaw),
+            spec(31, 7001, Ulaw),
         ],
     );
     let mut out = TickOutput::default();
     let mut fulls = Vec::new();
     for n in 0..20usize {
         let now = n as u64 * 20;
-        feed_tone(&mut st, 31, Codec::Ulaw, 800.0, n, 500);
+        feed_tone(&mut st, 31, Ulaw, 800.0, n, 500);
         tick(&mut st, &mut out, now);
         for e in &out.events {
             if let MediaEvent::FullVoice { callno: 30, ts, .. } = e {
@@ -233,13 +227,13 @@ fn full_voice_frame_again_when_the_upper_timestamp_bits_change() {
 
 #[test]
 fn control_events_come_out_in_order_after_the_audio_before_them() {
-    let mut st = station(8000, [spec(40, 8000, Codec::Ulaw)]);
+    let mut st = station(8000, [spec(40, 8000, Ulaw)]);
     let mut out = TickOutput::default();
     let mut order = Vec::new();
     for n in 0..30usize {
         let now = n as u64 * 20;
         if n < 10 {
-            feed_tone(&mut st, 40, Codec::Ulaw, 1000.0, n, 100);
+            feed_tone(&mut st, 40, Ulaw, 1000.0, n, 100);
         }
         if n == 9 {
             // UNKEY stamped right after the last audio frame, arriving with it.
@@ -263,7 +257,7 @@ fn control_events_come_out_in_order_after_the_audio_before_them() {
 
 #[test]
 fn a_mini_frame_before_any_full_voice_frame_asks_for_vnak_once() {
-    let mut st = station(8000, [spec(50, 9000, Codec::Ulaw)]);
+    let mut st = station(8000, [spec(50, 9000, Ulaw)]);
     let mini = MiniFrame {
         scall: 1050,
         ts16: 40,
@@ -279,20 +273,17 @@ fn a_mini_frame_before_any_full_voice_frame_asks_for_vnak_once() {
 
 #[test]
 fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
-    let mut st = station(
-        8000,
-        [spec(60, 9100, Codec::Ulaw), spec(61, 9101, Codec::Ulaw)],
-    );
+    let mut st = station(8000, [spec(60, 9100, Ulaw), spec(61, 9101, Ulaw)]);
     let mut out = TickOutput::default();
     let mut got = 0;
     // The peer's clock is just below a 16-bit wrap: minis must unwrap past it.
     let base = 0x0001_FFC0u32;
-    feed(&mut st, 60, Codec::Ulaw, &tone(1000.0, 8000, 0), base, 0);
+    feed(&mut st, 60, Ulaw, &tone(1000.0, 8000, 0), base, 0);
     for n in 1..30usize {
         let now = n as u64 * 20;
         let ts = base.wrapping_add(n as u32 * 20);
         let mut wire = Vec::new();
-        Codec::Ulaw.encode(&tone(1000.0, 8000, n), &mut wire);
+        Ulaw.encode(&tone(1000.0, 8000, n), &mut wire);
         let mini = MiniFrame {
             scall: 1060,
             ts16: (ts & 0xFFFF) as u16,
@@ -301,7 +292,7 @@ fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
         let mut ev = Vec::new();
         assert!(st.on_mini(addr(9100), &mini, now, &mut ev));
         tick(&mut st, &mut out, now);
-        if heard(&out, 61, addr(9101), Codec::Ulaw).is_some() {
+        if heard(&out, 61, addr(9101), Ulaw).is_some() {
             got += 1;
         }
     }
@@ -312,15 +303,12 @@ fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
 
 #[test]
 fn topology_changes_live_without_dropping_legs() {
-    let mut st = station(
-        8000,
-        [spec(70, 9200, Codec::Ulaw), spec(71, 9201, Codec::Ulaw)],
-    );
+    let mut st = station(8000, [spec(70, 9200, Ulaw), spec(71, 9201, Ulaw)]);
     let mut out = TickOutput::default();
     let mut a_heard_itself = false;
     for n in 0..60usize {
         let now = n as u64 * 20;
-        feed_tone(&mut st, 70, Codec::Ulaw, 1000.0, n, 100);
+        feed_tone(&mut st, 70, Ulaw, 1000.0, n, 100);
         match n {
             20 => st.set_mix_minus(false),
             30 => st.set_local_radio(true),
@@ -334,23 +322,23 @@ fn topology_changes_live_without_dropping_legs() {
             st.put_local(&tone(400.0, 8000, n));
         }
         tick(&mut st, &mut out, now);
-        if (24..30).contains(&n) && heard(&out, 70, addr(9200), Codec::Ulaw).is_some() {
+        if (24..30).contains(&n) && heard(&out, 70, addr(9200), Ulaw).is_some() {
             a_heard_itself = true; // full mix: the talker hears itself
         }
         if (35..40).contains(&n) {
             assert!(st.local_hears_audio());
             assert!(tone_db(st.local_output(), 1000.0, 8000) > -2.0);
             // b hears both the talker and the local radio.
-            let b = heard(&out, 71, addr(9201), Codec::Ulaw).expect("b hears");
+            let b = heard(&out, 71, addr(9201), Ulaw).expect("b hears");
             assert!(tone_db(&b, 400.0, 8000) > -3.0);
         }
         if n > 45 {
             assert!(
-                heard(&out, 70, addr(9200), Codec::Ulaw).is_none(),
+                heard(&out, 70, addr(9200), Ulaw).is_none(),
                 "mix-minus again"
             );
             assert!(
-                heard(&out, 71, addr(9201), Codec::Ulaw).is_some(),
+                heard(&out, 71, addr(9201), Ulaw).is_some(),
                 "b never lost audio"
             );
         }
@@ -365,24 +353,24 @@ fn receive_only_and_transmit_only_legs() {
         8000,
         [
             // we monitor it: it is heard, hears nothing
-            in_mode(spec(80, 9300, Codec::Ulaw), LegMode::ReceiveOnly),
+            in_mode(spec(80, 9300, Ulaw), LegMode::ReceiveOnly),
             // it monitors us: hears, is not heard
-            in_mode(spec(81, 9301, Codec::Ulaw), LegMode::TransmitOnly),
-            spec(82, 9302, Codec::Ulaw),
+            in_mode(spec(81, 9301, Ulaw), LegMode::TransmitOnly),
+            spec(82, 9302, Ulaw),
         ],
     );
     let mut out = TickOutput::default();
     for n in 0..30usize {
         let now = n as u64 * 20;
-        feed_tone(&mut st, 80, Codec::Ulaw, 700.0, n, 100);
-        feed_tone(&mut st, 81, Codec::Ulaw, 1200.0, n, 100);
+        feed_tone(&mut st, 80, Ulaw, 700.0, n, 100);
+        feed_tone(&mut st, 81, Ulaw, 1200.0, n, 100);
         tick(&mut st, &mut out, now);
-        assert!(heard(&out, 80, addr(9300), Codec::Ulaw).is_none());
+        assert!(heard(&out, 80, addr(9300), Ulaw).is_none());
         if n > 10 {
-            let normal = heard(&out, 82, addr(9302), Codec::Ulaw).expect("normal hears");
+            let normal = heard(&out, 82, addr(9302), Ulaw).expect("normal hears");
             assert!(tone_db(&normal, 700.0, 8000) > -2.0);
             assert!(tone_db(&normal, 1200.0, 8000) < -40.0);
-            assert!(heard(&out, 81, addr(9301), Codec::Ulaw).is_some());
+            assert!(heard(&out, 81, addr(9301), Ulaw).is_some());
         }
     }
 }
@@ -390,7 +378,7 @@ fn receive_only_and_transmit_only_legs() {
 #[test]
 fn no_buffer_growth_over_100k_ticks() {
     let mut st = Station::new(16000, true);
-    let codecs = [Codec::Ulaw, Codec::Alaw, Codec::Slin, Codec::Slin16];
+    let codecs = [Ulaw, Alaw, Slin, Slin16];
     for c in 0..8u16 {
         let mut leg = spec(100 + c, 9500 + c, codecs[usize::from(c) % 4]);
         leg.dtmf = c % 2 == 0;
@@ -432,11 +420,10 @@ fn no_buffer_growth_over_100k_ticks() {
 fn removing_legs_keeps_the_others_routed() {
     let mut st = Station::new(8000, true);
     for c in 0..5u16 {
-        st.add_leg(spec(90 + c, 9400 + c, Codec::Ulaw), 0)
-            .expect("leg");
+        st.add_leg(spec(90 + c, 9400 + c, Ulaw), 0).expect("leg");
     }
     assert_eq!(
-        st.add_leg(spec(92, 1, Codec::Ulaw), 0),
+        st.add_leg(spec(92, 1, Ulaw), 0),
         Err(MediaError::LegExists(92))
     );
     st.remove_leg(90).expect("remove first");
@@ -472,13 +459,8 @@ fn silence(rate: u32) -> Vec<i16> {
 
 #[test]
 fn voice_keyed_link_keys_on_voice_and_unkeys_on_unkey_or_linger() {
-    let mut st = station(
-        8000,
-        [
-            keyed(spec(200, 9600, Codec::Ulaw), RxKeying::Voice),
-            spec(201, 9601, Codec::Ulaw),
-        ],
-    );
+    let link = keyed(spec(200, 9600, Ulaw), RxKeying::Voice);
+    let mut st = station(8000, [link, spec(201, 9601, Ulaw)]);
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
     let mut heard = 0;
@@ -487,7 +469,7 @@ fn voice_keyed_link_keys_on_voice_and_unkeys_on_unkey_or_linger() {
         let ts = 100 + n as u32 * 20;
         // Spurt one ends with RADIO_UNKEY; spurt two just stops.
         if n < 15 || (30..45).contains(&n) {
-            feed(&mut st, 200, Codec::Ulaw, &tone(900.0, 8000, n), ts, now);
+            feed(&mut st, 200, Ulaw, &tone(900.0, 8000, n), ts, now);
         }
         if n == 14 {
             st.push_control(200, ControlKind::Unkey, ts + 20, &[], now)
@@ -521,13 +503,8 @@ fn heard_frame(out: &TickOutput, callno: u16, to: SocketAddr) -> bool {
 
 #[test]
 fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
-    let mut st = station(
-        8000,
-        [
-            keyed(spec(210, 9610, Codec::Ulaw), RxKeying::Control),
-            spec(211, 9611, Codec::Ulaw),
-        ],
-    );
+    let link = keyed(spec(210, 9610, Ulaw), RxKeying::Control);
+    let mut st = station(8000, [link, spec(211, 9611, Ulaw)]);
     let mut out = TickOutput::default();
     let mut heard_at = Vec::new();
     let mut edges = Vec::new();
@@ -535,7 +512,7 @@ fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
         let now = n as u64 * 20;
         let ts = 100 + n as u32 * 20;
         // A legacy peer streams voice all the time; only KEY..UNKEY counts.
-        feed(&mut st, 210, Codec::Ulaw, &tone(700.0, 8000, n), ts, now);
+        feed(&mut st, 210, Ulaw, &tone(700.0, 8000, n), ts, now);
         if n == 20 {
             st.push_control(210, ControlKind::Key, ts, &[], now)
                 .expect("key");
@@ -560,13 +537,8 @@ fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
 
 #[test]
 fn vox_call_streaming_silence_does_not_hold_the_conference() {
-    let mut st = station(
-        8000,
-        [
-            keyed(spec(220, 9620, Codec::Ulaw), RxKeying::Vox),
-            spec(221, 9621, Codec::Ulaw),
-        ],
-    );
+    let link = keyed(spec(220, 9620, Ulaw), RxKeying::Vox);
+    let mut st = station(8000, [link, spec(221, 9621, Ulaw)]);
     let mut out = TickOutput::default();
     let mut heard_at = Vec::new();
     let mut edges = Vec::new();
@@ -580,7 +552,7 @@ fn vox_call_streaming_silence_does_not_hold_the_conference() {
         } else {
             silence(8000)
         };
-        feed(&mut st, 220, Codec::Ulaw, &pcm, ts, now);
+        feed(&mut st, 220, Ulaw, &pcm, ts, now);
         tick(&mut st, &mut out, now);
         edges.extend(rx_keys(&out, 220));
         if heard_frame(&out, 221, addr(9621)) {
@@ -600,10 +572,7 @@ fn vox_call_streaming_silence_does_not_hold_the_conference() {
 
 #[test]
 fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
-    let mut st = station(
-        16000,
-        [spec(230, 9630, Codec::Ulaw), spec(231, 9631, Codec::Slin16)],
-    );
+    let mut st = station(16000, [spec(230, 9630, Ulaw), spec(231, 9631, Slin16)]);
     let mut out = TickOutput::default();
     let mut starts = Vec::new();
     let mut frames = 0;
@@ -647,14 +616,14 @@ fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
 
 #[test]
 fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
-    let mut st = station(8000, [spec(250, 9650, Codec::Ulaw)]);
+    let mut st = station(8000, [spec(250, 9650, Ulaw)]);
     st.set_local_radio(true);
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
     for n in 0..40usize {
         let now = n as u64 * 20;
         if (10..20).contains(&n) {
-            feed_tone(&mut st, 250, Codec::Ulaw, 700.0, n, 100);
+            feed_tone(&mut st, 250, Ulaw, 700.0, n, 100);
         }
         if n == 30 {
             st.set_local_radio(false);
@@ -676,7 +645,7 @@ fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
 
 #[test]
 fn a_gated_local_receiver_is_heard_only_while_keyed() {
-    let mut st = station(8000, [spec(260, 9660, Codec::Ulaw)]);
+    let mut st = station(8000, [spec(260, 9660, Ulaw)]);
     st.set_local_radio(true);
     st.set_local_gated(true);
     let mut out = TickOutput::default();
@@ -689,7 +658,7 @@ fn a_gated_local_receiver_is_heard_only_while_keyed() {
         }
         st.put_local(&tone(500.0, 8000, n));
         tick(&mut st, &mut out, n as u64 * 20);
-        if heard(&out, 260, addr(9660), Codec::Ulaw).is_some() {
+        if heard(&out, 260, addr(9660), Ulaw).is_some() {
             heard_at.push(n);
         }
     }
@@ -698,16 +667,16 @@ fn a_gated_local_receiver_is_heard_only_while_keyed() {
     st.put_local(&tone(500.0, 8000, 30));
     tick(&mut st, &mut out, 600);
     assert!(
-        heard(&out, 260, addr(9660), Codec::Ulaw).is_some(),
+        heard(&out, 260, addr(9660), Ulaw).is_some(),
         "ungated: by level"
     );
 }
 
 #[test]
 fn set_leg_keying_resets_the_keyed_state() {
-    let mut st = station(8000, [keyed(spec(240, 9640, Codec::Ulaw), RxKeying::Voice)]);
+    let mut st = station(8000, [keyed(spec(240, 9640, Ulaw), RxKeying::Voice)]);
     let mut out = TickOutput::default();
-    feed(&mut st, 240, Codec::Ulaw, &tone(900.0, 8000, 0), 100, 0);
+    feed(&mut st, 240, Ulaw, &tone(900.0, 8000, 0), 100, 0);
     for n in 0..5u64 {
         tick(&mut st, &mut out, n * 20);
     }
@@ -732,15 +701,15 @@ fn a_local_only_leg_is_heard_by_the_local_radio_alone() {
     for member in [true, false] {
         let mut st = Station::new(8000, true);
         st.set_local_radio(member);
-        let mut local = spec(300, 9700, Codec::Slin);
+        let mut local = spec(300, 9700, Slin);
         local.mode = LegMode::LocalOnly;
         st.add_leg(local, 0).expect("local monitor link");
-        st.add_leg(spec(301, 9701, Codec::Slin), 0).expect("call");
+        st.add_leg(spec(301, 9701, Slin), 0).expect("call");
         let mut out = TickOutput::default();
         let mut heard_locally = 0;
         for n in 0..20usize {
             let now = n as u64 * 20;
-            feed_tone(&mut st, 300, Codec::Slin, 700.0, n, 100);
+            feed_tone(&mut st, 300, Slin, 700.0, n, 100);
             tick(&mut st, &mut out, now);
             // Nothing goes to the call, and nothing back to the monitored node.
             assert!(out.datagrams.is_empty(), "member {member}");
@@ -759,23 +728,18 @@ fn a_local_only_leg_is_heard_by_the_local_radio_alone() {
 
 #[test]
 fn listeners_hearing_the_same_mix_share_one_encode_and_payload() {
-    let mut st = station(
-        8000,
-        [spec(300, 9700, Codec::Ulaw), spec(301, 9701, Codec::Ulaw)],
-    );
+    let mut st = station(8000, [spec(300, 9700, Ulaw), spec(301, 9701, Ulaw)]);
     for c in 0..10u16 {
-        st.add_leg(spec(310 + c, 9710 + c, Codec::Ulaw), 0)
+        st.add_leg(spec(310 + c, 9710 + c, Ulaw), 0)
             .expect("µ-law listener");
     }
-    st.add_leg(spec(320, 9720, Codec::Alaw), 0).expect("A-law");
-    st.add_leg(spec(321, 9721, Codec::Slin16), 0)
-        .expect("slin16");
+    st.add_leg(spec(320, 9720, Alaw), 0).expect("A-law");
+    st.add_leg(spec(321, 9721, Slin16), 0).expect("slin16");
     let mut out = TickOutput::default();
     for n in 0..20usize {
         let now = n as u64 * 20;
-        let ts = 100 + n as u32 * 20;
-        feed(&mut st, 300, Codec::Ulaw, &tone(500.0, 8000, n), ts, now);
-        feed(&mut st, 301, Codec::Ulaw, &tone(1300.0, 8000, n), ts, now);
+        feed_tone(&mut st, 300, Ulaw, 500.0, n, 100);
+        feed_tone(&mut st, 301, Ulaw, 1300.0, n, 100);
         tick(&mut st, &mut out, now);
     }
     // Steady state: every leg sends a mini frame.
@@ -799,10 +763,10 @@ fn listeners_hearing_the_same_mix_share_one_encode_and_payload() {
         assert_eq!(m.scall, d.to.port() - 9700 + 300);
     }
     // The shared payload is the plain mix: both talkers.
-    let heard = heard(&out, 310, addr(9710), Codec::Ulaw).expect("listener hears");
+    let heard = heard(&out, 310, addr(9710), Ulaw).expect("listener hears");
     assert!(tone_db(&heard, 500.0, 8000) > -2.0);
     assert!(tone_db(&heard, 1300.0, 8000) > -2.0);
-    let a = heard_at(&out, addr(9700), Codec::Ulaw);
+    let a = heard_at(&out, addr(9700), Ulaw);
     assert!(
         tone_db(&a, 500.0, 8000) < -30.0,
         "mix-minus: a does not hear itself"
@@ -880,7 +844,7 @@ fn bursts(x: &[i16]) -> Vec<usize> {
 
 #[test]
 fn inband_tones_are_muted_and_what_leaks_is_measured() {
-    for (rate, codec) in [(8000u32, Codec::Slin), (16000, Codec::Slin16)] {
+    for (rate, codec) in [(8000u32, Slin), (16000, Slin16)] {
         let n = (rate / 50) as usize;
         let mut worst = 0usize;
         let mut total = 0usize;
@@ -937,7 +901,7 @@ fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
     let mut st = Station::new(rate, true);
     st.set_local_radio(true);
     st.set_local_dtmf(true).expect("local");
-    st.add_leg(spec(310, 9710, Codec::Slin), 0).expect("leg");
+    st.add_leg(spec(310, 9710, Slin), 0).expect("leg");
     let mut out = TickOutput::default();
     let mut got = Vec::new();
     let mut heard_pcm = Vec::new();
@@ -945,7 +909,7 @@ fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
         st.put_local(frame);
         tick(&mut st, &mut out, k as u64 * 20);
         got.extend(dtmf_events(&out));
-        heard_pcm.extend(heard(&out, 310, addr(9710), Codec::Slin).unwrap_or_default());
+        heard_pcm.extend(heard(&out, 310, addr(9710), Slin).unwrap_or_default());
     }
     assert_eq!(got, vec![(None, '*'), (None, '7'), (None, '0')]);
     let mut far = crate::dtmf::DtmfDetector::new(rate).expect("detector");
@@ -961,7 +925,7 @@ fn inband_dtmf_on_the_local_radio_and_switched_per_leg() {
     for (k, frame) in dtmf_frames(rate, "5", 60, 60, 0).iter().enumerate() {
         let now = (base + k) as u64 * 20;
         st.put_local(frame);
-        feed(&mut st, 310, Codec::Slin, frame, 100 + k as u32 * 20, now);
+        feed(&mut st, 310, Slin, frame, 100 + k as u32 * 20, now);
         tick(&mut st, &mut out, now);
         got.extend(dtmf_events(&out));
     }
@@ -980,12 +944,12 @@ fn play_events(out: &TickOutput) -> Vec<PlayerEvent> {
 
 #[test]
 fn announcements_reach_their_destinations_only() {
-    let mut st = station(8000, [spec(400, 9800, Codec::Slin)]);
-    let mut link = spec(401, 9801, Codec::Slin);
+    let mut st = station(8000, [spec(400, 9800, Slin)]);
+    let mut link = spec(401, 9801, Slin);
     link.link = true;
     link.keying = RxKeying::Voice;
     st.add_leg(link, 0).expect("link");
-    let mut monitor = spec(402, 9802, Codec::Slin);
+    let mut monitor = spec(402, 9802, Slin);
     monitor.mode = LegMode::ReceiveOnly;
     st.add_leg(monitor, 0).expect("monitored link");
     let clip = |n: usize| tone(1000.0, 8000, 0).repeat(n);
@@ -1023,12 +987,12 @@ fn announcements_reach_their_destinations_only() {
         .expect("air");
     let mut started = Vec::new();
     run(&mut st, 4, &mut |out, st| {
-        if let Some(pcm) = heard(out, 400, addr(9800), Codec::Slin) {
+        if let Some(pcm) = heard(out, 400, addr(9800), Slin) {
             assert!(tone_db(&pcm, 1000.0, 8000) > -1.0);
             started.push(play_events(out));
         }
-        assert!(heard(out, 401, addr(9801), Codec::Slin).is_none());
-        assert!(heard(out, 402, addr(9802), Codec::Slin).is_none());
+        assert!(heard(out, 401, addr(9801), Slin).is_none());
+        assert!(heard(out, 402, addr(9802), Slin).is_none());
         assert!(!st.local_hears_audio());
     });
     assert_eq!(started.len(), 3);
@@ -1048,10 +1012,10 @@ fn announcements_reach_their_destinations_only() {
     let mut link_frames = 0;
     let mut keyed = 0;
     run(&mut st, 3, &mut |out, st| {
-        if heard(out, 401, addr(9801), Codec::Slin).is_some() {
+        if heard(out, 401, addr(9801), Slin).is_some() {
             link_frames += 1;
         }
-        assert!(heard(out, 402, addr(9802), Codec::Slin).is_none());
+        assert!(heard(out, 402, addr(9802), Slin).is_none());
         if st.local_hears_audio() {
             keyed += 1;
         }
@@ -1062,10 +1026,7 @@ fn announcements_reach_their_destinations_only() {
 
 #[test]
 fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
-    let mut st = station(
-        16000,
-        [spec(410, 9810, Codec::Slin16), spec(411, 9811, Codec::Ulaw)],
-    );
+    let mut st = station(16000, [spec(410, 9810, Slin16), spec(411, 9811, Ulaw)]);
     let mut events = Vec::new();
     st.play(
         7,
@@ -1079,9 +1040,9 @@ fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
     let mut both = 0;
     for n in 0..8usize {
         let now = n as u64 * 20;
-        feed_tone(&mut st, 410, Codec::Slin16, 500.0, n, 100);
+        feed_tone(&mut st, 410, Slin16, 500.0, n, 100);
         tick(&mut st, &mut out, now);
-        if let Some(pcm) = heard(&out, 411, addr(9811), Codec::Ulaw) {
+        if let Some(pcm) = heard(&out, 411, addr(9811), Ulaw) {
             if tone_db(&pcm, 500.0, 8000) > -2.0 && tone_db(&pcm, 1500.0, 8000) > -2.0 {
                 both += 1;
             }
@@ -1116,7 +1077,7 @@ fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
 
 #[test]
 fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
-    let mut st = station(8000, [spec(420, 9820, Codec::Slin)]);
+    let mut st = station(8000, [spec(420, 9820, Slin)]);
     let mut events = Vec::new();
     st.play(
         1,
@@ -1132,7 +1093,7 @@ fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
         let now = n as u64 * 20;
         // Talks for frames 10..30 with a 100 ms pause (a breath) in the middle.
         if (10..30).contains(&n) && !(18..23).contains(&n) {
-            feed_tone(&mut st, 420, Codec::Slin, 500.0, n, 100);
+            feed_tone(&mut st, 420, Slin, 500.0, n, 100);
         }
         tick(&mut st, &mut out, now);
         for e in &out.events {
@@ -1158,9 +1119,9 @@ fn parrot_settings() -> ParrotSettings {
 
 #[test]
 fn in_parrot_mode_each_member_hears_only_itself_back() {
-    let mut st = station(8000, [spec(430, 9830, Codec::Slin)]);
+    let mut st = station(8000, [spec(430, 9830, Slin)]);
     st.set_parrot(Some(parrot_settings()));
-    st.add_leg(spec(431, 9831, Codec::Slin), 0)
+    st.add_leg(spec(431, 9831, Slin), 0)
         .expect("b, added in parrot mode");
     let mut out = TickOutput::default();
     let (mut a_back, mut b_heard) = (Vec::new(), 0);
@@ -1170,13 +1131,13 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
         if (2..12).contains(&n) {
             let f = tone(900.0, 8000, n);
             a_sent.extend_from_slice(&f);
-            feed(&mut st, 430, Codec::Slin, &f, 100 + n as u32 * 20, now);
+            feed(&mut st, 430, Slin, &f, 100 + n as u32 * 20, now);
         }
         tick(&mut st, &mut out, now);
-        if let Some(pcm) = heard(&out, 430, addr(9830), Codec::Slin) {
+        if let Some(pcm) = heard(&out, 430, addr(9830), Slin) {
             a_back.push((n, pcm));
         }
-        if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
+        if heard(&out, 431, addr(9831), Slin).is_some() {
             b_heard += 1;
         }
         assert!(!out
@@ -1207,9 +1168,9 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
     let mut b_live = 0;
     for n in 40..50usize {
         let now = n as u64 * 20;
-        feed_tone(&mut st, 430, Codec::Slin, 900.0, n, 100);
+        feed_tone(&mut st, 430, Slin, 900.0, n, 100);
         tick(&mut st, &mut out, now);
-        if heard(&out, 431, addr(9831), Codec::Slin).is_some() {
+        if heard(&out, 431, addr(9831), Slin).is_some() {
             b_live += 1;
         }
     }
