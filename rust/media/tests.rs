@@ -63,6 +63,14 @@ fn in_mode(spec: LegSpec, mode: LegMode) -> LegSpec {
     LegSpec { mode, ..spec }
 }
 
+/// An 8 kHz station with µ-law leg `callno` (port `9400 + callno`) keyed by `keying`, and a
+/// plain listener `callno + 1` on the next port.
+fn keyed_pair(callno: u16, keying: RxKeying) -> Station {
+    let port = 9400 + callno;
+    let link = keyed(spec(callno, port, Ulaw), keying);
+    station(8000, [link, spec(callno + 1, port + 1, Ulaw)])
+}
+
 /// A station at `rate` (mix-minus) with these legs, added at 0 ms.
 fn station(rate: u32, legs: impl IntoIterator<Item = LegSpec>) -> Station {
     let mut st = Station::new(rate, true);
@@ -79,6 +87,11 @@ fn station(rate: u32, legs: impl IntoIterator<Item = LegSpec>) -> Station {
 fn feed_tone(st: &mut Station, callno: u16, codec: Codec, freq: f64, n: usize, ts0: u32) {
     let pcm = tone(freq, codec.rate(), n);
     feed(st, callno, codec, &pcm, ts0 + n as u32 * 20, n as u64 * 20);
+}
+
+/// Frame numbers `n` of a run with their times (`20 n` ms).
+fn frame_times(range: std::ops::Range<usize>) -> impl Iterator<Item = (usize, u64)> {
+    range.map(|n| (n, n as u64 * 20))
 }
 
 /// One tick at `now`, its output in the cleared `out`.
@@ -119,8 +132,7 @@ fn mixed_codec_members_hear_each_other_and_not_themselves() {
     let mut st = station(16000, [spec(10, 5000, Ulaw), spec(11, 5001, Slin16)]);
     let mut out = TickOutput::default();
     let (mut heard_a, mut heard_b) = (Vec::new(), Vec::new());
-    for n in 0..60usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..60) {
         feed_tone(&mut st, 10, Ulaw, 600.0, n, 2000);
         feed_tone(&mut st, 11, Slin16, 1500.0, n, 2000);
         tick(&mut st, &mut out, now);
@@ -136,22 +148,15 @@ fn mixed_codec_members_hear_each_other_and_not_themselves() {
     // Skip the jitter-buffer and filter start-up; look at the steady state.
     let a = &heard_a[heard_a.len() - 160 * 20..];
     let b = &heard_b[heard_b.len() - 320 * 20..];
-    assert!(
-        tone_db(a, 1500.0, 8000) > -1.5,
-        "µ-law hears the slin16 tone"
-    );
-    assert!(
-        tone_db(a, 600.0, 8000) < -40.0,
-        "µ-law does not hear itself"
-    );
-    assert!(
-        tone_db(b, 600.0, 16000) > -1.5,
-        "slin16 hears the µ-law tone"
-    );
-    assert!(
-        tone_db(b, 1500.0, 16000) < -40.0,
-        "slin16 does not hear itself"
-    );
+    // (what was heard, at which rate, the other's tone, its own tone, who heard it)
+    for (x, rate, other, own, who) in [
+        (a, 8000, 1500.0, 600.0, "µ-law"),
+        (b, 16000, 600.0, 1500.0, "slin16"),
+    ] {
+        let (heard, echo) = (tone_db(x, other, rate), tone_db(x, own, rate));
+        assert!(heard > -1.5, "{who} hears the other tone: {heard:.1} dB");
+        assert!(echo < -40.0, "{who} does not hear itself: {echo:.1} dB");
+    }
 }
 
 #[test]
@@ -159,8 +164,7 @@ fn first_frame_of_a_spurt_is_full_then_minis_then_spurt_end() {
     let mut st = station(8000, [spec(20, 6000, Ulaw), spec(21, 6001, Ulaw)]);
     let mut out = TickOutput::default();
     let mut kinds = Vec::new();
-    for n in 0..40usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..40) {
         if n < 20 {
             feed_tone(&mut st, 20, Ulaw, 1000.0, n, 100);
         }
@@ -211,8 +215,7 @@ fn full_voice_frame_again_when_the_upper_timestamp_bits_change() {
     );
     let mut out = TickOutput::default();
     let mut fulls = Vec::new();
-    for n in 0..20usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..20) {
         feed_tone(&mut st, 31, Ulaw, 800.0, n, 500);
         tick(&mut st, &mut out, now);
         for e in &out.events {
@@ -230,8 +233,7 @@ fn control_events_come_out_in_order_after_the_audio_before_them() {
     let mut st = station(8000, [spec(40, 8000, Ulaw)]);
     let mut out = TickOutput::default();
     let mut order = Vec::new();
-    for n in 0..30usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..30) {
         if n < 10 {
             feed_tone(&mut st, 40, Ulaw, 1000.0, n, 100);
         }
@@ -279,8 +281,7 @@ fn mini_frames_route_to_their_leg_and_unwrap_timestamps() {
     // The peer's clock is just below a 16-bit wrap: minis must unwrap past it.
     let base = 0x0001_FFC0u32;
     feed(&mut st, 60, Ulaw, &tone(1000.0, 8000, 0), base, 0);
-    for n in 1..30usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(1..30) {
         let ts = base.wrapping_add(n as u32 * 20);
         let mut wire = Vec::new();
         Ulaw.encode(&tone(1000.0, 8000, n), &mut wire);
@@ -306,8 +307,7 @@ fn topology_changes_live_without_dropping_legs() {
     let mut st = station(8000, [spec(70, 9200, Ulaw), spec(71, 9201, Ulaw)]);
     let mut out = TickOutput::default();
     let mut a_heard_itself = false;
-    for n in 0..60usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..60) {
         feed_tone(&mut st, 70, Ulaw, 1000.0, n, 100);
         match n {
             20 => st.set_mix_minus(false),
@@ -360,8 +360,7 @@ fn receive_only_and_transmit_only_legs() {
         ],
     );
     let mut out = TickOutput::default();
-    for n in 0..30usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..30) {
         feed_tone(&mut st, 80, Ulaw, 700.0, n, 100);
         feed_tone(&mut st, 81, Ulaw, 1200.0, n, 100);
         tick(&mut st, &mut out, now);
@@ -396,8 +395,7 @@ fn no_buffer_growth_over_100k_ticks() {
         .collect();
     let mut out = TickOutput::default();
     let mut cap = 0;
-    for n in 0..100_000usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..100_000) {
         for c in 0..8u16 {
             // Half the legs talk in bursts, so spurts start and end all the time.
             if (n / 50 + usize::from(c)) % 2 == 0 {
@@ -459,13 +457,11 @@ fn silence(rate: u32) -> Vec<i16> {
 
 #[test]
 fn voice_keyed_link_keys_on_voice_and_unkeys_on_unkey_or_linger() {
-    let link = keyed(spec(200, 9600, Ulaw), RxKeying::Voice);
-    let mut st = station(8000, [link, spec(201, 9601, Ulaw)]);
+    let mut st = keyed_pair(200, RxKeying::Voice);
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
     let mut heard = 0;
-    for n in 0..80usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..80) {
         let ts = 100 + n as u32 * 20;
         // Spurt one ends with RADIO_UNKEY; spurt two just stops.
         if n < 15 || (30..45).contains(&n) {
@@ -503,13 +499,10 @@ fn heard_frame(out: &TickOutput, callno: u16, to: SocketAddr) -> bool {
 
 #[test]
 fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
-    let link = keyed(spec(210, 9610, Ulaw), RxKeying::Control);
-    let mut st = station(8000, [link, spec(211, 9611, Ulaw)]);
+    let mut st = keyed_pair(210, RxKeying::Control);
     let mut out = TickOutput::default();
-    let mut heard_at = Vec::new();
-    let mut edges = Vec::new();
-    for n in 0..60usize {
-        let now = n as u64 * 20;
+    let (mut heard_at, mut edges) = (Vec::new(), Vec::new());
+    for (n, now) in frame_times(0..60) {
         let ts = 100 + n as u32 * 20;
         // A legacy peer streams voice all the time; only KEY..UNKEY counts.
         feed(&mut st, 210, Ulaw, &tone(700.0, 8000, n), ts, now);
@@ -537,14 +530,11 @@ fn control_keyed_link_is_mixed_only_between_key_and_unkey() {
 
 #[test]
 fn vox_call_streaming_silence_does_not_hold_the_conference() {
-    let link = keyed(spec(220, 9620, Ulaw), RxKeying::Vox);
-    let mut st = station(8000, [link, spec(221, 9621, Ulaw)]);
+    let mut st = keyed_pair(220, RxKeying::Vox);
     let mut out = TickOutput::default();
-    let mut heard_at = Vec::new();
-    let mut edges = Vec::new();
+    let (mut heard_at, mut edges) = (Vec::new(), Vec::new());
     let hang = (VOX_HANG_MS / 20) as usize;
-    for n in 0..(40 + hang + 20) {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..(40 + hang + 20)) {
         let ts = 100 + n as u32 * 20;
         // Silence, then 20 frames of speech-level tone, then silence for good.
         let pcm = if (20..40).contains(&n) {
@@ -577,8 +567,7 @@ fn local_key_sends_one_unbroken_spurt_and_ends_it_on_unkey() {
     let mut starts = Vec::new();
     let mut frames = 0;
     let mut ended = Vec::new();
-    for n in 0..50usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..50) {
         if n == 10 {
             st.set_local_keyed(true);
         }
@@ -620,8 +609,7 @@ fn local_tx_reports_when_the_local_radio_starts_and_stops_hearing_audio() {
     st.set_local_radio(true);
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
-    for n in 0..40usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..40) {
         if (10..20).contains(&n) {
             feed_tone(&mut st, 250, Ulaw, 700.0, n, 100);
         }
@@ -707,8 +695,7 @@ fn a_local_only_leg_is_heard_by_the_local_radio_alone() {
         st.add_leg(spec(301, 9701, Slin), 0).expect("call");
         let mut out = TickOutput::default();
         let mut heard_locally = 0;
-        for n in 0..20usize {
-            let now = n as u64 * 20;
+        for (n, now) in frame_times(0..20) {
             feed_tone(&mut st, 300, Slin, 700.0, n, 100);
             tick(&mut st, &mut out, now);
             // Nothing goes to the call, and nothing back to the monitored node.
@@ -736,8 +723,7 @@ fn listeners_hearing_the_same_mix_share_one_encode_and_payload() {
     st.add_leg(spec(320, 9720, Alaw), 0).expect("A-law");
     st.add_leg(spec(321, 9721, Slin16), 0).expect("slin16");
     let mut out = TickOutput::default();
-    for n in 0..20usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..20) {
         feed_tone(&mut st, 300, Ulaw, 500.0, n, 100);
         feed_tone(&mut st, 301, Ulaw, 1300.0, n, 100);
         tick(&mut st, &mut out, now);
@@ -1028,18 +1014,12 @@ fn announcements_reach_their_destinations_only() {
 fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
     let mut st = station(16000, [spec(410, 9810, Slin16), spec(411, 9811, Ulaw)]);
     let mut events = Vec::new();
-    st.play(
-        7,
-        tone(1500.0, 16000, 0).repeat(10),
-        Destination::Air,
-        false,
-        &mut events,
-    )
-    .expect("play");
+    let clip = tone(1500.0, 16000, 0).repeat(10);
+    st.play(7, clip, Destination::Air, false, &mut events)
+        .expect("play");
     let mut out = TickOutput::default();
     let mut both = 0;
-    for n in 0..8usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..8) {
         feed_tone(&mut st, 410, Slin16, 500.0, n, 100);
         tick(&mut st, &mut out, now);
         if let Some(pcm) = heard(&out, 411, addr(9811), Ulaw) {
@@ -1079,18 +1059,12 @@ fn an_announcement_mixes_over_a_talker_and_a_refused_one_still_finishes() {
 fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
     let mut st = station(8000, [spec(420, 9820, Slin)]);
     let mut events = Vec::new();
-    st.play(
-        1,
-        tone(700.0, 8000, 0).repeat(5),
-        Destination::Air,
-        false,
-        &mut events,
-    )
-    .expect("play");
+    let clip = tone(700.0, 8000, 0).repeat(5);
+    st.play(1, clip, Destination::Air, false, &mut events)
+        .expect("play");
     let mut out = TickOutput::default();
     let mut edges = Vec::new();
-    for n in 0..80usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..80) {
         // Talks for frames 10..30 with a 100 ms pause (a breath) in the middle.
         if (10..30).contains(&n) && !(18..23).contains(&n) {
             feed_tone(&mut st, 420, Slin, 500.0, n, 100);
@@ -1126,8 +1100,7 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
     let mut out = TickOutput::default();
     let (mut a_back, mut b_heard) = (Vec::new(), 0);
     let mut a_sent = Vec::new();
-    for n in 0..40usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(0..40) {
         if (2..12).contains(&n) {
             let f = tone(900.0, 8000, n);
             a_sent.extend_from_slice(&f);
@@ -1166,8 +1139,7 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
     // Back to the conference: b hears a again, live.
     st.set_parrot(None);
     let mut b_live = 0;
-    for n in 40..50usize {
-        let now = n as u64 * 20;
+    for (n, now) in frame_times(40..50) {
         feed_tone(&mut st, 430, Slin, 900.0, n, 100);
         tick(&mut st, &mut out, now);
         if heard(&out, 431, addr(9831), Slin).is_some() {
