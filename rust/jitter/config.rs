@@ -35,6 +35,8 @@ impl std::error::Error for JitterError {}
 /// Tuning of one [`JitterBuffer`]. The defaults are chan_iax2's (`maxjitterbuffer=1000`,
 /// `resyncthreshold=1000`, `maxjitterinterps=10`, `jittertargetextra=40`) and jitterbuf.c's
 /// adjustment pacing (grow at most every 40 ms, shrink every 500 ms, or 80 ms when empty).
+///
+/// [`JitterBuffer`]: super::JitterBuffer
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JitterConfig {
     /// Duration of one voice frame and of one `get` tick, in ms (1..=1000).

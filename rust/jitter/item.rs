@@ -39,6 +39,8 @@ impl ControlKind {
 pub enum DropReason {
     /// Its delay jumped by more than the resync threshold; after [`RESYNC_AFTER`] such
     /// frames in a row the buffer resynchronises instead.
+    ///
+    /// [`RESYNC_AFTER`]: super::RESYNC_AFTER
     Discontinuity,
     /// Queueing it would hold more than `max_jitterbuf_ms` of audio.
     TooFar,
@@ -49,6 +51,9 @@ pub enum DropReason {
 }
 
 /// Outcome of [`JitterBuffer::put_voice`] and [`JitterBuffer::put_control`].
+///
+/// [`JitterBuffer::put_voice`]: super::JitterBuffer::put_voice
+/// [`JitterBuffer::put_control`]: super::JitterBuffer::put_control
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PutResult {
@@ -69,6 +74,8 @@ pub enum PutResult {
 /// Per tick the caller calls `get` until [`GetResult::ends_tick`] is true: zero or more
 /// `Control` / `Dropped` items come first, then exactly one `Voice`, `Interpolate` or
 /// `Silence` fills the tick.
+///
+/// [`JitterBuffer::get`]: super::JitterBuffer::get
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GetResult<'a> {
     /// Play this frame.
@@ -80,6 +87,8 @@ pub enum GetResult<'a> {
     },
     /// Audio is expected but missing (loss, or the buffer is growing): conceal it, e.g. with
     /// [`conceal`]. `nth` counts the concealed frames in a row from 0.
+    ///
+    /// [`conceal`]: super::conceal
     Interpolate {
         /// Position of this frame in the current run of concealed frames, from 0.
         nth: u32,
