@@ -1,11 +1,13 @@
 //! The engine's user-space work at hub scale, without sockets, for counting instructions.
 //!
-//! `tick_cost LEGS TALKERS TICKS` builds a station of LEGS µ-law legs at 8 kHz, then for TICKS
-//! ticks parses one mini frame per talker (as the engine does with each datagram it reads),
-//! hands it to its leg, runs the tick and builds the send batch the transport would get. Run
-//! it under `valgrind --tool=callgrind` at two sizes: the difference in instructions divided by
-//! the difference in legs and by TICKS is the user-space cost of one leg-frame (docs/perf.md
-//! "Raspberry Pi 4" shows the method and the figures). It measures nothing itself.
+//! `tick_cost LEGS TALKERS TICKS [RATE [DTMF]]` builds a station of LEGS µ-law legs at 8 kHz
+//! (at RATE 16000 every leg has a resampler at its edge; DTMF 1 turns in-band detection on for
+//! every leg), then for TICKS ticks parses one mini frame per talker (as the engine does with
+//! each datagram it reads), hands it to its leg, runs the tick and builds the send batch the
+//! transport would get. Run it under `valgrind --tool=callgrind` at two sizes: the difference
+//! in instructions divided by the difference in legs and by TICKS is the user-space cost of
+//! one leg-frame (docs/performance.md "Raspberry Pi 4" shows the method and the figures). It
+//! measures nothing itself.
 
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -27,7 +29,9 @@ fn main() {
     let legs = arg(1, 2000);
     let talkers = arg(2, 2).min(legs);
     let ticks = arg(3, 500);
-    let mut st = Station::new(8000, true);
+    let rate = arg(4, 8000) as u32;
+    let dtmf = arg(5, 0) != 0;
+    let mut st = Station::new(rate, true);
     let peer = |i: usize| SocketAddr::from(([127, 0, 0, 1], 10_000 + (i % 50_000) as u16));
     for i in 0..legs {
         let spec = LegSpec {
@@ -38,7 +42,7 @@ fn main() {
             mode: LegMode::Transceive,
             keying: RxKeying::Always,
             call_ts_ms: 0,
-            dtmf: false,
+            dtmf,
             link: false,
         };
         if st.add_leg(spec, 0).is_err() {

@@ -258,12 +258,10 @@ impl Player {
 
     /// Elements held by the mix buffers (for the no-growth test; clips are the caller's).
     pub fn capacity_samples(&self) -> usize {
-        self.local.capacity()
-            + self.air.capacity()
-            + self.links.capacity()
-            + self.local_out.capacity()
-            + self.air_out.capacity()
-            + self.links_out.capacity()
+        let sums = [&self.local, &self.air, &self.links];
+        let outs = [&self.local_out, &self.air_out, &self.links_out];
+        sums.iter().map(|v| v.capacity()).sum::<usize>()
+            + outs.iter().map(|v| v.capacity()).sum::<usize>()
             + self.clips.capacity()
     }
 }

@@ -1,0 +1,588 @@
+//! The engine: the one thread that owns the IAX2 UDP socket.
+//!
+//! Datagrams come and go through a [`Transport`] (`transport.rs`: batched `recvmmsg` and
+//! `sendmmsg` on a UDP socket, or `wireguard.rs`: the same through a userspace WireGuard
+//! tunnel), so the socket I/O is one small interface. Every datagram is parsed here, in Rust. Malformed datagrams are counted and
+//! dropped. Full frames (signalling, and the rare full voice frame) are queued for Python, which
+//! drains them in batches when the wakeup descriptor becomes readable; mini and trunk voice
+//! frames stay in Rust and never cost a Python call. Python sends through [`Engine::send_to`], which writes straight
+//! to the shared socket from the caller's thread.
+//!
+//! The thread wakes for each datagram while the load is light, so signalling reaches Python at
+//! once. Under load (at least [`BUSY_DATAGRAMS`] in the last tick) it stops waking per datagram
+//! and drains the socket every [`BUSY_DRAIN`] and just before each tick instead: media frames
+//! are only consumed by the tick, and each keeps the kernel's receive time, so reading them in
+//! batches adds no latency and the jitter buffer still sees their true arrival.
+//!
+//! This is the only module that starts the engine thread or reads the clock (the transport
+//! reads the wall clock only to age the kernel's receive stamps).
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::codec::Codec;
+use crate::device::{DeviceEdge, DeviceError};
+use crate::frame::FullFrame;
+use crate::jitter::{ControlKind, JitterStats};
+use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
+use crate::parrot::ParrotSettings;
+use crate::player::Destination;
+use crate::transport::{Transport, TunnelStats, UdpTransport};
+
+mod counters;
+mod local;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+pub use counters::{CounterSnapshot, LocalCounters, QueueDepths, TickSnapshot};
+pub use worker::send_batch_of;
+
+use counters::{bump, Counters, TickStats};
+use local::LocalPort;
+use worker::Worker;
+
+/// Datagrams in one tick from which the engine counts as busy and drains on a timer.
+pub const BUSY_DATAGRAMS: u64 = 32;
+
+/// Interval between two drains of the socket while busy. Short enough that a tick's worth of
+/// datagrams at 2,000 legs (~2,000) fits any receive buffer the engine asks for several times
+/// over; long enough that each wake reads hundreds of datagrams in a handful of syscalls.
+pub const BUSY_DRAIN: Duration = Duration::from_millis(5);
+
+/// The media clock.
+const TICK: Duration = Duration::from_millis(FRAME_MS as u64);
+
+/// A tick this late (the host stalled) is not caught up with a burst: the clock restarts.
+const MAX_TICK_LAG: Duration = Duration::from_millis(5 * FRAME_MS as u64);
+
+/// Tick lateness samples kept for the percentiles in the counters (one minute of ticks).
+const LATENESS_WINDOW: usize = 3000;
+
+/// Ticks between two publications of the legs' jitter statistics. Their readers (a PONG per
+/// call every 21 s, `GET /stats`) are rare, so half a second old is fresh enough.
+const STATS_EVERY_TICKS: u32 = 25;
+
+/// Ticks between two calls of the transport's upkeep ([`Transport::maintain`]: a tunnel's
+/// handshake and keepalive timers, which count in seconds).
+const MAINTAIN_EVERY_TICKS: u32 = 5;
+
+/// Frames of local microphone or speaker audio buffered between the device and the engine.
+const LOCAL_QUEUE_FRAMES: usize = 4;
+
+/// Engine settings fixed at start.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Where the UDP socket binds.
+    pub bind: SocketAddr,
+    /// The station rate the conference mixes at (8000 or 16000).
+    pub rate: u32,
+    /// Mix-minus (true) or full mix.
+    pub mix_minus: bool,
+    /// Full frames waiting for Python beyond this many are dropped and counted: if the asyncio
+    /// loop stalls, memory stays bounded and the stall is visible in the counters.
+    pub queue_limit: usize,
+    /// Legs the node is configured to carry: the socket buffers are sized for this many.
+    pub legs: usize,
+}
+
+impl EngineConfig {
+    pub fn new(bind: SocketAddr) -> Self {
+        EngineConfig {
+            bind,
+            rate: 8000,
+            mix_minus: true,
+            queue_limit: 4096,
+            legs: 64,
+        }
+    }
+}
+
+/// Errors of the engine itself (socket and thread), wrapped for Python in the binding.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The socket could not be bound.
+    Bind { addr: SocketAddr, source: io::Error },
+    /// Any other I/O failure (wakeup pair, thread spawn, send).
+    Io(io::Error),
+    /// The engine was stopped and cannot be used any more.
+    Stopped,
+    /// A station rate other than 8000 or 16000.
+    Rate(u32),
+    /// A sound card the engine cannot take.
+    Device(DeviceError),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::Bind { addr, source } => write!(f, "cannot bind UDP {addr}: {source}"),
+            EngineError::Io(e) => write!(f, "engine I/O error: {e}"),
+            EngineError::Stopped => write!(f, "the engine is stopped"),
+            EngineError::Rate(r) => write!(f, "station rate {r} Hz (accepted: 8000, 16000)"),
+            EngineError::Device(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineError::Bind { source, .. } => Some(source),
+            EngineError::Io(e) => Some(e),
+            EngineError::Device(e) => Some(e),
+            EngineError::Stopped | EngineError::Rate(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for EngineError {
+    fn from(e: io::Error) -> Self {
+        EngineError::Io(e)
+    }
+}
+
+/// One full frame received, with its source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    pub from: SocketAddr,
+    pub frame: FullFrame,
+}
+
+/// A command from Python to the media path, applied by the engine thread.
+#[derive(Debug, Clone)]
+pub enum Command {
+    AddLeg(LegSpec),
+    RemoveLeg(u16),
+    SetLegMode(u16, LegMode),
+    SetLegCodec(u16, Codec),
+    SetLegKeying(u16, RxKeying),
+    /// Payload of a full voice frame Python received and acknowledged.
+    PushVoice {
+        callno: u16,
+        codec: Codec,
+        ts: u32,
+        payload: Vec<u8>,
+    },
+    /// A control event that must stay ordered with the audio around it.
+    PushControl {
+        callno: u16,
+        kind: ControlKind,
+        ts: u32,
+        payload: Vec<u8>,
+    },
+    SetMixMinus(bool),
+    SetLocalRadio(bool),
+    /// The operator's push-to-talk: the local source talks into every leg until unkeyed.
+    SetLocalKeyed(bool),
+    /// In-band DTMF detection on a leg's received audio.
+    SetLegDtmf(u16, bool),
+    /// In-band DTMF detection on the local radio's receive audio.
+    SetLocalDtmf(bool),
+    /// Play an announcement clip (station rate) from the next tick; `keys_local` only for the
+    /// station ID under `cw_keys_when_idle`.
+    Play {
+        id: u32,
+        pcm: Vec<i16>,
+        destination: Destination,
+        keys_local: bool,
+    },
+    /// Stop an announcement clip.
+    StopPlay(u32),
+    /// Parrot mode with these settings, or the conference (`None`).
+    SetParrot(Option<ParrotSettings>),
+    /// The local receiver has a carrier detector: its audio is heard only while keyed.
+    SetLocalGated(bool),
+}
+
+/// Something the engine reports to Python, drained with [`Engine::drain_events`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineEvent {
+    Media(MediaEvent),
+    /// VOX on the local receiver's audio opened (`true`) or closed: reported by the device
+    /// thread, as the audio is captured.
+    Vox(bool),
+    /// A command that could not be applied (e.g. it names a leg that is gone).
+    CommandFailed(String),
+    /// The transport's tunnel changed state (see [`Engine::tunnel`]).
+    TunnelChanged,
+}
+
+/// State shared by the socket thread and the handle Python holds.
+struct Shared {
+    transport: Box<dyn Transport>,
+    queue: Mutex<VecDeque<Received>>,
+    events: Mutex<VecDeque<EngineEvent>>,
+    commands: Mutex<Vec<Command>>,
+    commands_pending: AtomicBool,
+    local: Mutex<LocalPort>,
+    ticks: Mutex<TickStats>,
+    jitter: Mutex<Vec<(u16, JitterStats)>>,
+    queue_limit: usize,
+    frame_len: usize,
+    counters: Counters,
+    stop: AtomicBool,
+    /// Written (one byte) when a queue goes from empty to non-empty.
+    wake_tx: UnixStream,
+}
+
+/// A lock that survives a panic elsewhere: every critical section here is a single push, take
+/// or copy, so a poisoned lock never guards half-updated data.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    fn wake(&self) {
+        // A full pipe means a wakeup is already pending: losing this byte loses nothing.
+        let _ = (&self.wake_tx).write(&[1]);
+    }
+
+    fn enqueue(&self, item: Received) {
+        let was_empty = {
+            let mut q = lock(&self.queue);
+            if q.len() >= self.queue_limit {
+                bump(&self.counters.queue_overflow, 1);
+                return;
+            }
+            let was_empty = q.is_empty();
+            q.push_back(item);
+            was_empty
+        };
+        if was_empty {
+            self.wake();
+        }
+    }
+
+    fn emit(&self, events: impl Iterator<Item = EngineEvent>) {
+        let was_empty;
+        {
+            let mut q = lock(&self.events);
+            was_empty = q.is_empty();
+            for e in events {
+                if q.len() >= self.queue_limit {
+                    bump(&self.counters.queue_overflow, 1);
+                    continue;
+                }
+                q.push_back(e);
+            }
+            if q.is_empty() {
+                return;
+            }
+        }
+        if was_empty {
+            self.wake();
+        }
+    }
+}
+
+/// The handle to a running engine. Dropping it stops the thread.
+pub struct Engine {
+    shared: Arc<Shared>,
+    wake_rx: UnixStream,
+    local_addr: SocketAddr,
+    rate: u32,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Bind the UDP socket (buffers sized for `cfg.legs`) and start the engine thread.
+    pub fn start(cfg: EngineConfig) -> Result<Engine, EngineError> {
+        if cfg.rate != 8000 && cfg.rate != 16000 {
+            return Err(EngineError::Rate(cfg.rate));
+        }
+        let transport =
+            UdpTransport::bind(cfg.bind, cfg.legs).map_err(|source| EngineError::Bind {
+                addr: cfg.bind,
+                source,
+            })?;
+        Self::start_with(cfg, Box::new(transport))
+    }
+
+    /// Start the engine thread on a transport built by the caller (`cfg.bind` is not used).
+    pub fn start_with(
+        cfg: EngineConfig,
+        transport: Box<dyn Transport>,
+    ) -> Result<Engine, EngineError> {
+        if cfg.rate != 8000 && cfg.rate != 16000 {
+            return Err(EngineError::Rate(cfg.rate));
+        }
+        let local_addr = transport.local_addr();
+        let (wake_tx, wake_rx) = UnixStream::pair()?;
+        wake_tx.set_nonblocking(true)?;
+        wake_rx.set_nonblocking(true)?;
+        let station = Station::new(cfg.rate, cfg.mix_minus);
+        let shared = Arc::new(Shared {
+            transport,
+            queue: Mutex::new(VecDeque::new()),
+            events: Mutex::new(VecDeque::new()),
+            commands: Mutex::new(Vec::new()),
+            commands_pending: AtomicBool::new(false),
+            local: Mutex::new(LocalPort::default()),
+            ticks: Mutex::new(TickStats {
+                ticks: 0,
+                skipped: 0,
+                lateness_us: Vec::with_capacity(LATENESS_WINDOW),
+                next: 0,
+                max_us: 0,
+            }),
+            jitter: Mutex::new(Vec::new()),
+            queue_limit: cfg.queue_limit.max(1),
+            frame_len: station.frame_len(),
+            counters: Counters::default(),
+            stop: AtomicBool::new(false),
+            wake_tx,
+        });
+        let worker = Worker::new(Arc::clone(&shared), station);
+        let thread = std::thread::Builder::new()
+            .name("iax-engine".into())
+            .spawn(move || worker.run())?;
+        Ok(Engine {
+            shared,
+            wake_rx,
+            local_addr,
+            rate: cfg.rate,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address the socket is bound to (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The station rate.
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    /// A descriptor that becomes readable when full frames or events are waiting; register it
+    /// with the event loop and call [`Engine::drain`] and [`Engine::drain_events`] when it fires.
+    pub fn wakeup_fd(&self) -> RawFd {
+        self.wake_rx.as_raw_fd()
+    }
+
+    fn clear_wakeup(&self) {
+        let mut sink = [0u8; 256];
+        while let Ok(n) = (&self.wake_rx).read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Take every queued full frame, oldest first.
+    ///
+    /// The wakeup bytes are consumed *before* the queue is taken: a frame queued between the two
+    /// steps then either lands in this batch or writes a fresh wakeup byte, so none is stranded.
+    /// Call [`Engine::drain_events`] in the same wakeup: the byte is shared.
+    #[must_use]
+    pub fn drain(&self) -> Vec<Received> {
+        self.clear_wakeup();
+        lock(&self.shared.queue).drain(..).collect()
+    }
+
+    /// Take every queued engine event, oldest first (after [`Engine::drain`]).
+    #[must_use]
+    pub fn drain_events(&self) -> Vec<EngineEvent> {
+        lock(&self.shared.events).drain(..).collect()
+    }
+
+    /// Queue a command for the media path; it is applied before the next datagram or tick.
+    pub fn command(&self, cmd: Command) -> Result<(), EngineError> {
+        if self.thread.is_none() {
+            return Err(EngineError::Stopped);
+        }
+        lock(&self.shared.commands).push(cmd);
+        self.shared.commands_pending.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Connect a sound card: the edge converts between its blocks and the station's frames, and
+    /// the returned link exchanges them with the local radio member. Queued local audio from an
+    /// earlier device is dropped.
+    pub fn attach_device(&self, edge: DeviceEdge) -> Result<DeviceLink, EngineError> {
+        if self.thread.is_none() {
+            return Err(EngineError::Stopped);
+        }
+        if edge.station_rate() != self.rate {
+            return Err(EngineError::Device(DeviceError::Rate {
+                device: edge.device_rate(),
+                station: self.rate,
+            }));
+        }
+        let mut port = lock(&self.shared.local);
+        if port.attached == 0 {
+            port.clear();
+        }
+        port.attached += 1;
+        drop(port);
+        Ok(DeviceLink {
+            shared: Arc::clone(&self.shared),
+            edge,
+        })
+    }
+
+    /// What happened to the local radio's frames since the engine started.
+    pub fn local_counters(&self) -> LocalCounters {
+        lock(&self.shared.local).counters
+    }
+
+    /// Samples in one 20 ms frame at the station rate.
+    pub fn frame_len(&self) -> usize {
+        self.shared.frame_len
+    }
+
+    /// Send one datagram from the engine's socket.
+    pub fn send_to(&self, data: &[u8], to: SocketAddr) -> Result<(), EngineError> {
+        if self.thread.is_none() {
+            return Err(EngineError::Stopped);
+        }
+        match self.shared.transport.send_to(data, to) {
+            Ok(()) => {
+                bump(&self.shared.counters.datagrams_out, 1);
+                bump(&self.shared.counters.bytes_out, data.len() as u64);
+                Ok(())
+            }
+            Err(e) => {
+                bump(&self.shared.counters.send_errors, 1);
+                Err(EngineError::Io(e))
+            }
+        }
+    }
+
+    pub fn counters(&self) -> CounterSnapshot {
+        let t = self.shared.transport.stats();
+        CounterSnapshot {
+            kernel_drops: t.kernel_drops,
+            rcvbuf_bytes: t.rcvbuf,
+            sndbuf_bytes: t.sndbuf,
+            ..self.shared.counters.snapshot()
+        }
+    }
+
+    /// The tunnel's health when the transport is a tunnel (`[wireguard]`), else None.
+    pub fn tunnel(&self) -> Option<TunnelStats> {
+        self.shared.transport.tunnel()
+    }
+
+    /// What waits in the engine's queues now: full frames and events for Python, commands
+    /// for the engine thread (flat under any steady load; the soak watches them).
+    pub fn queue_depths(&self) -> QueueDepths {
+        QueueDepths {
+            frames: lock(&self.shared.queue).len(),
+            events: lock(&self.shared.events).len(),
+            commands: lock(&self.shared.commands).len(),
+            speaker: lock(&self.shared.local).speaker.len(),
+        }
+    }
+
+    /// Tick timing since start: count, clock restarts, lateness percentiles.
+    pub fn tick_stats(&self) -> TickSnapshot {
+        let stats = lock(&self.shared.ticks);
+        let mut sorted = stats.lateness_us.clone();
+        drop(stats);
+        sorted.sort_unstable();
+        let pct = |p: usize| -> u32 {
+            if sorted.is_empty() {
+                0
+            } else {
+                let i = ((sorted.len() - 1) * p) / 100;
+                sorted.get(i).copied().unwrap_or(0)
+            }
+        };
+        let stats = lock(&self.shared.ticks);
+        TickSnapshot {
+            ticks: stats.ticks,
+            skipped: stats.skipped,
+            p50_us: pct(50),
+            p99_us: pct(99),
+            max_us: stats.max_us,
+        }
+    }
+
+    /// Jitter-buffer statistics of one leg, as of the last tick.
+    pub fn leg_jitter_stats(&self, callno: u16) -> Option<JitterStats> {
+        lock(&self.shared.jitter)
+            .iter()
+            .find(|(c, _)| *c == callno)
+            .map(|(_, s)| *s)
+    }
+
+    /// Jitter-buffer statistics of every leg, as of the last tick.
+    pub fn jitter_stats(&self) -> Vec<(u16, JitterStats)> {
+        lock(&self.shared.jitter).clone()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.thread.is_some()
+    }
+
+    /// Stop the thread and wait for it (at most one tick). Idempotent.
+    pub fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A sound card attached to the engine: each [`exchange`](DeviceLink::exchange) hands one
+/// captured block to the local radio member and fills one block to play. Dropping it detaches
+/// the device.
+pub struct DeviceLink {
+    shared: Arc<Shared>,
+    edge: DeviceEdge,
+}
+
+impl DeviceLink {
+    /// One device block each way (native-endian int16 at the device rate): `input` was
+    /// captured, `output` is filled with what to play.
+    pub fn exchange(&mut self, input: &[u8], output: &mut [u8]) -> Result<(), DeviceError> {
+        let shared = &self.shared;
+        self.edge
+            .capture(input, |frame| lock(&shared.local).push_mic(frame))?;
+        if let Some(open) = self.edge.take_vox_change() {
+            shared.emit(std::iter::once(EngineEvent::Vox(open)));
+        }
+        self.edge
+            .playback(output, |dst| lock(&shared.local).pull_speaker(dst))
+    }
+
+    pub fn edge(&self) -> &DeviceEdge {
+        &self.edge
+    }
+
+    pub fn edge_mut(&mut self) -> &mut DeviceEdge {
+        &mut self.edge
+    }
+
+    /// What happened to the local radio's frames since the engine started.
+    pub fn counters(&self) -> LocalCounters {
+        lock(&self.shared.local).counters
+    }
+}
+
+impl Drop for DeviceLink {
+    fn drop(&mut self) {
+        let mut port = lock(&self.shared.local);
+        port.attached = port.attached.saturating_sub(1);
+        if port.attached == 0 {
+            port.clear();
+        }
+    }
+}
