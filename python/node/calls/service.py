@@ -27,7 +27,7 @@ from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError
 from node.events import EventBus, Hangup, IncomingCall
 from node.iax2 import call as c
-from node.iax2.constants import ControlSubclass, Format
+from node.iax2.constants import Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
 from node.iax2.transport import Address, EngineTransport
 from node.links.resolve import NodeAddress
@@ -42,7 +42,6 @@ __all__ = [
     "Digits",
     "LinkCalls",
     "end_reason",
-    "media_in",
 ]
 
 log = logging.getLogger(__name__)
@@ -114,21 +113,6 @@ class Announce(Protocol):
     """`[announce.events.<name>]` (the announcements service)."""
 
     def event(self, name: str, *, peer: str = "", node: str = "") -> None: ...
-
-
-def media_in(
-    bridge: MediaBridge, event: c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed
-) -> None:
-    """Audio and keying of a call with a media leg go to the engine, in order."""
-    if isinstance(event, c.VoiceFullReceived):
-        bridge.push_voice(event.callno, event.format, event.ts, event.payload)
-    else:
-        sub = (
-            ControlSubclass.RADIO_KEY
-            if isinstance(event, c.RadioKeyed)
-            else ControlSubclass.RADIO_UNKEY
-        )
-        bridge.push_control(event.callno, "control", int(sub), event.ts)
 
 
 def end_reason(event: c.CallHungUp | c.CallRejected | c.CallLost) -> str:
@@ -355,10 +339,11 @@ class CallService:
             return False
         if isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
             if info.media:
-                media_in(self._bridge(), event)
+                self._bridge().push_received(event)
             return False
         if isinstance(event, c.CallHungUp | c.CallRejected | c.CallLost):
-            self._ended(info, end_reason(event))
+            reason = end_reason(event)
+            self._ended(info, reason)
             return True
         return False
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from node.allstar.portal import GuestToken, TokenError, TokenSource
-from node.calls.service import CODEC_NAMES, Announce, Digits, end_reason, media_in
+from node.calls.service import CODEC_NAMES, Announce, Digits, end_reason
 from node.config import NodeConfig
 from node.errors import CommandError, LocalProtocolError
 from node.events import EventBus, Link
@@ -199,7 +199,7 @@ class LinkService:
             self.apply(self.network.text(event.callno, event.text, now))
         elif isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
             if event.callno in self._legs:
-                media_in(self._bridge(), event)
+                self._bridge().push_received(event)
         elif isinstance(event, c.DtmfReceived):
             if self._digits is not None:
                 self._digits.digit(f"call {event.callno}", event.callno, event.digit)

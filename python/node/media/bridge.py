@@ -27,6 +27,8 @@ from typing import Any, Literal, Protocol
 from node._core import DeviceError, DevicePort, Engine, cw_pcm, resample_pcm, tone_pcm
 from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig
 from node.errors import CommandError
+from node.iax2 import call as c
+from node.iax2.constants import ControlSubclass
 from node.media.audio import AudioDevice, open_audio
 
 __all__ = [
@@ -306,6 +308,16 @@ class MediaBridge:
         (value = CONTROL subclass, e.g. 12 RADIO_KEY), "dtmf" (value = digit), "text"
         (payload = the text) or "cng"."""
         self._engine.push_control(callno, kind, value, ts, payload)
+
+    def push_received(self, event: c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed) -> None:
+        """A call's received full voice frame or radio key / unkey goes to its leg, to play
+        out in order with the call's audio."""
+        if isinstance(event, c.VoiceFullReceived):
+            self.push_voice(event.callno, event.format, event.ts, event.payload)
+        else:
+            keyed = isinstance(event, c.RadioKeyed)
+            sub = ControlSubclass.RADIO_KEY if keyed else ControlSubclass.RADIO_UNKEY
+            self.push_control(event.callno, "control", int(sub), event.ts)
 
     def jitter_stats(self) -> dict[int, dict[str, int]]:
         return dict(self._engine.jitter_stats())
