@@ -40,6 +40,7 @@ from node.iax2.registration import Registration, RegistrationEvent
 from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
 from node.links import network as ln
 from node.links.lookup import NodeResolver
+from node.links.report import LinkReporter
 from node.links.service import LinkService
 from node.media.bridge import MediaBridge
 from node.radio.radio import Radio as RadioEdge
@@ -87,7 +88,7 @@ class Controller:
 
         self.announcements = Announcements(bus, clock, quiet_kinds=(COURTESY,))
         self.call_service = CallService(config, secrets, bus, clock, self.stopping)
-        self.link_service = LinkService(config, secrets, bus, clock, self.stopping)
+        self.link_service = LinkService(config, secrets, clock)
         self.registration_service = RegistrationService(config, secrets, bus, clock)
         self.transmit = TransmitService(
             config, self.link_service.network, bus, clock, self._changed
@@ -97,8 +98,9 @@ class Controller:
         self.call_service.wire(
             self.link_service, self.commands, self.announcements, self._changed, self._arm
         )
+        self.link_reporter = LinkReporter(bus, self.announcements, self.commands, self.stopping)
         self.link_service.wire(
-            self.call_service, self.commands, self.announcements, self._changed, self._arm
+            self.call_service, self.link_reporter.report, self._changed, self._arm
         )
         self.registration_service.wire(
             self.call_service, self.announcements, self._changed, self._arm
@@ -127,12 +129,12 @@ class Controller:
         self.announcements.attach(self.config.announce, bridge, self.node_id)
         self.call_service.attach(transport, bridge)
         self.link_service.bridge = bridge
-        self.link_service.tokens = tokens
+        self.link_service.dialer.tokens = tokens
         self._stop_requested = request_stop
         self.registration_service.http = http_registration
         self.statpost = statpost
         if statpost is not None:
-            self.link_service.links_changed = statpost.links_changed
+            self.link_reporter.links_changed = statpost.links_changed
             self.transmit.key_changed = statpost.key_changed
         self.transmit.attach(bridge, radio)
 
@@ -165,11 +167,11 @@ class Controller:
 
     @property
     def resolver(self) -> NodeResolver:
-        return self.link_service.resolver
+        return self.link_service.dialer.resolver
 
     @property
     def tokens(self) -> TokenSource | None:
-        return self.link_service.tokens
+        return self.link_service.dialer.tokens
 
     @property
     def registration(self) -> Registration | None:

@@ -256,6 +256,13 @@ class CallService:
                 and links.is_link_caller(event.calling_number, event.username)
             ):
                 links.inbound(event, self._clock())
+            elif isinstance(event, c.DtmfReceived):
+                # Whoever owns the call (a link, a plain call), its digits are commands.
+                owned = event.callno in self.calls or (
+                    links is not None and links.is_link_call(event.callno)
+                )
+                if owned and self._digits is not None:
+                    self._digits.digit(f"call {event.callno}", event.callno, event.digit)
             elif links is not None and links.is_link_call(event.callno):
                 links.on_call_event(event, self._clock())
             else:
@@ -333,10 +340,6 @@ class CallService:
                 info.media = True
                 self._event("answered", peer=info.peer)
             return True
-        if isinstance(event, c.DtmfReceived):
-            if self._digits is not None:
-                self._digits.digit(f"call {event.callno}", event.callno, event.digit)
-            return False
         if isinstance(event, c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed):
             if info.media:
                 self._bridge().push_received(event)
