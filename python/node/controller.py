@@ -18,7 +18,6 @@ machine asked for. Every state change publishes a `Snapshot` event.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -27,18 +26,16 @@ from typing import Any
 
 from node.allstar.portal import TokenSource
 from node.allstar.runner import DeadlineTimer, HttpRegistrationRunner, StatPostRunner
-from node.allstar.statpost import KeyStats, StatReport, link_list
-from node.announce.announcer import Announcer
+from node.allstar.statpost import StatReport, link_list
 from node.announce.service import Announcements
 from node.calls.service import CODEC_NAMES, CallInfo, CallService
 from node.commands import CommandRunner, Outcome
 from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import CommandError, NodeLookupError
 from node.events import EventBus, Snapshot
-from node.iax2.endpoint import Endpoint
 from node.iax2.registration import Registration, RegistrationEvent
 from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
-from node.links import network as ln
 from node.links.lookup import NodeResolver
 from node.links.report import LinkReporter
 from node.links.service import LinkService
@@ -73,12 +70,16 @@ class Controller:
         secrets: SecretStore,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._config = config
         self.bus = bus
         self.secrets = secrets
         self._clock = clock
         self.started = clock()
-        self.stopping = asyncio.Event()
+        #: What every service is handed: the running config, bus, clock, secrets and the
+        #: router's two callbacks (publish a snapshot, re-arm the timer).
+        self.ctx = ctx = NodeContext(
+            config, secrets, bus, clock, changed=self._changed, rearm=self._arm
+        )
+        self.stopping = ctx.stopping
         self._transport: EngineTransport | None = None
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
@@ -86,25 +87,25 @@ class Controller:
         self.statpost: StatPostRunner | None = None
         self._timer = DeadlineTimer(self._on_timer)
 
-        self.announcements = Announcements(bus, clock, quiet_kinds=(COURTESY,))
-        self.call_service = CallService(config, secrets, bus, clock, self.stopping)
-        self.link_service = LinkService(config, secrets, clock)
-        self.registration_service = RegistrationService(config, secrets, bus, clock)
-        self.transmit = TransmitService(
-            config, self.link_service.network, bus, clock, self._changed
-        )
+        self.announcements = Announcements(ctx, quiet_kinds=(COURTESY,))
+        self.call_service = CallService(ctx)
+        self.link_service = LinkService(ctx)
+        self.registration_service = RegistrationService(ctx)
+        self.transmit = TransmitService(ctx, self.link_service.network)
         #: DTMF digit sources and the link commands they complete.
-        self.commands = CommandRunner(config, self.link_service, self.announcements, bus, clock)
-        self.call_service.wire(
-            self.link_service, self.commands, self.announcements, self._changed, self._arm
-        )
-        self.link_reporter = LinkReporter(bus, self.announcements, self.commands, self.stopping)
-        self.link_service.wire(
-            self.call_service, self.link_reporter.report, self._changed, self._arm
-        )
-        self.registration_service.wire(
-            self.call_service, self.announcements, self._changed, self._arm
-        )
+        self.commands = CommandRunner(ctx, self.link_service, self.announcements)
+        self.link_reporter = LinkReporter(ctx, self.announcements, self.commands)
+        self.call_service.wire(self.link_service, self.commands, self.announcements)
+        self.link_service.wire(self.call_service, self.link_reporter.report)
+        self.registration_service.wire(self.call_service, self.announcements)
+        # What the control channel, AMI and the TUI read (the objects are never replaced).
+        self.endpoint = self.call_service.endpoint
+        #: The plain calls, by call number.
+        self.calls = self.call_service.calls
+        #: The link network machine.
+        self.links = self.link_service.network
+        #: The operator's keying as status posts count it.
+        self.key_stats = self.transmit.key_stats
 
     # --- wiring -------------------------------------------------------------------------------
 
@@ -126,7 +127,7 @@ class Controller:
         self._transport = transport
         self._bridge = bridge
         bridge.set_local_dtmf(self.config.dtmf.inband_on("local"))
-        self.announcements.attach(self.config.announce, bridge, self.node_id)
+        self.announcements.attach(bridge)
         self.call_service.attach(transport, bridge)
         self.link_service.bridge = bridge
         self.link_service.dialer.tokens = tokens
@@ -149,51 +150,17 @@ class Controller:
 
     @property
     def config(self) -> NodeConfig:
-        return self._config
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self.call_service.endpoint
-
-    @property
-    def calls(self) -> dict[int, CallInfo]:
-        """The plain calls, by call number."""
-        return self.call_service.calls
-
-    @property
-    def links(self) -> ln.LinkNetwork:
-        """The link network machine."""
-        return self.link_service.network
+        """The running configuration."""
+        return self.ctx.config
 
     @property
     def resolver(self) -> NodeResolver:
         return self.link_service.dialer.resolver
 
     @property
-    def tokens(self) -> TokenSource | None:
-        return self.link_service.dialer.tokens
-
-    @property
     def registration(self) -> Registration | None:
         """The IAX2 registration machine (None before the first attempt, or with HTTP)."""
         return self.registration_service.machine
-
-    @property
-    def http_registration(self) -> HttpRegistrationRunner | None:
-        return self.registration_service.http
-
-    @property
-    def announcer(self) -> Announcer | None:
-        return self.announcements.announcer
-
-    @property
-    def radio(self) -> RadioEdge | None:
-        return self.transmit.radio
-
-    @property
-    def key_stats(self) -> KeyStats:
-        """The operator's keying as status posts count it."""
-        return self.transmit.key_stats
 
     @property
     def bridge(self) -> MediaBridge:
@@ -246,8 +213,8 @@ class Controller:
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
             snap["audio"] = self._bridge.audio()
-        if self.radio is not None:
-            snap["radio"] = self.radio.snapshot()
+        if self.transmit.radio is not None:
+            snap["radio"] = self.transmit.radio.snapshot()
         return snap
 
     def _tunnel_json(self) -> dict[str, Any] | None:
@@ -462,13 +429,9 @@ class Controller:
         """
         plan = plan_reload(self.config, loaded)
         peers = self.secrets.reload(plan.config)
-        config = plan.config
-        self.link_service.reconfigure(config)
-        self.call_service.reconfigure(config)
-        self._config = config
-        self.registration_service.config = config
-        self.transmit.config = config
-        self.commands.config = config
+        self.link_service.dialer.reconfigure(plan.config)
+        self.call_service.reconfigure(plan.config)
+        self.ctx.config = plan.config
         return Reloaded(plan, peers)
 
     def set_bridge(

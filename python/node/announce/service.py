@@ -8,13 +8,13 @@ engine's `play_started` / `play_finished` come here too and become `announcement
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from node.announce.announcer import Announcer
 from node.announce.phrases import last_keyed_phrase
-from node.config import AnnounceConfig
-from node.events import AnnouncementFinished, AnnouncementStarted, EventBus
+from node.context import NodeContext
+from node.events import AnnouncementFinished, AnnouncementStarted
 from node.media.bridge import MediaBridge
 
 __all__ = ["Announcements"]
@@ -23,21 +23,20 @@ __all__ = ["Announcements"]
 class Announcements:
     """Station ID, event, telemetry and command announcements; the player's events."""
 
-    def __init__(
-        self, bus: EventBus, clock: Callable[[], float], quiet_kinds: Iterable[str]
-    ) -> None:
-        self._bus = bus
-        self._clock = clock
+    def __init__(self, ctx: NodeContext, quiet_kinds: Iterable[str]) -> None:
+        self._ctx = ctx
         #: Player kinds that are no announcement (the courtesy tone).
         self._quiet = frozenset(quiet_kinds)
         self._bridge: MediaBridge | None = None
         #: `[announce] enabled`: the announcer, made by `attach`.
         self.announcer: Announcer | None = None
 
-    def attach(self, config: AnnounceConfig, bridge: MediaBridge, node_id: str | None) -> None:
+    def attach(self, bridge: MediaBridge) -> None:
+        """The media bridge runs: with `[announce] enabled`, the announcer starts on it."""
         self._bridge = bridge
-        if config.enabled:
-            self.announcer = Announcer(config, bridge, node_id, self._clock)
+        config = self._ctx.config
+        if config.announce.enabled:
+            self.announcer = Announcer(config.announce, bridge, config.node_id, self._ctx.clock)
 
     def start(self) -> None:
         if self.announcer is not None:
@@ -76,9 +75,9 @@ class Announcements:
         if kind is None or kind in self._quiet:
             return
         if started:
-            self._bus.publish(AnnouncementStarted(kind=kind))
+            self._ctx.bus.publish(AnnouncementStarted(kind=kind))
         else:
-            self._bus.publish(AnnouncementFinished(kind=kind, completed=completed))
+            self._ctx.bus.publish(AnnouncementFinished(kind=kind, completed=completed))
 
     def stats(self) -> dict[str, object] | None:
         return None if self.announcer is None else self.announcer.stats()

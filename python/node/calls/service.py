@@ -14,25 +14,24 @@ one timer.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import secrets as pysecrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import CommandError, LocalProtocolError
-from node.events import EventBus, Hangup, IncomingCall
+from node.events import Hangup, IncomingCall
 from node.iax2 import call as c
 from node.iax2.constants import Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
 from node.iax2.transport import Address, EngineTransport
 from node.links.resolve import NodeAddress
 from node.media.bridge import MediaBridge
-from node.secrets import SecretStore
 
 __all__ = [
     "CODEC_NAMES",
@@ -132,25 +131,15 @@ def end_reason(event: c.CallHungUp | c.CallRejected | c.CallLost) -> str:
 class CallService:
     """The endpoint, the routing of its events, and the plain calls."""
 
-    def __init__(
-        self,
-        config: NodeConfig,
-        secrets: SecretStore,
-        bus: EventBus,
-        clock: Callable[[], float],
-        stopping: asyncio.Event,
-    ) -> None:
-        self.config = config
-        self._secrets = secrets
-        self._bus = bus
-        self._clock = clock
-        self._stopping = stopping
+    def __init__(self, ctx: NodeContext) -> None:
+        self._ctx = ctx
+        config = ctx.config
         self.endpoint = Endpoint(
             InboundPolicy.from_listener(config.listener),
             config.codec_policy,
             token_key=pysecrets.token_bytes(32),
             randbelow=pysecrets.randbelow,
-            peer_secret=secrets.peer_secret,
+            peer_secret=ctx.secrets.peer_secret,
             rr_stats=self._rr_stats,
             holds=self._is_link_caller,
         )
@@ -162,24 +151,12 @@ class CallService:
         self._links: LinkCalls | None = None
         self._digits: Digits | None = None
         self._announce: Announce | None = None
-        self._changed: Callable[[], None] = lambda: None
-        self._rearm: Callable[[], None] = lambda: None
 
-    def wire(
-        self,
-        links: LinkCalls,
-        digits: Digits,
-        announce: Announce,
-        changed: Callable[[], None],
-        rearm: Callable[[], None],
-    ) -> None:
-        """Connect the owner of link calls, the DTMF sink, the announcements, the snapshot
-        publisher and the timer."""
+    def wire(self, links: LinkCalls, digits: Digits, announce: Announce) -> None:
+        """Connect the owner of link calls, the DTMF sink and the announcements."""
         self._links = links
         self._digits = digits
         self._announce = announce
-        self._changed = changed
-        self._rearm = rearm
 
     def attach(self, transport: EngineTransport, bridge: MediaBridge) -> None:
         self.transport = transport
@@ -187,7 +164,6 @@ class CallService:
 
     def reconfigure(self, config: NodeConfig) -> None:
         """SIGHUP: calls admitted so far keep their rules; the next inbound call meets these."""
-        self.config = config
         self.endpoint.set_policy(
             InboundPolicy.from_listener(config.listener, enabled=self.endpoint.listening)
         )
@@ -255,7 +231,7 @@ class CallService:
                 and isinstance(event, c.CallIncoming)
                 and links.is_link_caller(event.calling_number, event.username)
             ):
-                links.inbound(event, self._clock())
+                links.inbound(event, self._ctx.clock())
             elif isinstance(event, c.DtmfReceived):
                 # Whoever owns the call (a link, a plain call), its digits are commands.
                 owned = event.callno in self.calls or (
@@ -264,12 +240,12 @@ class CallService:
                 if owned and self._digits is not None:
                     self._digits.digit(f"call {event.callno}", event.callno, event.digit)
             elif links is not None and links.is_link_call(event.callno):
-                links.on_call_event(event, self._clock())
+                links.on_call_event(event, self._ctx.clock())
             else:
                 changed |= self._on_event(event)
         if changed:
-            self._changed()
-        self._rearm()
+            self._ctx.changed()
+        self._ctx.rearm()
 
     def full_voice(
         self, callno: int, fmt: int, ts: int, payload: bytes, spurt_start: bool, now: float
@@ -302,11 +278,11 @@ class CallService:
             self._links.rx_keyed(callno, keyed, now)
         elif (info := self.calls.get(callno)) is not None and info.keyed != keyed:
             info.keyed = keyed
-            self._changed()
+            self._ctx.changed()
 
     def _on_event(self, event: Any) -> bool:
         """Update state and media for one plain call's event; True when the snapshot changed."""
-        now = self._clock()
+        now = self._ctx.clock()
         call = self.endpoint.call(event.callno)
         info = self.calls.get(event.callno)
         if isinstance(event, c.CallIncoming):
@@ -317,7 +293,7 @@ class CallService:
             info.codec = CODEC_NAMES.get(event.format)
             info.state = "ringing" if self.endpoint.inbound.answer == "manual" else "setup"
             log.info("incoming call %d from %s (%s)", event.callno, peer, info.codec)
-            self._bus.publish(IncomingCall(from_=peer))
+            self._ctx.bus.publish(IncomingCall(from_=peer))
             self._event("incoming_call", peer=peer)
             return True
         if info is None:
@@ -335,7 +311,7 @@ class CallService:
                 # A plain call talks into the links only while its caller speaks (VOX): a
                 # phone that streams silence must not hold every link keyed.
                 self._bridge().add_call_leg(
-                    call, now, keying="vox", dtmf=self.config.dtmf.inband_on("calls")
+                    call, now, keying="vox", dtmf=self._ctx.config.dtmf.inband_on("calls")
                 )
                 info.media = True
                 self._event("answered", peer=info.peer)
@@ -372,8 +348,8 @@ class CallService:
         if self._digits is not None:
             self._digits.forget(f"call {info.callno}")
         log.info("call %d with %s ended: %s", info.callno, info.peer, reason)
-        self._bus.publish(Hangup(reason=reason))
-        if not self._stopping.is_set():
+        self._ctx.bus.publish(Hangup(reason=reason))
+        if not self._ctx.stopping.is_set():
             self._event("hangup")
 
     # --- commands -----------------------------------------------------------------------------
@@ -392,7 +368,7 @@ class CallService:
 
     def dial(self, node: str, target: NodeAddress, node_id: str | None) -> None:
         """Place an outbound call to `node` at `target`."""
-        peer_secret = self._secrets.peer_secret(node)
+        peer_secret = self._ctx.secrets.peer_secret(node)
         params = c.DialParams(
             called_number=node,
             calling_number=node_id,
@@ -400,48 +376,50 @@ class CallService:
             secret=peer_secret,
             datetime=time.localtime()[:6],
         )
-        now = self._clock()
+        now = self._ctx.clock()
         try:
             callno, out = self.endpoint.dial(now, target.addr, params)
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 500) from None
         self.calls[callno] = CallInfo(callno, "outbound", node, target.addr, now)
         self.apply(out)
-        self._changed()
+        self._ctx.changed()
 
     def hangup(self, callno: int | None = None) -> None:
         """End a call: `callno`, else the most recently started call."""
         info = self._pick(callno, ("setup", "ringing", "up"), "active")
         try:
-            out = self.endpoint.hangup(info.callno, self._clock())
+            out = self.endpoint.hangup(info.callno, self._ctx.clock())
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
         self._ended(info, "hung up by operator")
         self.apply(out)
-        self._changed()
+        self._ctx.changed()
 
     def answer(self, callno: int | None = None) -> None:
         info = self._pick(callno, ("ringing",), "ringing inbound")
         if info.direction != "inbound":
             raise CommandError(f"call {info.callno} is outbound", 409)
         try:
-            self.apply(self.endpoint.answer(info.callno, self._clock()))
+            self.apply(self.endpoint.answer(info.callno, self._ctx.clock()))
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
 
     def reject(self, callno: int | None = None) -> None:
         info = self._pick(callno, ("ringing",), "ringing inbound")
         try:
-            out = self.endpoint.reject(info.callno, self._clock(), "Call rejected by operator", 21)
+            out = self.endpoint.reject(
+                info.callno, self._ctx.clock(), "Call rejected by operator", 21
+            )
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
         self._ended(info, "rejected by operator")
         self.apply(out)
-        self._changed()
+        self._ctx.changed()
 
     def set_listening(self, enabled: bool) -> None:
         self.endpoint.set_listening(enabled)
-        self._changed()
+        self._ctx.changed()
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [info.to_json(now) for info in self.calls.values()]

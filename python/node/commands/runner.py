@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from typing import Protocol
 
-from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import CommandError
-from node.events import Dtmf, EventBus
+from node.events import Dtmf
 from node.links.commands import END_CHAR, Command, CommandMapper, LastNode
 from node.links.network import LinkMode, LinkNetwork
 from node.links.resolve import parse_extnodes
@@ -93,21 +93,13 @@ class StatusAnnouncer(Protocol):
 class CommandRunner:
     """The node's DTMF sources, and the executor of link commands."""
 
-    def __init__(
-        self,
-        config: NodeConfig,
-        links: LinkCommands,
-        announce: StatusAnnouncer,
-        bus: EventBus,
-        clock: Callable[[], float],
-    ) -> None:
-        #: The running configuration (`[dtmf]`, `[links]`, the nodes file); SIGHUP replaces it.
-        self.config = config
+    def __init__(self, ctx: NodeContext, links: LinkCommands, announce: StatusAnnouncer) -> None:
+        self._ctx = ctx
         self._links = links
         self._announce = announce
-        self._bus = bus
-        self._clock = clock
-        self._timeout = config.dtmf.inter_digit_timeout_ms / 1000
+        self._bus = ctx.bus
+        self._clock = ctx.clock
+        self._timeout = ctx.config.dtmf.inter_digit_timeout_ms / 1000
         #: The last node any command named (app_rpt `lastlinknode`), for `<node>` = 0.
         self.last = LastNode()
         self._mappers: dict[str, CommandMapper] = {}
@@ -126,7 +118,7 @@ class CommandRunner:
     @property
     def enabled(self) -> bool:
         """`[dtmf] enabled`: whether digits from calls and links run commands."""
-        return self.config.dtmf.enabled
+        return self._ctx.config.dtmf.enabled
 
     def executed_today(self, today: datetime.date | None = None) -> int:
         day, count = self._executed_day
@@ -179,7 +171,7 @@ class CommandRunner:
         if source.startswith("remote ") or (call is not None and net.is_link_call(call)):
             # app_rpt allows command mode only from its own radio and phone users.
             raise CommandError("remote command mode is not available to digits from a link", 403)
-        if node == self.config.node_id:
+        if node == self._ctx.config.node_id:
             raise CommandError("remote command mode to this node itself", 400)
         if not net.reachable(node):
             raise CommandError(f"node {node} is not in the network", 404)
@@ -435,11 +427,11 @@ class CommandRunner:
             return frozenset(net.links)
         if kind == "remote":
             return net.tree()
-        known = {node for node, cfg in self.config.links.items() if cfg.addr is not None}
+        known = {node for node, cfg in self._ctx.config.links.items() if cfg.addr is not None}
         return known | self._nodes_in_file()
 
     def _nodes_in_file(self) -> frozenset[str]:
-        path = self.config.nodes_file
+        path = self._ctx.config.nodes_file
         if path is None:
             return frozenset()
         try:

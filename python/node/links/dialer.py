@@ -11,18 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import LocalProtocolError
 from node.iax2 import call as c
 from node.iax2.endpoint import Endpoint, EndpointOutput
 from node.iax2.transport import Address
 from node.links.lookup import NodeResolver
 from node.links.resolve import NodeAddress, same_ip
-from node.secrets import SecretStore
 
 __all__ = ["CallPort", "DialResults", "LinkDialer"]
 
@@ -57,12 +57,9 @@ class DialResults(Protocol):
 class LinkDialer:
     """Lookups, tokens, link calls and source checks for the links service."""
 
-    def __init__(
-        self, config: NodeConfig, secrets: SecretStore, clock: Callable[[], float]
-    ) -> None:
-        self.config = config
-        self._secrets = secrets
-        self._clock = clock
+    def __init__(self, ctx: NodeContext) -> None:
+        self._ctx = ctx
+        config = ctx.config
         self._guest_nodes = frozenset(
             node for node, cfg in config.links.items() if cfg.shape == "wt-guest"
         )
@@ -82,9 +79,11 @@ class LinkDialer:
         self._results = results
 
     def reconfigure(self, config: NodeConfig) -> None:
-        if (config.nodes_file, config.dns) != (self.config.nodes_file, self.config.dns):
+        """SIGHUP, before `config` replaces the running one: a new nodes file or DNS setting
+        takes a new resolver."""
+        running = self._ctx.config
+        if (config.nodes_file, config.dns) != (running.nodes_file, running.dns):
             self.resolver = NodeResolver.from_config(config)
-        self.config = config
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -93,7 +92,7 @@ class LinkDialer:
 
     async def lookup(self, node: str, addr: str | None) -> NodeAddress:
         """Where `node` is: `addr`, its `[links.<node>] addr`, else the nodes file, then DNS."""
-        cfg = self.config.links.get(node)
+        cfg = self._ctx.config.links.get(node)
         if addr is None and cfg is not None and cfg.addr is not None:
             addr = str(cfg.addr)
         return await self.resolver.lookup(node, addr)
@@ -146,7 +145,7 @@ class LinkDialer:
             # As the web transceiver dials (research/allstar.md §5.1): the public user and its
             # published secret, extension "s", the target node as CALLING_NUMBER and the token
             # as CALLING_NAME.
-            self._secrets.remember_transient(guest.calling_name)
+            self._ctx.secrets.remember_transient(guest.calling_name)
             params = c.DialParams(
                 called_number=WT_EXTENSION,
                 calling_number=node,
@@ -159,7 +158,7 @@ class LinkDialer:
             params = self._link_params(node, target)
         assert self._calls is not None, "wire() first"
         try:
-            callno, out = self._calls.endpoint.dial(self._clock(), target.addr, params)
+            callno, out = self._calls.endpoint.dial(self._ctx.clock(), target.addr, params)
         except LocalProtocolError as exc:
             results.dial_failed(node, str(exc))
             return
@@ -169,9 +168,9 @@ class LinkDialer:
     def _link_params(self, node: str, target: NodeAddress) -> c.DialParams:
         """A link call as ASL3 places one: user `radio` (or the configured or peer-secret
         user), our number calling, the target called."""
-        cfg = self.config.links.get(node)
-        peer_secret = self._secrets.peer_secret(node)
-        me = self.config.node_id
+        cfg = self._ctx.config.links.get(node)
+        peer_secret = self._ctx.secrets.peer_secret(node)
+        me = self._ctx.config.node_id
         if cfg is not None and cfg.username is not None:
             username = cfg.username
         elif peer_secret is not None and me:
@@ -187,7 +186,7 @@ class LinkDialer:
         )
 
     async def _verify_source(self, node: str, ip: str, callno: int) -> None:
-        cfg = self.config.links.get(node)
+        cfg = self._ctx.config.links.get(node)
         matches: bool | None
         if cfg is not None and cfg.addr is not None:
             try:

@@ -7,13 +7,13 @@ actions; nothing here reaches back into the machine.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from node.calls.service import Announce, Digits
-from node.events import EventBus, Link
+from node.context import NodeContext
+from node.events import Link
 from node.links import network as ln
 
 __all__ = ["LinkReporter", "Telemetry"]
@@ -30,13 +30,11 @@ class Telemetry(Announce, Protocol):
 class LinkReporter:
     """Publishes link events to the bus, the announcer, the status poster and the commands."""
 
-    def __init__(
-        self, bus: EventBus, announce: Telemetry, digits: Digits, stopping: asyncio.Event
-    ) -> None:
-        self._bus = bus
+    def __init__(self, ctx: NodeContext, announce: Telemetry, digits: Digits) -> None:
+        self._ctx = ctx
+        self._bus = ctx.bus
         self._announce = announce
         self._digits = digits
-        self._stopping = stopping
         #: Called when a link comes up or goes down (`[statpost]`).
         self.links_changed: Callable[[], None] | None = None
 
@@ -59,7 +57,7 @@ class LinkReporter:
             )
         elif isinstance(event, ln.LinkDisconnected):
             log.info("link to node %s down: %s", event.node, event.reason)
-            if not self._stopping.is_set():
+            if not self._ctx.stopping.is_set():
                 self._announce.event("link_disconnected", node=event.node)
             self._bus.publish(
                 Link(kind="disconnected", node=event.node, call=event.callno, reason=event.reason)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from node.calls.service import CODEC_NAMES, end_reason
-from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import CommandError, LocalProtocolError
 from node.iax2 import call as c
 from node.iax2.transport import Address
@@ -27,7 +27,6 @@ from node.links import network as ln
 from node.links.dialer import CallPort as DialerCalls
 from node.links.dialer import LinkDialer
 from node.media.bridge import MediaBridge
-from node.secrets import SecretStore
 
 __all__ = ["LINK_ACTIONS", "CallPort", "LinkService"]
 
@@ -50,11 +49,9 @@ class CallPort(DialerCalls, Protocol):
 class LinkService:
     """The node's links: the machine, its legs, and what it asks of the rest of the node."""
 
-    def __init__(
-        self, config: NodeConfig, secrets: SecretStore, clock: Callable[[], float]
-    ) -> None:
-        self.config = config
-        self._clock = clock
+    def __init__(self, ctx: NodeContext) -> None:
+        self._ctx = ctx
+        config = ctx.config
         guests = frozenset(node for node, cfg in config.links.items() if cfg.shape == "wt-guest")
         self.network = ln.LinkNetwork(
             config.node_id,
@@ -69,34 +66,19 @@ class LinkService:
             guest_nodes=guests,
         )
         #: Lookups, tokens, link calls and source checks.
-        self.dialer = LinkDialer(config, secrets, clock)
+        self.dialer = LinkDialer(ctx)
         self.bridge: MediaBridge | None = None
         #: Link calls that have a media leg.
         self._legs: set[int] = set()
         # Wired at start-up (`wire`).
         self._calls: CallPort | None = None
         self._report: Callable[[ln.LinkEvent], None] = lambda event: None
-        self._changed: Callable[[], None] = lambda: None
-        self._rearm: Callable[[], None] = lambda: None
 
-    def wire(
-        self,
-        calls: CallPort,
-        report: Callable[[ln.LinkEvent], None],
-        changed: Callable[[], None],
-        rearm: Callable[[], None],
-    ) -> None:
-        """Connect the calls' endpoint, where the machine's events go (`LinkReporter`), the
-        snapshot publisher and the timer."""
+    def wire(self, calls: CallPort, report: Callable[[ln.LinkEvent], None]) -> None:
+        """Connect the calls' endpoint and where the machine's events go (`LinkReporter`)."""
         self._calls = calls
         self.dialer.wire(calls, self)
         self._report = report
-        self._changed = changed
-        self._rearm = rearm
-
-    def reconfigure(self, config: NodeConfig) -> None:
-        self.dialer.reconfigure(config)
-        self.config = config
 
     def _port(self) -> CallPort:
         assert self._calls is not None, "wire() first"
@@ -116,7 +98,7 @@ class LinkService:
             return False
         if calling_number.startswith("0"):
             return False  # app_rpt: a caller id starting with 0 is no node
-        cfg = self.config.links.get(calling_number)
+        cfg = self._ctx.config.links.get(calling_number)
         return username in ("radio", calling_number) or (
             cfg is not None and cfg.username == username
         )
@@ -156,7 +138,7 @@ class LinkService:
                 now,
                 mode=link.mode.leg,
                 keying="voice",
-                dtmf=self.config.dtmf.inband_on("links"),
+                dtmf=self._ctx.config.dtmf.inband_on("links"),
                 link=True,
             )
             self._legs.add(callno)
@@ -193,7 +175,7 @@ class LinkService:
 
     def apply(self, out: ln.LinkOutput) -> None:
         """Carry out what the link machine asked for, in order, and publish its events."""
-        now = self._clock()
+        now = self._ctx.clock()
         for action in out.actions:
             try:
                 self._act(action, now)
@@ -203,8 +185,8 @@ class LinkService:
         for event in out.events:
             self._report(event)
         if out.changed or out.events:
-            self._changed()
-        self._rearm()
+            self._ctx.changed()
+        self._ctx.rearm()
 
     def _act(self, action: ln.LinkAction, now: float) -> None:
         port = self._port()
@@ -243,13 +225,13 @@ class LinkService:
         return link is not None and link.state is ln.LinkState.CONNECTING and link.callno is None
 
     def dialled(self, node: str, callno: int, addr: Address) -> None:
-        self.apply(self.network.dialled(node, callno, addr, self._clock()))
+        self.apply(self.network.dialled(node, callno, addr, self._ctx.clock()))
 
     def dial_failed(self, node: str, reason: str) -> None:
-        self.apply(self.network.dial_failed(node, reason, self._clock()))
+        self.apply(self.network.dial_failed(node, reason, self._ctx.clock()))
 
     def source_checked(self, callno: int, matches: bool | None) -> None:
-        self.apply(self.network.source_checked(callno, matches, self._clock()))
+        self.apply(self.network.source_checked(callno, matches, self._ctx.clock()))
 
     # --- commands -----------------------------------------------------------------------------
 
@@ -266,12 +248,12 @@ class LinkService:
                 400,
             )
         if action == "disconnect_all":
-            self.apply(self.network.disconnect_all(self._clock()))
+            self.apply(self.network.disconnect_all(self._ctx.clock()))
             return
         if not node.isdigit():
             raise CommandError("node must be a node number (digits)", 400)
         if action == "disconnect":
-            self.apply(self.network.disconnect(node, self._clock()))
+            self.apply(self.network.disconnect(node, self._ctx.clock()))
             return
         mode = LINK_ACTIONS[action]
         if self.network.check_connect(node, mode, permanent=permanent) is None:
@@ -281,7 +263,7 @@ class LinkService:
                 raise CommandError(str(exc), 400) from None
             self.dialer.hold(node, target)
         try:
-            self.apply(self.network.connect(node, mode, self._clock(), permanent=permanent))
+            self.apply(self.network.connect(node, mode, self._ctx.clock(), permanent=permanent))
         finally:
             self.dialer.release(node)
 

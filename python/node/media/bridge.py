@@ -255,17 +255,9 @@ class MediaBridge:
         link, which announcements reach only as "to_air_and_links"."""
         self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf, link)
 
-    def add_call_leg(
-        self,
-        call: CallLeg,
-        now: float,
-        *,
-        mode: LegMode = "transceive",
-        keying: Keying = "always",
-        dtmf: bool = False,
-        link: bool = False,
-    ) -> None:
-        """Start the media of a call that has its codec: its numbers, peer and clock."""
+    def add_call_leg(self, call: CallLeg, now: float, **options: Any) -> None:
+        """Start the media of a call that has its codec: its numbers, peer and clock, with
+        `add_leg`'s `mode`, `keying`, `dtmf` and `link` options."""
         assert call.format is not None
         self.add_leg(
             call.callno,
@@ -273,10 +265,7 @@ class MediaBridge:
             call.peer_addr,
             call.format,
             call.timestamp(now),
-            mode,
-            keying,
-            dtmf,
-            link,
+            **options,
         )
 
     def remove_leg(self, callno: int) -> None:

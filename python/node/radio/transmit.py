@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from node._core import tone_sequence_pcm
 from node.allstar.statpost import KeyStats
-from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import CommandError
-from node.events import EventBus, Link, Radio
+from node.events import Link, Radio
 from node.media.bridge import MediaBridge
 from node.radio.radio import Radio as RadioEdge
 from node.radio.transmitter import PttChange
@@ -47,19 +47,9 @@ class KeyingLinks(Protocol):
 class TransmitService:
     """The local source's keying and the radio's transmitter and receiver."""
 
-    def __init__(
-        self,
-        config: NodeConfig,
-        links: KeyingLinks,
-        bus: EventBus,
-        clock: Callable[[], float],
-        changed: Callable[[], None],
-    ) -> None:
-        self.config = config
+    def __init__(self, ctx: NodeContext, links: KeyingLinks) -> None:
+        self._ctx = ctx
         self._links = links
-        self._bus = bus
-        self._clock = clock
-        self._changed = changed
         #: When the local source keyed (monotonic), None while unkeyed.
         self.keyed_at: float | None = None
         #: What holds the local source keyed: "operator" (POST /key and the like), "carrier"
@@ -95,18 +85,20 @@ class TransmitService:
             return
         if self._bridge is None:
             raise CommandError("the media bridge is not running", 500)
-        now = self._clock()
+        now = self._ctx.clock()
         self._bridge.set_local_keyed(True)
         self.keyed_at = now
         self._links.set_local_keyed(True, now)
         self.key_stats.keyed(now)
         if self.key_changed is not None:
             self.key_changed()
-        timeout = self.config.keying.tx_timeout_secs
+        timeout = self._ctx.config.keying.tx_timeout_secs
         self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
         log.info("keyed by the %s (TX time-out %d s)", source, timeout)
-        self._bus.publish(Link(kind="keyed", node=self.config.node_id, call=None, keyed=True))
-        self._changed()
+        self._ctx.bus.publish(
+            Link(kind="keyed", node=self._ctx.config.node_id, call=None, keyed=True)
+        )
+        self._ctx.changed()
 
     def unkey(self, reason: str | None = None, source: str | None = None) -> None:
         """Release `source`'s hold (None: every hold: POST /unkey, the TX time-out, shutdown);
@@ -123,26 +115,26 @@ class TransmitService:
         self.keyed_at = None
         if self._bridge is not None:
             self._bridge.set_local_keyed(False)
-        self._links.set_local_keyed(False, self._clock())
-        self.key_stats.unkeyed(self._clock())
+        self._links.set_local_keyed(False, self._ctx.clock())
+        self.key_stats.unkeyed(self._ctx.clock())
         if self.key_changed is not None:
             self.key_changed()
         log.info("unkeyed%s", f" ({reason})" if reason else "")
-        self._bus.publish(
-            Link(kind="keyed", node=self.config.node_id, call=None, keyed=False, reason=reason)
+        self._ctx.bus.publish(
+            Link(kind="keyed", node=self._ctx.config.node_id, call=None, keyed=False, reason=reason)
         )
-        self._changed()
+        self._ctx.changed()
 
     def _tx_timed_out(self) -> None:
         self._tot = None
         self.key_stats.timeouts += 1
-        timeout = self.config.keying.tx_timeout_secs
+        timeout = self._ctx.config.keying.tx_timeout_secs
         log.warning("TX time-out: keyed for %d s, unkeying", timeout)
         self.unkey(f"TX time-out after {timeout} s")
 
     def tx_json(self, now: float) -> dict[str, Any]:
         """The snapshot's `tx` object."""
-        timeout = self.config.keying.tx_timeout_secs
+        timeout = self._ctx.config.keying.tx_timeout_secs
         keyed_at = self.keyed_at
         return {
             "keyed": keyed_at is not None,
@@ -159,30 +151,30 @@ class TransmitService:
         local source, exactly as POST /key and POST /unkey do."""
         if not opened:
             held = "carrier" in self._keyed_by
-            self._bus.publish(Radio(kind="carrier", on=False))
+            self._ctx.bus.publish(Radio(kind="carrier", on=False))
             self.unkey("carrier dropped", source="carrier")
             if held:
                 self._courtesy_tone()
-            self._changed()
+            self._ctx.changed()
             return
         try:
             self.key("carrier")
         except CommandError as exc:
             log.warning("carrier detected, not keying: %s", exc)
-            self._bus.publish(Radio(kind="carrier", on=True, reason=str(exc)))
+            self._ctx.bus.publish(Radio(kind="carrier", on=True, reason=str(exc)))
         else:
-            self._bus.publish(Radio(kind="carrier", on=True))
-        self._changed()
+            self._ctx.bus.publish(Radio(kind="carrier", on=True))
+        self._ctx.changed()
 
     def _courtesy_tone(self) -> None:
         """A received transmission that keyed the node ended: the courtesy tone goes out on the
         local transmitter (keying it through the hang time), never to the calls or links, as
         app_rpt plays its courtesy tones on the local transmitter only."""
-        steps = self.config.radio.courtesy_tone
+        steps = self._ctx.config.radio.courtesy_tone
         if not steps or self._bridge is None:
             return
         pcm = tone_sequence_pcm(
-            self._bridge.rate, list(steps), self.config.radio.courtesy_tone_level_db
+            self._bridge.rate, list(steps), self._ctx.config.radio.courtesy_tone_level_db
         )
         self._bridge.play(pcm, "to_monitor", COURTESY, keys_transmitter=True)
 
@@ -193,8 +185,8 @@ class TransmitService:
             log.warning("transmitter %s: released", change.reason)
         else:
             log.info("transmitter %s", "keyed" if change.keyed else f"released ({change.reason})")
-        self._bus.publish(Radio(kind="ptt", on=change.keyed, reason=change.reason))
-        self._changed()
+        self._ctx.bus.publish(Radio(kind="ptt", on=change.keyed, reason=change.reason))
+        self._ctx.changed()
 
     def tx_demand(self, on: bool) -> None:
         """The engine's `local_tx` edge: the conference has audio for the transmitter."""

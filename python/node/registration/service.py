@@ -10,14 +10,14 @@ Either way the events become `registered` / `register_failed` bus events and ann
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from node.allstar.runner import HttpRegistrationRunner
 from node.calls.service import Announce
-from node.config import NodeConfig
+from node.context import NodeContext
 from node.errors import CommandError, LocalProtocolError
-from node.events import EventBus, Registered, RegisterFailed
+from node.events import Registered, RegisterFailed
 from node.iax2.registration import (
     Deregistered,
     Registration,
@@ -27,7 +27,6 @@ from node.iax2.registration import (
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address
 from node.registration.status import format_addr, registration_json
-from node.secrets import SecretStore
 
 __all__ = ["CallNumbers", "RegistrationService"]
 
@@ -47,17 +46,8 @@ class CallNumbers(Protocol):
 class RegistrationService:
     """Registers the node (IAX2 here, HTTP through the daemon's runner) and reports it."""
 
-    def __init__(
-        self,
-        config: NodeConfig,
-        secrets: SecretStore,
-        bus: EventBus,
-        clock: Callable[[], float],
-    ) -> None:
-        self.config = config
-        self._secrets = secrets
-        self._bus = bus
-        self._clock = clock
+    def __init__(self, ctx: NodeContext) -> None:
+        self._ctx = ctx
         #: The IAX2 machine, made by the first `register`.
         self.machine: Registration | None = None
         self._callnos: set[int] = set()
@@ -66,20 +56,11 @@ class RegistrationService:
         # Wired at start-up (`wire`).
         self._calls: CallNumbers | None = None
         self._announce: Announce | None = None
-        self._changed: Callable[[], None] = lambda: None
-        self._rearm: Callable[[], None] = lambda: None
 
-    def wire(
-        self,
-        calls: CallNumbers,
-        announce: Announce,
-        changed: Callable[[], None],
-        rearm: Callable[[], None],
-    ) -> None:
+    def wire(self, calls: CallNumbers, announce: Announce) -> None:
+        """Connect the calls (frames out, call numbers) and the announcements."""
         self._calls = calls
         self._announce = announce
-        self._changed = changed
-        self._rearm = rearm
 
     # --- state --------------------------------------------------------------------------------
 
@@ -91,7 +72,7 @@ class RegistrationService:
 
     def status(self) -> dict[str, Any]:
         """The snapshot's `registration` object."""
-        reg = self.config.register
+        reg = self._ctx.config.register
         machine = self.http.core if self.http is not None else self.machine
         return registration_json(reg.method if reg is not None else None, machine)
 
@@ -119,12 +100,12 @@ class RegistrationService:
         if reg is None or calls is None:
             return
         calls.send((reg.peer, f) for f in out.frames)
-        now = self._clock()
+        now = self._ctx.clock()
         for callno in self._callnos - reg.callnos:
             calls.release_callno(callno, now)
         self._callnos = set(reg.callnos)
         self.on_events(out.events)
-        self._rearm()
+        self._ctx.rearm()
 
     def on_events(self, events: Sequence[RegistrationEvent]) -> None:
         """Publish what a registration machine (IAX2 or HTTP) reported."""
@@ -132,16 +113,16 @@ class RegistrationService:
             if isinstance(event, RegistrationSucceeded):
                 seen = format_addr(event.apparent_addr) or "an address it did not say"
                 log.info("registered; the registrar sees us at %s", seen)
-                self._bus.publish(Registered())
+                self._ctx.bus.publish(Registered())
                 self._event("registered")
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
-                self._bus.publish(RegisterFailed(reason=event.reason))
+                self._ctx.bus.publish(RegisterFailed(reason=event.reason))
                 self._event("register_failed")
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
         if events:
-            self._changed()
+            self._ctx.changed()
 
     def _event(self, name: str) -> None:
         if self._announce is not None:
@@ -150,20 +131,20 @@ class RegistrationService:
     # --- commands -----------------------------------------------------------------------------
 
     def register(self) -> None:
-        reg_cfg = self.config.register
+        reg_cfg = self._ctx.config.register
         if reg_cfg is None:
             raise CommandError("no [register] section in the configuration", 409)
-        secret = self._secrets.node_secret()
+        secret = self._ctx.secrets.node_secret()
         if secret is None:
             raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
         if self.http is not None:
             self.http.set_secret(secret)
             self.http.register()
-            self._changed()
+            self._ctx.changed()
             return
         if reg_cfg.peer is None:
             raise CommandError(f"registration method {reg_cfg.method} is not running", 500)
-        now = self._clock()
+        now = self._ctx.clock()
         if self.machine is None:
             self.machine = Registration(
                 reg_cfg.peer.as_tuple(),
@@ -180,7 +161,7 @@ class RegistrationService:
 
     def _callno_source(self) -> int:
         assert self._calls is not None, "wire() first"
-        return self._calls.allocate_callno(self._clock())
+        return self._calls.allocate_callno(self._ctx.clock())
 
     def deregister(self) -> None:
         if self.http is not None:
@@ -192,15 +173,15 @@ class RegistrationService:
         if self.machine is None:
             raise CommandError("not registered", 409)
         try:
-            self._apply(self.machine.deregister(self._clock()))
+            self._apply(self.machine.deregister(self._ctx.clock()))
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
-        self._changed()
+        self._ctx.changed()
 
     def secret_changed(self) -> None:
         """The node's own credential changed (POST /secrets): the machines take it, and an
         unregistered node registers, as it would have at start-up with the `env` source."""
-        secret = self._secrets.node_secret()
+        secret = self._ctx.secrets.node_secret()
         if self.machine is not None:
             self.machine.set_secret(secret)
         if self.http is not None:
@@ -210,7 +191,7 @@ class RegistrationService:
 
     def start(self) -> None:
         """Register at start-up when configured and the credential is known."""
-        if self.config.register is not None and self._secrets.node_secret() is not None:
+        if self._ctx.config.register is not None and self._ctx.secrets.node_secret() is not None:
             self.register()
 
     def close(self, now: float) -> None:
