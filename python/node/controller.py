@@ -329,13 +329,9 @@ class Controller:
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
             elif kind == "tunnel_changed":
-                tunnel = self._tunnel_json()
-                if tunnel is not None:
-                    log.info(
-                        "WireGuard tunnel %s (peer endpoint %s)",
-                        tunnel["state"],
-                        tunnel["endpoint"] or "unknown",
-                    )
+                if (tunnel := self._tunnel_json()) is not None:
+                    state, peer = tunnel["state"], tunnel["endpoint"] or "unknown"
+                    log.info("WireGuard tunnel %s (peer endpoint %s)", state, peer)
                 self._changed()
 
     def on_registration_events(self, events: Sequence[RegistrationEvent]) -> None:
