@@ -3,13 +3,10 @@ the player's events become `announcement_*` bus events, never for the courtesy t
 
 from __future__ import annotations
 
-from typing import Any
-
 from node.announce.service import Announcements
 from node.config import NodeConfig
-from node.context import NodeContext
-from node.events import AnnouncementFinished, AnnouncementStarted, EventBus
-from node.secrets import SecretStore
+from node.events import AnnouncementFinished, AnnouncementStarted
+from tests.service_context import recording_context
 
 
 class FakeBridge:
@@ -21,12 +18,9 @@ class FakeBridge:
 
 
 def test_disabled_announcements_are_no_ops_and_the_player_still_reports() -> None:
-    config = NodeConfig()
-    bus = EventBus()
-    published: list[Any] = []
-    bus.publish = published.append  # type: ignore[method-assign]
-    ctx = NodeContext(config, SecretStore(config, {}), bus, lambda: 0.0)
-    service = Announcements(ctx, quiet_kinds=("courtesy",))
+    rec = recording_context(NodeConfig())
+    published = rec.published
+    service = Announcements(rec.ctx, quiet_kinds=("courtesy",))
     service.playback(("play_started", 1))  # before the bridge runs: nothing to say
     service.attach(FakeBridge())  # type: ignore[arg-type]
     assert service.announcer is None and service.stats() is None

@@ -8,12 +8,11 @@ from typing import Any
 
 from node.calls.service import CallInfo, CallService
 from node.config import NodeConfig
-from node.context import NodeContext
-from node.events import EventBus, Hangup, IncomingCall
+from node.events import Hangup, IncomingCall
 from node.iax2 import call as c
 from node.iax2.constants import Format
 from node.iax2.endpoint import EndpointOutput
-from node.secrets import SecretStore
+from tests.service_context import recording_context
 
 
 class FakeLinks:
@@ -63,24 +62,11 @@ class FakeAnnounce:
 
 class Setup:
     def __init__(self) -> None:
-        config = NodeConfig()
-        bus = EventBus()
-        self.published: list[Any] = []
-        bus.publish = self.published.append  # type: ignore[method-assign]
-        self.changes = 0
-        self.rearms = 0
-        ctx = NodeContext(config, SecretStore(config, {}), bus, lambda: 50.0)
-        ctx.changed = self._changed
-        ctx.rearm = self._rearm
+        self.rec = recording_context(NodeConfig(), lambda: 50.0)
+        self.published = self.rec.published
         self.links, self.commands, self.announce = FakeLinks(), FakeCommands(), FakeAnnounce()
-        self.calls = CallService(ctx)
+        self.calls = CallService(self.rec.ctx)
         self.calls.wire(self.links, self.commands, self.announce)
-
-    def _changed(self) -> None:
-        self.changes += 1
-
-    def _rearm(self) -> None:
-        self.rearms += 1
 
     def events(self, *events: Any) -> None:
         self.calls.apply(EndpointOutput(events=events))
@@ -98,7 +84,7 @@ def test_a_node_calling_is_the_links_and_so_are_its_calls_events() -> None:
     assert [kind for kind, _ in s.links.seen] == ["inbound", "event", "event"]
     assert s.calls.calls == {} and s.published == []
     # Nothing of the snapshot's plain calls changed; the timer is re-armed once per output.
-    assert (s.changes, s.rearms) == (0, 1)
+    assert (s.rec.changes, s.rec.rearms) == (0, 1)
 
 
 def test_a_plain_call_is_shown_announced_and_ended() -> None:
@@ -112,7 +98,7 @@ def test_a_plain_call_is_shown_announced_and_ended() -> None:
     assert s.published[-1] == Hangup(reason="hung up by peer: bye")
     assert s.commands.forgotten == ["call 4"]
     assert s.announce.said[-1] == ("hangup", "")
-    assert s.changes == 2
+    assert s.rec.changes == 2
 
 
 def test_digits_of_an_owned_call_are_commands_others_are_dropped() -> None:

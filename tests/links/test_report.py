@@ -3,17 +3,15 @@ announcements, status-post triggers, remote digits)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 
 from node.config import NodeConfig
-from node.context import NodeContext
-from node.events import EventBus, Link
+from node.events import Link
 from node.links import network as ln
 from node.links import text as t
 from node.links.report import LinkReporter
-from node.secrets import SecretStore
+from tests.service_context import recording_context
 
 
 class Recorder:
@@ -34,11 +32,8 @@ class Recorder:
 
 
 def test_each_link_event_reaches_its_audience() -> None:
-    config = NodeConfig()
-    bus = EventBus()
-    published: list[Any] = []
-    bus.publish = published.append  # type: ignore[method-assign]
-    ctx = NodeContext(config, SecretStore(config, {}), bus, lambda: 0.0, stopping=asyncio.Event())
+    recorded = recording_context(NodeConfig())
+    ctx, published = recorded.ctx, recorded.published
     rec = Recorder()
     report = LinkReporter(ctx, rec, rec)
     changed: list[str] = []

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from node.config import KeyingConfig, NodeConfig, RadioConfig
-from node.context import NodeContext
 from node.errors import CommandError
-from node.events import EventBus, Link, Radio
+from node.events import Link, Radio
 from node.radio.transmit import COURTESY, DSTAR_REFUSAL, TransmitService
-from node.secrets import SecretStore
+from tests.service_context import Recorded, recording_context
 
 
 class FakeBridge:
@@ -43,23 +42,18 @@ class FakeLinks:
         self.local.append(keyed)
 
 
-def service(**config: Any) -> tuple[TransmitService, FakeBridge, FakeLinks, list[Any], list[int]]:
-    node = NodeConfig(**config)
-    bus = EventBus()
-    published: list[Any] = []
-    bus.publish = published.append  # type: ignore[method-assign]
-    changes: list[int] = []
-    ctx = NodeContext(node, SecretStore(node, {}), bus, lambda: 100.0)
-    ctx.changed = lambda: changes.append(1)
+def service(**config: Any) -> tuple[TransmitService, FakeBridge, FakeLinks, Recorded]:
+    rec = recording_context(NodeConfig(**config), lambda: 100.0)
     links, bridge = FakeLinks(), FakeBridge()
-    tx = TransmitService(ctx, links)
+    tx = TransmitService(rec.ctx, links)
     tx.attach(bridge, None)  # type: ignore[arg-type]
-    return tx, bridge, links, published, changes
+    return tx, bridge, links, rec
 
 
 def test_the_local_source_stays_keyed_while_any_source_holds_it() -> None:
     async def main() -> None:
-        tx, bridge, links, published, changes = service()
+        tx, bridge, links, rec = service()
+        published = rec.published
         tx.key("operator")
         tx.key("carrier")
         assert bridge.keyed == [True] and links.local == [True]
@@ -72,7 +66,7 @@ def test_the_local_source_stays_keyed_while_any_source_holds_it() -> None:
             Link(kind="keyed", node=None, call=None, keyed=True),
             Link(kind="keyed", node=None, call=None, keyed=False, reason=None),
         ]
-        assert len(changes) == 2
+        assert rec.changes == 2
         assert tx.key_stats.timeouts == 0
 
     asyncio.run(main())
@@ -80,7 +74,8 @@ def test_the_local_source_stays_keyed_while_any_source_holds_it() -> None:
 
 def test_dstar_refuses_every_key_before_anything_moves() -> None:
     async def main() -> None:
-        tx, bridge, links, published, _ = service()
+        tx, bridge, links, rec = service()
+        published = rec.published
         links.dstar = True
         with pytest.raises(CommandError) as refused:
             tx.key()
@@ -94,7 +89,8 @@ def test_dstar_refuses_every_key_before_anything_moves() -> None:
 
 def test_the_tx_time_out_releases_every_hold() -> None:
     async def main() -> None:
-        tx, bridge, _, published, _ = service(keying=KeyingConfig(tx_timeout_secs=0))
+        tx, bridge, _, rec = service(keying=KeyingConfig(tx_timeout_secs=0))
+        published = rec.published
         tx.key("operator")
         tx.key("carrier")
         await asyncio.sleep(0.05)
@@ -110,7 +106,8 @@ def test_the_tx_time_out_releases_every_hold() -> None:
 def test_a_carrier_that_keyed_the_node_ends_with_the_courtesy_tone() -> None:
     async def main() -> None:
         tone = ((880.0, 0.0, 100),)
-        tx, bridge, _, published, _ = service(radio=RadioConfig(courtesy_tone=tone))
+        tx, bridge, _, rec = service(radio=RadioConfig(courtesy_tone=tone))
+        published = rec.published
         tx._on_squelch(True)
         tx._on_squelch(False)
         assert bridge.keyed == [True, False]

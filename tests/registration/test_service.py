@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 
 from node.config import Address, NodeConfig, RegisterConfig, SecretsConfig
-from node.context import NodeContext
 from node.errors import CommandError
-from node.events import EventBus, Registered, RegisterFailed
+from node.events import Registered, RegisterFailed
 from node.iax2.registration import Deregistered, RegistrationFailed
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.registration.service import RegistrationService
-from node.secrets import SecretStore
+from tests.service_context import Recorded, recording_context
 
 
 class FakeAnnounce:
@@ -36,25 +35,20 @@ class FakeCalls:
         pass
 
 
-def service(register: RegisterConfig | None) -> tuple[RegistrationService, list[Any], list[int]]:
+def service(register: RegisterConfig | None) -> tuple[RegistrationService, Recorded]:
     config = NodeConfig(register=register, secrets=SecretsConfig(source="control"))
-    bus = EventBus()
-    published: list[Any] = []
-    bus.publish = published.append  # type: ignore[method-assign]
-    changes: list[int] = []
-    ctx = NodeContext(config, SecretStore(config, {}), bus, lambda: 10.0)
-    ctx.changed = lambda: changes.append(1)
-    reg = RegistrationService(ctx)
+    rec = recording_context(config, lambda: 10.0)
+    reg = RegistrationService(rec.ctx)
     reg.wire(FakeCalls(), FakeAnnounce())
-    return reg, published, changes
+    return reg, rec
 
 
 def test_register_needs_the_section_and_the_secret() -> None:
-    reg, _, _ = service(None)
+    reg, _ = service(None)
     with pytest.raises(CommandError) as refused:
         reg.register()
     assert refused.value.status == 409 and "no [register] section" in str(refused.value)
-    reg, _, _ = service(RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"))
+    reg, _ = service(RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"))
     with pytest.raises(CommandError) as refused:
         reg.register()
     assert refused.value.status == 409 and "no node secret" in str(refused.value)
@@ -72,7 +66,7 @@ def test_register_needs_the_section_and_the_secret() -> None:
 
 
 def test_the_machines_events_become_bus_events_announcements_and_one_snapshot() -> None:
-    reg, published, changes = service(None)
+    reg, rec = service(None)
     announce = FakeAnnounce()
     reg.wire(FakeCalls(), announce)
     reg.on_events(
@@ -82,8 +76,8 @@ def test_the_machines_events_become_bus_events_announcements_and_one_snapshot() 
             Deregistered(),
         ]
     )
-    assert published == [RegisterFailed(reason="timed out"), Registered()]
+    assert rec.published == [RegisterFailed(reason="timed out"), Registered()]
     assert announce.said == ["register_failed", "registered"]
-    assert changes == [1]
+    assert rec.changes == 1
     reg.on_events([])
-    assert changes == [1]
+    assert rec.changes == 1
