@@ -377,7 +377,7 @@ class Controller:
             raise CommandError(str(exc), 400) from None
         if self.stopping.is_set():
             raise CommandError("the node is shutting down", 409)
-        self.call_service.dial(node, target, self.node_id)
+        self.call_service.dial(node, target.addr, target.username)
         return self.snapshot()
 
     def hangup(self, callno: int | None = None) -> dict[str, Any]:

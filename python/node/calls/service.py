@@ -30,7 +30,6 @@ from node.iax2 import call as c
 from node.iax2.constants import Format
 from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
 from node.iax2.transport import Address, EngineTransport
-from node.links.resolve import NodeAddress
 from node.media.bridge import MediaBridge
 
 __all__ = [
@@ -366,22 +365,24 @@ class CallService:
         # The most recent one: what an operator who just heard it ring or connect means.
         return max(candidates, key=lambda i: i.started)
 
-    def dial(self, node: str, target: NodeAddress, node_id: str | None) -> None:
-        """Place an outbound call to `node` at `target`."""
+    def dial(self, node: str, addr: Address, username: str | None) -> None:
+        """Place an outbound call to `node` at `addr` (as `username` unless we share a peer
+        secret with it: then as our own node number)."""
+        node_id = self._ctx.config.node_id
         peer_secret = self._ctx.secrets.peer_secret(node)
         params = c.DialParams(
             called_number=node,
             calling_number=node_id,
-            username=node_id if peer_secret is not None and node_id else target.username,
+            username=node_id if peer_secret is not None and node_id else username,
             secret=peer_secret,
             datetime=time.localtime()[:6],
         )
         now = self._ctx.clock()
         try:
-            callno, out = self.endpoint.dial(now, target.addr, params)
+            callno, out = self.endpoint.dial(now, addr, params)
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 500) from None
-        self.calls[callno] = CallInfo(callno, "outbound", node, target.addr, now)
+        self.calls[callno] = CallInfo(callno, "outbound", node, addr, now)
         self.apply(out)
         self._ctx.changed()
 
