@@ -36,6 +36,7 @@ from node.errors import CommandError, NodeLookupError
 from node.events import EventBus, Snapshot
 from node.iax2.registration import Registration, RegistrationEvent
 from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
+from node.links.commands import Command
 from node.links.lookup import NodeResolver
 from node.links.report import LinkReporter
 from node.links.service import LinkService
@@ -368,6 +369,16 @@ class Controller:
         behind the AMI login)."""
         execute = authorized or self.config.dtmf.enabled
         return await self.commands.run_digits(source, digits, execute=execute)
+
+    async def run_command(self, command: Command) -> str:
+        """AMI `rpt cmd ... ilink`: run one link command as a DTMF sequence would; what
+        happened, or CommandError when refused."""
+        return await self.commands.execute(command)
+
+    @property
+    def last_node(self) -> str | None:
+        """The last node a link command operated on (app_rpt's `lastlinknode`, `<node>` 0)."""
+        return self.commands.last.node
 
     async def dial(self, node: str, addr: str | None = None) -> dict[str, Any]:
         """Place an outbound call to `node` (at `addr`, else looked up: nodes file, DNS)."""
