@@ -87,6 +87,10 @@ class Controller:
         #: `[statpost]`: the status poster, given by `attach`.
         self.statpost: StatPostRunner | None = None
         self._timer = DeadlineTimer(self._on_timer)
+        #: Inside a drained batch of frames: changes mark a snapshot due, published once after
+        #: the batch (see `on_frames`).
+        self._batching = False
+        self._snapshot_due = False
 
         self.announcements = Announcements(ctx, quiet_kinds=(COURTESY,))
         self.call_service = CallService(ctx)
@@ -251,7 +255,13 @@ class Controller:
         return self.key_stats.report(node, links, now, now - self.started)
 
     def _changed(self) -> None:
-        self.bus.publish(Snapshot(self.snapshot()))
+        if self._batching:
+            self._snapshot_due = True
+            return
+        # A snapshot lists every call and link: with nobody subscribed, building it is pure
+        # cost (a subscriber that joins later is sent a fresh one first).
+        if self.bus.subscriber_count:
+            self.bus.publish(Snapshot(self.snapshot()))
 
     # --- the one timer ------------------------------------------------------------------------
 
@@ -285,16 +295,26 @@ class Controller:
         the frame, else to the calls."""
         now = self.now()
         registration, calls = self.registration_service, self.call_service
-        for addr, frame in batch:
-            try:
-                if registration.owns(addr, frame):
-                    registration.receive(frame, now)
-                else:
-                    calls.receive(addr, frame, now)
-            except Exception:
-                # One frame's failure must not cost the frames after it in the same batch
-                # (a lost KEY would otherwise take the voice behind it along).
-                log.exception("error handling a frame from %s:%d", addr[0], addr[1])
+        # One snapshot for the whole batch, after its last change: a snapshot per changing
+        # frame made a set-up burst at hub scale quadratic (2,000 calls listed hundreds of times
+        # a second), and the engine's queue overflowed while Python caught up.
+        self._batching = True
+        try:
+            for addr, frame in batch:
+                try:
+                    if registration.owns(addr, frame):
+                        registration.receive(frame, now)
+                    else:
+                        calls.receive(addr, frame, now)
+                except Exception:
+                    # One frame's failure must not cost the frames after it in the same batch
+                    # (a lost KEY would otherwise take the voice behind it along).
+                    log.exception("error handling a frame from %s:%d", addr[0], addr[1])
+        finally:
+            self._batching = False
+            if self._snapshot_due:
+                self._snapshot_due = False
+                self._changed()
 
     def on_engine_events(self, events: EngineEvents) -> None:
         """Media events from the engine: full voice frames to send, control edges, failures."""
