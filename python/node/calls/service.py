@@ -44,7 +44,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CODEC_NAMES = {
+CODEC_NAMES: dict[int | None, str] = {
     Format.ULAW: "ulaw",
     Format.ALAW: "alaw",
     Format.SLIN: "slin",
@@ -222,9 +222,10 @@ class CallService:
         changed = False
         links = self._links
         for event in out.events:
-            if isinstance(event, InboundRejected):
-                who = event.calling_number or event.username or event.addr[0]
-                log.info("refused inbound call from %s: %s", who, event.cause)
+            if not isinstance(event, c.CallEvent):
+                if isinstance(event, InboundRejected):
+                    who = event.calling_number or event.username or event.addr[0]
+                    log.info("refused inbound call from %s: %s", who, event.cause)
             elif (
                 links is not None
                 and isinstance(event, c.CallIncoming)
