@@ -40,9 +40,7 @@ class Radio:
         carrier: CarrierInput | None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cfg = cfg
-        self.ptt = ptt
-        self.carrier = carrier
+        self.cfg, self.ptt, self.carrier = cfg, ptt, carrier
         self.transmitter = Transmitter(cfg.hang_time_ms / 1000, tx_timeout_s)
         self.squelch = Squelch(cfg.rx_on_delay_ms / 1000)
         #: TX time-outs of the transmitter since start.
