@@ -134,7 +134,7 @@ def test_the_time_out_completes_a_number_and_a_refusal_is_logged(
             events.extend(dtmf_events(sub))
         await settle(lambda: "refused" in caplog.text)
 
-    with caplog.at_level(logging.WARNING, logger="node.command_runner"):
+    with caplog.at_level(logging.WARNING, logger="node.commands.runner"):
         run(scenario, timeout_ms=100)
     # No digit completed it: the time-out's event has an empty digit.
     assert events[-1] == {"event": "dtmf", "call": 3, "digit": "", "command": "*3199 connect 199"}

@@ -128,8 +128,8 @@ def test_no_key_while_a_dstar_session_is_active(tmp_path: Path) -> None:
 
 def test_only_controller_key_keys_the_local_source() -> None:
     """No code path keys around the D-Star guard: the one call that keys the local source
-    (`set_local_keyed(True)`) is in `Controller.key`, right after the guard; the radio's carrier
-    keys through `Controller.key` too, never through the media path."""
+    (`set_local_keyed(True)`) is in the transmit service's `key`, right after the guard; the
+    radio's carrier keys through that `key` too, never through the media path."""
     root = Path(node_package.__file__).parent
     keying_calls = []
     key_callers = []
@@ -161,14 +161,14 @@ def test_only_controller_key_keys_the_local_source() -> None:
                     and call.args[0].value == "carrier"
                 ):
                     key_callers.append((path.relative_to(root).as_posix(), fn.name))
-    # The bridge's own method forwards its argument to the engine; the controller's key()
-    # is the only caller that can pass True.
+    # The bridge's own method forwards its argument to the engine; the transmit service's
+    # key() is the only caller that can pass True.
     assert sorted(keying_calls) == [
-        ("controller.py", "key"),
         ("media/bridge.py", "set_local_keyed"),
+        ("radio/transmit.py", "key"),
     ]
-    # The radio's squelch keys through the controller's key(), the guarded path.
-    assert key_callers == [("controller.py", "_on_squelch")]
-    source = (root / "controller.py").read_text()
+    # The radio's squelch keys through the transmit service's key(), the guarded path.
+    assert key_callers == [("radio/transmit.py", "_on_squelch")]
+    source = (root / "radio" / "transmit.py").read_text()
     key_body = source[source.index("    def key(self") : source.index("    def unkey(")]
     assert key_body.index("dstar_active()") < key_body.index("set_local_keyed(True)")

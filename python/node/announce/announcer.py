@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from node.allstar.runner import DeadlineTimer
 from node.announce.phrases import (
     Phrase,
     event_phrase,
@@ -96,8 +97,8 @@ class Announcer:
         self.id_timer = IdTimer(config.id_interval_secs, clock()) if periodic else None
         self._queue: collections.deque[_Item] = collections.deque()
         self._task: asyncio.Task[None] | None = None
-        self._handle: asyncio.TimerHandle | None = None
-        self._handle_at: float | None = None
+        # loop.time() and the clock are both CLOCK_MONOTONIC.
+        self._id_handle = DeadlineTimer(self._id_due)
         self._closed = False
         self.played = 0
         self.dropped = 0
@@ -158,9 +159,7 @@ class Announcer:
 
     def close(self) -> None:
         self._closed = True
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        self._id_handle.cancel()
         if self._task is not None:
             self._task.cancel()
             self._task = None
@@ -201,20 +200,11 @@ class Announcer:
 
     def _arm(self) -> None:
         timer = self.id_timer
-        at = timer.next_deadline() if timer is not None and not self._closed else None
-        if at == self._handle_at:
-            return
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        self._handle_at = at
-        if at is not None:
-            # loop.time() and the clock are both CLOCK_MONOTONIC.
-            self._handle = asyncio.get_running_loop().call_at(at, self._id_due)
+        self._id_handle.arm(
+            timer.next_deadline() if timer is not None and not self._closed else None
+        )
 
     def _id_due(self) -> None:
-        self._handle = None
-        self._handle_at = None
         timer = self.id_timer
         if timer is not None and timer.timer(self._clock()):
             cfg = self.config

@@ -582,10 +582,10 @@ class AmiServer:
             node = target
             if node == "0":
                 # app_rpt: 0 is the last node operated on.
-                node = self._controller.commands.last.node
+                node = self._controller.last_node
                 if node is None:
                     return Cli.FAILURE, "no last node yet (0 means the last node operated on)\n"
-        await self._controller.commands.execute(Command(kind, node=node, permanent=permanent))
+        await self._controller.run_command(Command(kind, node=node, permanent=permanent))
         return Cli.SUCCESS, ""
 
     async def _iax2_show_registry(self, args: list[str]) -> tuple[Cli, str]:

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
@@ -127,13 +128,14 @@ def create_app(controller: Controller) -> Starlette:
             node = required(body, "node", str)
         return JSONResponse(await controller.link(action, node or "", optional(body, "addr", str)))
 
-    async def key(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        return JSONResponse(controller.key())
+    def bare_command(method: Callable[[], dict[str, Any]]) -> Callable[..., Any]:
+        """A command without fields (its body must still be JSON) that replies the snapshot."""
 
-    async def unkey(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        return JSONResponse(controller.unkey())
+        async def handler(request: Request) -> JSONResponse:
+            await read_json_body(request)
+            return JSONResponse(method())
+
+        return handler
 
     def call_command(method: Callable[[int | None], dict[str, Any]]) -> Callable[..., Any]:
         async def handler(request: Request) -> JSONResponse:
@@ -141,22 +143,6 @@ def create_app(controller: Controller) -> Starlette:
             return JSONResponse(method(optional(body, "call", int)))
 
         return handler
-
-    async def enable_inbound(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        return JSONResponse(controller.set_listening(True))
-
-    async def disable_inbound(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        return JSONResponse(controller.set_listening(False))
-
-    async def register(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        return JSONResponse(controller.register())
-
-    async def deregister(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        return JSONResponse(controller.deregister())
 
     async def secrets(request: Request) -> JSONResponse:
         body = await read_json_body(request)
@@ -191,6 +177,8 @@ def create_app(controller: Controller) -> Starlette:
         log.error("control request %s %s failed", request.method, request.url.path, exc_info=exc)
         return error("internal error", 500)
 
+    enable_inbound = bare_command(partial(controller.set_listening, True))
+    disable_inbound = bare_command(partial(controller.set_listening, False))
     routes = [
         *page_routes(),
         Route("/status", status, methods=["GET"]),
@@ -200,15 +188,15 @@ def create_app(controller: Controller) -> Starlette:
         Route("/bridge", bridge, methods=["POST"]),
         Route("/dial", dial, methods=["POST"]),
         Route("/link", link, methods=["POST"]),
-        Route("/key", key, methods=["POST"]),
-        Route("/unkey", unkey, methods=["POST"]),
+        Route("/key", bare_command(controller.key), methods=["POST"]),
+        Route("/unkey", bare_command(controller.unkey), methods=["POST"]),
         Route("/hangup", call_command(controller.hangup), methods=["POST"]),
         Route("/answer", call_command(controller.answer), methods=["POST"]),
         Route("/reject", call_command(controller.reject), methods=["POST"]),
         Route("/enable_inbound", enable_inbound, methods=["POST"]),
         Route("/disable_inbound", disable_inbound, methods=["POST"]),
-        Route("/register", register, methods=["POST"]),
-        Route("/deregister", deregister, methods=["POST"]),
+        Route("/register", bare_command(controller.register), methods=["POST"]),
+        Route("/deregister", bare_command(controller.deregister), methods=["POST"]),
         Route("/secrets", secrets, methods=["POST"]),
         Route("/devices", devices, methods=["POST"]),
         Route("/levels", levels, methods=["POST"]),

@@ -22,14 +22,24 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from node._core import DeviceError, DevicePort, Engine, cw_pcm, resample_pcm, tone_pcm
 from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig
 from node.errors import CommandError
+from node.iax2 import call as c
+from node.iax2.constants import ControlSubclass
 from node.media.audio import AudioDevice, open_audio
 
-__all__ = ["Destination", "Keying", "LegMode", "MediaBridge", "PlaybackEnded", "Topology"]
+__all__ = [
+    "CallLeg",
+    "Destination",
+    "Keying",
+    "LegMode",
+    "MediaBridge",
+    "PlaybackEnded",
+    "Topology",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +53,17 @@ Destination = Literal["to_monitor", "to_air", "to_air_and_links"]
 DESTINATIONS: tuple[str, ...] = ("to_monitor", "to_air", "to_air_and_links")
 #: Called once when a playback ends: True when it played out, False when it was cut short.
 PlaybackEnded = Callable[[bool], None]
+
+
+class CallLeg(Protocol):
+    """What a leg needs of an IAX2 call (`node.iax2.call.Call`)."""
+
+    callno: int
+    peer_callno: int
+    peer_addr: tuple[str, int]
+    format: int | None
+
+    def timestamp(self, now: float) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +255,19 @@ class MediaBridge:
         link, which announcements reach only as "to_air_and_links"."""
         self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf, link)
 
+    def add_call_leg(self, call: CallLeg, now: float, **options: Any) -> None:
+        """Start the media of a call that has its codec: its numbers, peer and clock, with
+        `add_leg`'s `mode`, `keying`, `dtmf` and `link` options."""
+        assert call.format is not None
+        self.add_leg(
+            call.callno,
+            call.peer_callno,
+            call.peer_addr,
+            call.format,
+            call.timestamp(now),
+            **options,
+        )
+
     def remove_leg(self, callno: int) -> None:
         self._engine.remove_leg(callno)
 
@@ -249,7 +283,8 @@ class MediaBridge:
 
     def set_local_keyed(self, keyed: bool) -> None:
         """The operator's push-to-talk: the local source talks into every call and transceive
-        link (silence included) until unkeyed. Only `Controller.key`/`unkey` call this."""
+        link (silence included) until unkeyed. Only the transmit service's `key`/`unkey` call
+        this."""
         self._engine.set_local_keyed(keyed)
 
     def push_voice(self, callno: int, fmt: int, ts: int, payload: bytes) -> None:
@@ -262,6 +297,16 @@ class MediaBridge:
         (value = CONTROL subclass, e.g. 12 RADIO_KEY), "dtmf" (value = digit), "text"
         (payload = the text) or "cng"."""
         self._engine.push_control(callno, kind, value, ts, payload)
+
+    def push_received(self, event: c.VoiceFullReceived | c.RadioKeyed | c.RadioUnkeyed) -> None:
+        """A call's received full voice frame or radio key / unkey goes to its leg, to play
+        out in order with the call's audio."""
+        if isinstance(event, c.VoiceFullReceived):
+            self.push_voice(event.callno, event.format, event.ts, event.payload)
+        else:
+            keyed = isinstance(event, c.RadioKeyed)
+            sub = ControlSubclass.RADIO_KEY if keyed else ControlSubclass.RADIO_UNKEY
+            self.push_control(event.callno, "control", int(sub), event.ts)
 
     def jitter_stats(self) -> dict[int, dict[str, int]]:
         return dict(self._engine.jitter_stats())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from node.config import RadioConfig
@@ -76,7 +76,36 @@ class _Watched:
         pass
 
 
-class Cm108Carrier(_Watched):
+class _FdWatched(_Watched):
+    """A detector whose device wakes the loop through a file descriptor."""
+
+    def _fileno(self) -> int:
+        raise NotImplementedError
+
+    def _levels(self) -> Iterable[bool]:
+        """The levels the device reports now (RadioError when it failed)."""
+        raise NotImplementedError
+
+    def start(self, loop: asyncio.AbstractEventLoop, on_change: OnChange) -> None:
+        self._loop, self._on_change = loop, on_change
+        loop.add_reader(self._fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            levels = self._levels()
+        except RadioError as exc:
+            self._failed(exc)
+            return
+        for active in levels:
+            self._level(active)
+
+    def _stop_watching(self) -> None:
+        if self._loop is not None and self._fileno() >= 0:
+            self._loop.remove_reader(self._fileno())
+        self._loop = None
+
+
+class Cm108Carrier(_FdWatched):
     """A CM108 input pin (volume down by default) from the interface's input reports."""
 
     backend = "cm108"
@@ -86,23 +115,11 @@ class Cm108Carrier(_Watched):
         self.device, self.pin, self.invert = device, pin, invert
         self._owns = owns_device
 
-    def start(self, loop: asyncio.AbstractEventLoop, on_change: OnChange) -> None:
-        self._loop, self._on_change = loop, on_change
-        loop.add_reader(self.device.fileno(), self._readable)
+    def _fileno(self) -> int:
+        return self.device.fileno()
 
-    def _readable(self) -> None:
-        try:
-            reports = self.device.read_reports()
-        except RadioError as exc:
-            self._failed(exc)
-            return
-        for report in reports:
-            self._level(input_active(report, self.pin) != self.invert)
-
-    def _stop_watching(self) -> None:
-        if self._loop is not None and self.device.fileno() >= 0:
-            self._loop.remove_reader(self.device.fileno())
-        self._loop = None
+    def _levels(self) -> Iterable[bool]:
+        return [input_active(r, self.pin) != self.invert for r in self.device.read_reports()]
 
     def close(self) -> None:
         self._stop_watching()
@@ -152,7 +169,7 @@ class SerialCarrier(_Watched):
         return {"backend": self.backend, "device": self.lines.path, "pin": self.pin}
 
 
-class GpioCarrier(_Watched):
+class GpioCarrier(_FdWatched):
     """A GPIO input line with edge events (active low with `carrier_invert`)."""
 
     backend = "gpio"
@@ -162,22 +179,14 @@ class GpioCarrier(_Watched):
         self.gpio = line
 
     def start(self, loop: asyncio.AbstractEventLoop, on_change: OnChange) -> None:
-        self._loop, self._on_change = loop, on_change
-        loop.add_reader(self.gpio.fileno(), self._readable)
+        super().start(loop, on_change)
         self._readable()  # a carrier already present at start counts
 
-    def _readable(self) -> None:
-        try:
-            active = self.gpio.active()
-        except RadioError as exc:
-            self._failed(exc)
-            return
-        self._level(active)
+    def _fileno(self) -> int:
+        return self.gpio.fileno()
 
-    def _stop_watching(self) -> None:
-        if self._loop is not None:
-            self._loop.remove_reader(self.gpio.fileno())
-        self._loop = None
+    def _levels(self) -> Iterable[bool]:
+        return (self.gpio.active(),)
 
     def close(self) -> None:
         self._stop_watching()

@@ -50,16 +50,22 @@ class NullPtt:
         return {"backend": self.backend}
 
 
-class Cm108Ptt:
-    """A CM108/CM119 GPIO pin (GPIO3 by default), driven high to key (low with `invert`)."""
+class _Device(Protocol):
+    path: str
 
-    backend = "cm108"
+    def close(self) -> None: ...
 
-    def __init__(self, device: Cm108, gpio: int, invert: bool) -> None:
-        self.device, self.gpio, self.invert = device, gpio, invert
+
+class _PinPtt:
+    """A PTT on one pin of a device: released before the device is let go."""
+
+    backend = ""
+
+    def __init__(self, device: _Device, pin: int | str, invert: bool = False) -> None:
+        self.device, self.pin, self.invert = device, pin, invert
 
     def set(self, keyed: bool) -> None:
-        self.device.write(output_report(self.gpio, keyed != self.invert))
+        raise NotImplementedError
 
     def close(self) -> None:
         try:
@@ -68,49 +74,42 @@ class Cm108Ptt:
             self.device.close()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "device": self.device.path, "pin": self.gpio}
+        return {"backend": self.backend, "device": self.device.path, "pin": self.pin}
 
 
-class SerialPtt:
+class Cm108Ptt(_PinPtt):
+    """A CM108/CM119 GPIO pin (GPIO3 by default), driven high to key (low with `invert`)."""
+
+    backend = "cm108"
+    device: Cm108
+    pin: int
+
+    def set(self, keyed: bool) -> None:
+        self.device.write(output_report(self.pin, keyed != self.invert))
+
+
+class SerialPtt(_PinPtt):
     """A serial port's RTS or DTR, set to key (cleared with `invert`)."""
 
     backend = "serial"
-
-    def __init__(self, lines: SerialLines, line: str, invert: bool) -> None:
-        self.lines, self.line, self.invert = lines, line, invert
+    device: SerialLines
+    pin: str
 
     def set(self, keyed: bool) -> None:
-        self.lines.set_line(self.line, keyed != self.invert)
-
-    def close(self) -> None:
-        try:
-            self.set(False)
-        finally:
-            self.lines.close()
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "device": self.lines.path, "pin": self.line}
+        self.device.set_line(self.pin, keyed != self.invert)
 
 
-class GpioPtt:
+class GpioPtt(_PinPtt):
     """A GPIO line, active high to key (active low with `invert`, the kernel's inversion)."""
 
     backend = "gpio"
+    device: GpioLine
 
     def __init__(self, line: GpioLine) -> None:
-        self.gpio = line
+        super().__init__(line, line.line)
 
     def set(self, keyed: bool) -> None:
-        self.gpio.set(keyed)
-
-    def close(self) -> None:
-        try:
-            self.set(False)
-        finally:
-            self.gpio.close()
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "device": self.gpio.path, "pin": self.gpio.line}
+        self.device.set(keyed)
 
 
 def open_ptt(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from node.allstar.runner import DeadlineTimer
 from node.config import RadioConfig
 from node.errors import RadioError
 from node.radio.carrier import CarrierInput, open_carrier
@@ -39,9 +40,7 @@ class Radio:
         carrier: CarrierInput | None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cfg = cfg
-        self.ptt = ptt
-        self.carrier = carrier
+        self.cfg, self.ptt, self.carrier = cfg, ptt, carrier
         self.transmitter = Transmitter(cfg.hang_time_ms / 1000, tx_timeout_s)
         self.squelch = Squelch(cfg.rx_on_delay_ms / 1000)
         #: TX time-outs of the transmitter since start.
@@ -49,8 +48,8 @@ class Radio:
         self._clock = clock
         self._on_ptt: Callable[[PttChange], None] | None = None
         self._on_squelch: Callable[[bool], None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
+        # loop.time() and the clock are both CLOCK_MONOTONIC.
+        self._timer = DeadlineTimer(self._on_timer)
         self._closed = False
 
     @classmethod
@@ -117,7 +116,6 @@ class Radio:
             self.carrier_changed(open)
 
     def _on_timer(self) -> None:
-        self._timer = self._timer_at = None
         now = self.now()
         self._squelch(self.squelch.timer(now))
         self._ptt(self.transmitter.timer(now))
@@ -145,15 +143,7 @@ class Radio:
         deadlines = [
             d for d in (self.transmitter.next_deadline(), self.squelch.next_deadline()) if d
         ]
-        at = min(deadlines) if deadlines else None
-        if at == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer, self._timer_at = None, at
-        if at is not None:
-            # loop.time() and the clock are both CLOCK_MONOTONIC.
-            self._timer = asyncio.get_running_loop().call_at(at, self._on_timer)
+        self._timer.arm(min(deadlines) if deadlines else None)
 
     # --- status and shutdown -----------------------------------------------------------------
 
@@ -189,9 +179,7 @@ class Radio:
         if self._closed:
             return
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = self._timer_at = None
+        self._timer.cancel()
         change = self.transmitter.release(reason)
         try:
             if self.carrier is not None:

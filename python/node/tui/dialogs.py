@@ -4,7 +4,7 @@ bridge settings. Each is a modal screen that returns its answer to the app (None
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, RadioButton, RadioSet
 
 __all__ = ["BridgeDialog", "ConfirmDialog", "NodePrompt"]
+
+_Result = TypeVar("_Result")
 
 DIALOG_CSS = """
 ConfirmDialog, NodePrompt, BridgeDialog {
@@ -51,15 +53,37 @@ ConfirmDialog, NodePrompt, BridgeDialog {
 """
 
 
-class ConfirmDialog(ModalScreen[bool]):
+class _Dialog(ModalScreen[_Result]):
+    """A dialog box: its question, what it asks, and a row of buttons."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    SCOPED_CSS = False
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="question")
+            yield from self.body()
+            with Horizontal():
+                yield from self.buttons()
+
+    def body(self) -> ComposeResult:
+        raise NotImplementedError
+
+    def buttons(self) -> ComposeResult:
+        raise NotImplementedError
+
+
+class ConfirmDialog(_Dialog[bool]):
     """A question whose answer is "no" unless the operator picks the other button on purpose.
 
     "No" has the focus: Enter, Escape and `n` all answer no. "Yes" must be reached first (Tab or
     an arrow key, or a click) and then pressed, so no single key stroke says yes.
     """
 
-    DEFAULT_CSS = DIALOG_CSS
-    SCOPED_CSS = False
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "answer(False)", "No", show=False),
         Binding("n", "answer(False)", "No", show=False),
@@ -67,22 +91,20 @@ class ConfirmDialog(ModalScreen[bool]):
     ]
 
     def __init__(self, question: str, detail: str, yes_label: str) -> None:
-        super().__init__()
-        self.question = question
+        super().__init__(question)
         self.detail = detail
         self.yes_label = yes_label
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label(self.question, classes="question")
-            yield Label(self.detail)
-            yield Label(
-                f"Enter or Esc: No. To answer yes: Tab to {self.yes_label!r}, Enter.",
-                classes="hint",
-            )
-            with Horizontal():
-                yield Button("No", id="no", variant="primary")
-                yield Button(self.yes_label, id="yes", variant="error")
+    def body(self) -> ComposeResult:
+        yield Label(self.detail)
+        yield Label(
+            f"Enter or Esc: No. To answer yes: Tab to {self.yes_label!r}, Enter.",
+            classes="hint",
+        )
+
+    def buttons(self) -> ComposeResult:
+        yield Button("No", id="no", variant="primary")
+        yield Button(self.yes_label, id="yes", variant="error")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -95,35 +117,41 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(answer)
 
 
-class NodePrompt(ModalScreen[tuple[str, str | None] | None]):
+class _CancellableDialog(_Dialog[_Result | None]):
+    """A dialog that Escape or its "Cancel" button closes with None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", show=False)]
+
+    #: The label of the button that applies the answer.
+    ok_label = "OK"
+
+    def buttons(self) -> ComposeResult:
+        yield Button("Cancel", id="cancel")
+        yield Button(self.ok_label, id="ok", variant="primary")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NodePrompt(_CancellableDialog[tuple[str, str | None]]):
     """Asks for a node number and, optionally, the address to reach it at.
 
     Returns (node, address or None), or None when cancelled. The address is for nodes that are
     not in the nodes file (`ip:port`); the controller checks both and explains what is wrong.
     """
 
-    DEFAULT_CSS = DIALOG_CSS
-    SCOPED_CSS = False
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", show=False)]
-
     def __init__(self, title: str, action: str, node: str = "", ask_addr: bool = True) -> None:
-        super().__init__()
-        self.title_text = title
-        self.action_label = action
+        super().__init__(title)
+        self.ok_label = action
         self.node = node
         self.ask_addr = ask_addr
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="question")
-            yield Label("Node number:")
-            yield Input(self.node, placeholder="e.g. 2000", restrict=r"[0-9]*", id="node")
-            if self.ask_addr:
-                yield Label("Address (ip:port), empty to look the node up:")
-                yield Input(placeholder="optional, e.g. 192.0.2.10:4569", id="addr")
-            with Horizontal():
-                yield Button("Cancel", id="cancel")
-                yield Button(self.action_label, id="ok", variant="primary")
+    def body(self) -> ComposeResult:
+        yield Label("Node number:")
+        yield Input(self.node, placeholder="e.g. 2000", restrict=r"[0-9]*", id="node")
+        if self.ask_addr:
+            yield Label("Address (ip:port), empty to look the node up:")
+            yield Input(placeholder="optional, e.g. 192.0.2.10:4569", id="addr")
 
     def on_mount(self) -> None:
         self.query_one("#node", Input).focus()
@@ -141,41 +169,31 @@ class NodePrompt(ModalScreen[tuple[str, str | None] | None]):
         event.stop()
         self.dismiss(self._answer() if event.button.id == "ok" else None)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 BRIDGE_MODES = ("handset", "bridge", "conference", "parrot")
 
 
-class BridgeDialog(ModalScreen[dict[str, Any] | None]):
+class BridgeDialog(_CancellableDialog[dict[str, Any]]):
     """The conference topology, mix-minus and whether the local radio is in the conference.
     Returns the three settings, or None when cancelled."""
 
-    DEFAULT_CSS = DIALOG_CSS
-    SCOPED_CSS = False
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", show=False)]
+    ok_label = "Apply"
 
     def __init__(self, current: Mapping[str, Any]) -> None:
-        super().__init__()
+        super().__init__("Bridge mode (applied live)")
         self.current = current
 
-    def compose(self) -> ComposeResult:
+    def body(self) -> ComposeResult:
         mode = self.current.get("mode", "bridge")
-        with Vertical(classes="dialog"):
-            yield Label("Bridge mode (applied live)", classes="question")
-            with RadioSet(id="mode"):
-                for name in BRIDGE_MODES:
-                    yield RadioButton(name, value=name == mode, id=f"mode-{name}")
-            yield Checkbox("mix-minus", bool(self.current.get("mix_minus", True)), id="mix")
-            yield Checkbox(
-                "local radio in the conference",
-                bool(self.current.get("include_local_radio", False)),
-                id="local",
-            )
-            with Horizontal():
-                yield Button("Cancel", id="cancel")
-                yield Button("Apply", id="ok", variant="primary")
+        with RadioSet(id="mode"):
+            for name in BRIDGE_MODES:
+                yield RadioButton(name, value=name == mode, id=f"mode-{name}")
+        yield Checkbox("mix-minus", bool(self.current.get("mix_minus", True)), id="mix")
+        yield Checkbox(
+            "local radio in the conference",
+            bool(self.current.get("include_local_radio", False)),
+            id="local",
+        )
 
     def on_mount(self) -> None:
         self.query_one("#mode", RadioSet).focus()
@@ -194,6 +212,3 @@ class BridgeDialog(ModalScreen[dict[str, Any] | None]):
                 "include_local_radio": self.query_one("#local", Checkbox).value,
             }
         )
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -1,13 +1,14 @@
 """Where DTMF digits become link commands, and where link commands from DTMF and AMI run.
 
-The controller hands every received digit here (`digit`): from a call or a link's IAX2 DTMF
-frames, and `D` texts addressed to us. Each source gets its own `CommandMapper` (created at `*`,
+The calls and links services hand every received digit here (`digit`): from a call or a link's
+IAX2 DTMF frames, and `D` texts addressed to us; the router hands it the digits the engine
+decodes in audio. Each source gets its own `CommandMapper` (created at `*`,
 dropped when its sequence ends), and one loop timer for its inter-digit time-out. Every digit is
 published as a `dtmf` event; the event that completes a sequence carries the command. Commands
 run only with `[dtmf] enabled = true`; otherwise digits are still published, without commands.
 
-`execute` runs a `Command` through the controller's own link methods (what POST /link uses), so
-AMI `rpt cmd ... ilink`, AMI `rpt fun` and DTMF all behave the same.
+`execute` runs a `Command` through the links service (what POST /link uses), so AMI
+`rpt cmd ... ilink`, AMI `rpt fun` and DTMF all behave the same.
 
 Remote command mode (`*4<node>`, app_rpt's ilink 4) belongs to the source that typed it: its
 later digits go to `<node>` as `D` texts until it types `#`, stays silent for
@@ -24,18 +25,16 @@ import datetime
 import logging
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from node.context import NodeContext
 from node.errors import CommandError
 from node.events import Dtmf
 from node.links.commands import END_CHAR, Command, CommandMapper, LastNode
-from node.links.network import LinkMode
+from node.links.network import LinkMode, LinkNetwork
 from node.links.resolve import parse_extnodes
 
-if TYPE_CHECKING:
-    from node.controller import Controller
-
-__all__ = ["CommandRunner", "Outcome"]
+__all__ = ["CommandRunner", "LinkCommands", "Outcome", "StatusAnnouncer"]
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +70,36 @@ class _Echoes:
         return False
 
 
-class CommandRunner:
-    """The DTMF sources of one controller, and the executor of link commands."""
+class LinkCommands(Protocol):
+    """What commands do to links (the links service)."""
 
-    def __init__(self, controller: Controller) -> None:
-        self._controller = controller
-        self._timeout = controller.config.dtmf.inter_digit_timeout_ms / 1000
+    network: LinkNetwork
+
+    async def link(
+        self, action: str, node: str, addr: str | None = None, *, permanent: bool = False
+    ) -> None: ...
+
+    def send_remote_digit(self, node: str, digit: str) -> None: ...
+
+
+class StatusAnnouncer(Protocol):
+    """What commands say aloud (the announcements service)."""
+
+    def status(self, entries: list[str]) -> None: ...
+
+    def last_keyed(self, node: str | None) -> None: ...
+
+
+class CommandRunner:
+    """The node's DTMF sources, and the executor of link commands."""
+
+    def __init__(self, ctx: NodeContext, links: LinkCommands, announce: StatusAnnouncer) -> None:
+        self._ctx = ctx
+        self._links = links
+        self._announce = announce
+        self._bus = ctx.bus
+        self._clock = ctx.clock
+        self._timeout = ctx.config.dtmf.inter_digit_timeout_ms / 1000
         #: The last node any command named (app_rpt `lastlinknode`), for `<node>` = 0.
         self.last = LastNode()
         self._mappers: dict[str, CommandMapper] = {}
@@ -95,7 +118,7 @@ class CommandRunner:
     @property
     def enabled(self) -> bool:
         """`[dtmf] enabled`: whether digits from calls and links run commands."""
-        return self._controller.config.dtmf.enabled
+        return self._ctx.config.dtmf.enabled
 
     def executed_today(self, today: datetime.date | None = None) -> int:
         day, count = self._executed_day
@@ -107,8 +130,8 @@ class CommandRunner:
         """One digit from `source` (e.g. "call 5", "local"); `call` is the call id the event
         shows; `inband` when it was decoded from tones in the audio (one key press that also
         came as an IAX2 DTMF frame counts once)."""
-        bus = self._controller.bus
-        if self._echoes.is_echo(source, digit, inband, self._controller.now()):
+        bus = self._bus
+        if self._echoes.is_echo(source, digit, inband, self._clock()):
             log.debug("DTMF %s from %s came as a frame and as tones; counted once", digit, source)
             return
         if not self.enabled:
@@ -121,7 +144,7 @@ class CommandRunner:
         mapper = self._mappers.get(source)
         if mapper is None:
             mapper = self._mappers[source] = self._mapper()
-        command = mapper.feed(digit, self._controller.now())
+        command = mapper.feed(digit, self._clock())
         self._settle(source, call, mapper)
         bus.publish(Dtmf(call=call, digit=digit, command=None if command is None else str(command)))
         if command is not None:
@@ -144,17 +167,17 @@ class CommandRunner:
         log.info("DTMF %s from %s: digits go to node %s until #", command, source, command.node)
 
     def _check_remote(self, source: str, call: int | None, node: str) -> None:
-        ctl = self._controller
-        if source.startswith("remote ") or (call is not None and ctl.links.is_link_call(call)):
+        net = self._links.network
+        if source.startswith("remote ") or (call is not None and net.is_link_call(call)):
             # app_rpt allows command mode only from its own radio and phone users.
             raise CommandError("remote command mode is not available to digits from a link", 403)
-        if node == ctl.node_id:
+        if node == self._ctx.config.node_id:
             raise CommandError("remote command mode to this node itself", 400)
-        if not ctl.links.reachable(node):
+        if not net.reachable(node):
             raise CommandError(f"node {node} is not in the network", 404)
 
     def _remote_digit(self, source: str, call: int | None, node: str, digit: str) -> None:
-        bus = self._controller.bus
+        bus = self._bus
         if digit.upper() == END_CHAR:
             self._leave_remote(source)
             ended = Command("remote_end", END_CHAR, node=node)
@@ -163,7 +186,7 @@ class CommandRunner:
             return
         bus.publish(Dtmf(call=call, digit=digit))
         try:
-            self._controller.send_remote_digit(node, digit)
+            self._links.send_remote_digit(node, digit)
         except CommandError as exc:
             self._leave_remote(source)
             log.warning("DTMF from %s: remote command mode to node %s ended: %s", source, node, exc)
@@ -183,7 +206,7 @@ class CommandRunner:
         node = self._remote.pop(source, None)
         if node is not None:
             ended = Command("remote_end", node=node)
-            self._controller.bus.publish(Dtmf(call=call, digit="", command=str(ended)))
+            self._bus.publish(Dtmf(call=call, digit="", command=str(ended)))
             log.info("DTMF from %s: remote command mode to node %s timed out", source, node)
 
     def _leave_remote(self, source: str) -> None:
@@ -226,11 +249,11 @@ class CommandRunner:
         mapper = self._mappers.get(source)
         if mapper is None:
             return
-        command = mapper.timer(self._controller.now())
+        command = mapper.timer(self._clock())
         self._settle(source, call, mapper)
         if command is not None:
             # No digit completed it: the event carries the command with an empty digit.
-            self._controller.bus.publish(Dtmf(call=call, digit="", command=str(command)))
+            self._bus.publish(Dtmf(call=call, digit="", command=str(command)))
             self._completed(source, call, command)
 
     def _launch(self, source: str, command: Command) -> None:
@@ -246,7 +269,7 @@ class CommandRunner:
         else:
             log.info("DTMF %s from %s: %s", command, source, result)
 
-    # --- whole strings (AMI rpt fun, Controller.dtmf_command) ---------------------------------
+    # --- whole strings (AMI rpt fun, POST /dtmf) ---------------------------------
 
     async def run_digits(self, source: str, digits: str, *, execute: bool) -> list[Outcome]:
         """Map a whole digit string (its end acts as `#`); run the commands when `execute`, in
@@ -258,8 +281,8 @@ class CommandRunner:
         rest of the string, up to a `#`, goes to `<node>`.
         """
         mapper = self._mapper()
-        now = self._controller.now()
-        bus = self._controller.bus
+        now = self._clock()
+        bus = self._bus
         outcomes: list[Outcome] = []
         remote: str | None = None
         for digit in digits:
@@ -272,7 +295,7 @@ class CommandRunner:
                     continue
                 bus.publish(Dtmf(call=None, digit=digit))
                 try:
-                    self._controller.send_remote_digit(remote, digit)
+                    self._links.send_remote_digit(remote, digit)
                 except CommandError as exc:
                     outcomes.append((Command("remote", node=remote), exc))
                     remote = None
@@ -312,7 +335,7 @@ class CommandRunner:
 
     async def execute(self, command: Command) -> str:
         """Run one command; returns what happened, raises CommandError when refused."""
-        ctl = self._controller
+        links, net = self._links, self._links.network
         kind, node = command.kind, command.node
         if kind == "unknown":
             raise CommandError(command.reason or "no such command", 400)
@@ -321,14 +344,14 @@ class CommandRunner:
             # The node operated on, whatever comes of it (app_rpt lastlinknode).
             self.last.node = node
             if kind == "disconnect":
-                link = ctl.links.links.get(node)
+                link = net.links.get(node)
                 if link is not None and link.permanent and not command.permanent:
                     # app_rpt: a permanent link is dropped only by the permanent variant.
                     raise CommandError(
                         f"node {node} is a permanent link: drop it with ilink 11 or POST /link",
                         409,
                     )
-            await ctl.link(kind, node, permanent=command.permanent)
+            await links.link(kind, node, permanent=command.permanent)
             done = {
                 "connect": "linking",
                 "monitor": "monitoring",
@@ -338,23 +361,23 @@ class CommandRunner:
             result = f"{done[kind]} node {node}"
         elif kind == "disconnect_all":
             # app_rpt's ilink 6: permanent links go too.
-            dropped = list(ctl.links.links)
-            await ctl.link("disconnect_all", "")
+            dropped = list(net.links)
+            await links.link("disconnect_all", "")
             result = f"disconnected {', '.join(dropped)}" if dropped else "no links"
         elif kind == "restore":
             result = await self._restore()
         elif kind in ("status", "full_status"):
             # app_rpt's ilink 5 says our own links, ilink 15 the whole network behind them.
             if kind == "status":
-                entries = ctl.links.list_entries()
+                entries = net.list_entries()
             else:
-                entries = [str(e) for e in ctl.links.network_entries()]
+                entries = [str(e) for e in net.network_entries()]
             result = f"links: {', '.join(entries)}" if entries else "no links"
-            ctl.announce_status(entries)
+            self._announce.status(entries)
         elif kind == "last_keyed":
-            last = ctl.links.last_keyed_node
+            last = net.last_keyed_node
             result = f"last keyed by node {last}" if last is not None else "no node has keyed"
-            ctl.announce_last_keyed(last)
+            self._announce.last_keyed(last)
         elif kind == "remote":
             raise CommandError(
                 "remote command mode needs a DTMF source (*4 typed on a call, "
@@ -369,8 +392,7 @@ class CommandRunner:
     async def _restore(self) -> str:
         """`*74` (app_rpt's ilink 16): redial the links the last disconnect-all dropped, each
         in its mode and permanence; the list is kept, as app_rpt keeps it."""
-        ctl = self._controller
-        saved = ctl.links.saved
+        saved = self._links.network.saved
         if not saved:
             return "nothing to restore"
         done: list[str] = []
@@ -382,7 +404,7 @@ class CommandRunner:
                 LinkMode.LOCAL_MONITOR: "local_monitor",
             }[link.mode]
             try:
-                await ctl.link(action, link.node, permanent=link.permanent)
+                await self._links.link(action, link.node, permanent=link.permanent)
             except CommandError as exc:
                 refused.append(f"{link.node} ({exc})")
             else:
@@ -400,16 +422,16 @@ class CommandRunner:
     # --- node lookup for unambiguous node numbers ---------------------------------------------
 
     def _known(self, kind: str) -> Collection[str]:
-        ctl = self._controller
+        net = self._links.network
         if kind == "disconnect":
-            return frozenset(ctl.links.links)
+            return frozenset(net.links)
         if kind == "remote":
-            return ctl.links.tree()
-        known = {node for node, cfg in ctl.config.links.items() if cfg.addr is not None}
+            return net.tree()
+        known = {node for node, cfg in self._ctx.config.links.items() if cfg.addr is not None}
         return known | self._nodes_in_file()
 
     def _nodes_in_file(self) -> frozenset[str]:
-        path = self._controller.config.nodes_file
+        path = self._ctx.config.nodes_file
         if path is None:
             return frozenset()
         try:

@@ -1,0 +1,204 @@
+"""The transmit service: keying the local source, the TX time-out, the radio's PTT and squelch,
+the courtesy tone and the D-Star guard.
+
+`key` is the only path that keys the local source (operator commands: POST /key, the TUI, AMI;
+and the radio's squelch, through `_on_squelch`). It refuses while a D-Star session is active:
+D-Star transmit is never keyed remotely (spec Errors rule 3). The local source stays keyed while
+any source holds it; the TX time-out releases every hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from node._core import tone_sequence_pcm
+from node.allstar.statpost import KeyStats
+from node.context import NodeContext
+from node.errors import CommandError
+from node.events import Link, Radio
+from node.media.bridge import MediaBridge
+from node.radio.radio import Radio as RadioEdge
+from node.radio.transmitter import PttChange
+
+__all__ = ["COURTESY", "DSTAR_REFUSAL", "KeyingLinks", "TransmitService"]
+
+log = logging.getLogger(__name__)
+
+#: The spec's refusal of POST /key while a D-Star session is active.
+DSTAR_REFUSAL = (
+    "refusing to key: a D-Star session is active and D-Star transmit is not remotely keyable"
+)
+
+#: The player's kind for the radio's courtesy tone (no `announcement_*` events).
+COURTESY = "courtesy"
+
+
+class KeyingLinks(Protocol):
+    """What keying needs of the link network (`node.links.network.LinkNetwork`)."""
+
+    def dstar_active(self) -> bool: ...
+
+    def set_local_keyed(self, keyed: bool, now: float) -> None: ...
+
+
+class TransmitService:
+    """The local source's keying and the radio's transmitter and receiver."""
+
+    def __init__(self, ctx: NodeContext, links: KeyingLinks) -> None:
+        self._ctx = ctx
+        self._links = links
+        #: When the local source keyed (monotonic), None while unkeyed.
+        self.keyed_at: float | None = None
+        #: What holds the local source keyed: "operator" (POST /key and the like), "carrier"
+        #: (the radio's squelch).
+        self._keyed_by: set[str] = set()
+        self._tot: asyncio.TimerHandle | None = None
+        #: The operator's keying as status posts count it.
+        self.key_stats = KeyStats()
+        #: `[statpost]`: told of every key change.
+        self.key_changed: Callable[[], None] | None = None
+        self._bridge: MediaBridge | None = None
+        #: `[radio]`: the PTT and carrier detect.
+        self.radio: RadioEdge | None = None
+
+    def attach(self, bridge: MediaBridge, radio: RadioEdge | None) -> None:
+        self._bridge = bridge
+        self.radio = radio
+        if radio is not None:
+            radio.start(self._on_ptt, self._on_squelch)
+
+    # --- keying -------------------------------------------------------------------------------
+
+    def key(self, source: str = "operator") -> None:
+        """Key the local source for `source` ("operator", or "carrier" for the radio's
+        squelch); CommandError while a D-Star session is active."""
+        if self._links.dstar_active():
+            # Checked on every key command, before anything else: D-Star is never keyed
+            # remotely (spec Errors rule 3), by an operator or by a carrier.
+            raise CommandError(DSTAR_REFUSAL, 409)
+        keyed = bool(self._keyed_by)
+        self._keyed_by.add(source)
+        if keyed:
+            return
+        if self._bridge is None:
+            raise CommandError("the media bridge is not running", 500)
+        now = self._ctx.clock()
+        self._bridge.set_local_keyed(True)
+        self.keyed_at = now
+        self._links.set_local_keyed(True, now)
+        self.key_stats.keyed(now)
+        if self.key_changed is not None:
+            self.key_changed()
+        timeout = self._ctx.config.keying.tx_timeout_secs
+        self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
+        log.info("keyed by the %s (TX time-out %d s)", source, timeout)
+        self._ctx.bus.publish(
+            Link(kind="keyed", node=self._ctx.config.node_id, call=None, keyed=True)
+        )
+        self._ctx.changed()
+
+    def unkey(self, reason: str | None = None, source: str | None = None) -> None:
+        """Release `source`'s hold (None: every hold: POST /unkey, the TX time-out, shutdown);
+        the local source unkeys once nothing holds it."""
+        if source is None:
+            self._keyed_by.clear()
+        else:
+            self._keyed_by.discard(source)
+        if self.keyed_at is None or self._keyed_by:
+            return
+        if self._tot is not None:
+            self._tot.cancel()
+            self._tot = None
+        self.keyed_at = None
+        if self._bridge is not None:
+            self._bridge.set_local_keyed(False)
+        self._links.set_local_keyed(False, self._ctx.clock())
+        self.key_stats.unkeyed(self._ctx.clock())
+        if self.key_changed is not None:
+            self.key_changed()
+        log.info("unkeyed%s", f" ({reason})" if reason else "")
+        self._ctx.bus.publish(
+            Link(kind="keyed", node=self._ctx.config.node_id, call=None, keyed=False, reason=reason)
+        )
+        self._ctx.changed()
+
+    def _tx_timed_out(self) -> None:
+        self._tot = None
+        self.key_stats.timeouts += 1
+        timeout = self._ctx.config.keying.tx_timeout_secs
+        log.warning("TX time-out: keyed for %d s, unkeying", timeout)
+        self.unkey(f"TX time-out after {timeout} s")
+
+    def tx_json(self, now: float) -> dict[str, Any]:
+        """The snapshot's `tx` object."""
+        timeout = self._ctx.config.keying.tx_timeout_secs
+        keyed_at = self.keyed_at
+        return {
+            "keyed": keyed_at is not None,
+            "timeout_s": timeout,
+            "timeout_remaining_s": None
+            if keyed_at is None
+            else round(max(0.0, keyed_at + timeout - now), 1),
+        }
+
+    # --- the radio ----------------------------------------------------------------------------
+
+    def _on_squelch(self, opened: bool) -> None:
+        """The radio's squelch opened or closed: key or release the carrier's hold on the
+        local source, exactly as POST /key and POST /unkey do."""
+        if not opened:
+            held = "carrier" in self._keyed_by
+            self._ctx.bus.publish(Radio(kind="carrier", on=False))
+            self.unkey("carrier dropped", source="carrier")
+            if held:
+                self._courtesy_tone()
+            self._ctx.changed()
+            return
+        try:
+            self.key("carrier")
+        except CommandError as exc:
+            log.warning("carrier detected, not keying: %s", exc)
+            self._ctx.bus.publish(Radio(kind="carrier", on=True, reason=str(exc)))
+        else:
+            self._ctx.bus.publish(Radio(kind="carrier", on=True))
+        self._ctx.changed()
+
+    def _courtesy_tone(self) -> None:
+        """A received transmission that keyed the node ended: the courtesy tone goes out on the
+        local transmitter (keying it through the hang time), never to the calls or links, as
+        app_rpt plays its courtesy tones on the local transmitter only."""
+        steps = self._ctx.config.radio.courtesy_tone
+        if not steps or self._bridge is None:
+            return
+        pcm = tone_sequence_pcm(
+            self._bridge.rate, list(steps), self._ctx.config.radio.courtesy_tone_level_db
+        )
+        self._bridge.play(pcm, "to_monitor", COURTESY, keys_transmitter=True)
+
+    def _on_ptt(self, change: PttChange) -> None:
+        """The radio's transmitter keyed or released (the conference's audio, the hang time,
+        the TX time-out)."""
+        if change.timed_out:
+            log.warning("transmitter %s: released", change.reason)
+        else:
+            log.info("transmitter %s", "keyed" if change.keyed else f"released ({change.reason})")
+        self._ctx.bus.publish(Radio(kind="ptt", on=change.keyed, reason=change.reason))
+        self._ctx.changed()
+
+    def tx_demand(self, on: bool) -> None:
+        """The engine's `local_tx` edge: the conference has audio for the transmitter."""
+        if self.radio is not None:
+            self.radio.tx_demand(on)
+
+    def vox_changed(self, open: bool) -> None:
+        """The engine's VOX on the local receiver (carrier detect by audio)."""
+        if self.radio is not None:
+            self.radio.vox_changed(open)
+
+    def close_radio(self) -> None:
+        """Shutdown, first of all: nothing that fails later may leave the transmitter keyed."""
+        if self.radio is not None:
+            self.radio.close()
