@@ -491,10 +491,14 @@ class Controller:
         if self._stop_requested is not None:
             self._stop_requested()
 
+    async def wind_down(self) -> None:
+        """Shutdown, first step (before `close`): the links we dialled end politely, and the
+        far ends get the moment they need to hang up (`LinkService.wind_down`)."""
+        await self.link_service.wind_down()
+
     def close(self) -> None:
         """Shutdown: unkey, hang up every call and link, release registration, stop audio, end
-        the streams. Links get a plain HANGUP, not `!!DISCONNECT!!`: their permanent links
-        should come back when this node does."""
+        the streams."""
         self.stopping.set()
         # The transmitter first: nothing that fails below may leave it keyed.
         self.transmit.close_radio()

@@ -449,6 +449,13 @@ class RunningNode:
                 await service.aclose()
         if self._token_client is not None:
             await self._token_client.aclose()
+        # The transmitter is already released: with the engine still running, the links end
+        # as the far ends expect (at most a couple of seconds), then everything else at once.
+        try:
+            await self.controller.wind_down()
+        except Exception:
+            # Never in the way of the rest of the shutdown: `close` hangs up what is left.
+            log.exception("ending the links politely failed")
         self.controller.close()
         if self._server is not None:
             self._server.should_exit = True

@@ -422,6 +422,28 @@ class LinkNetwork:
             self._out.report(LinkDisconnected(link.node, link.callno, reason))
         return self._output()
 
+    def shutdown(self, now: float) -> LinkOutput:
+        """The node is stopping. Links we dialled get `!!DISCONNECT!!` and end when the far end
+        hangs up (`TEARDOWN_WAIT`): otherwise app_rpt takes our going for a lost link and holds
+        it for 10 s; we redial our permanent links ourselves when we come back. Links the far
+        end dialled get a plain HANGUP, which app_rpt answers by dropping the link at once and
+        redialling it, so they come back by themselves when this node does. Nothing is
+        remembered for `*74`, and no telemetry is sent."""
+        for link in list(self._links.values()):
+            if link.direction == "outbound":
+                self._send(link, t.DISCONNECT)
+                self._tear_down(link, now)
+            elif link.callno is not None:
+                self._out.send(Hangup(link.callno, CAUSE_LINK_END))
+                self._go_dead(link.callno, now)
+            self._drop(link)
+            self._out.report(LinkDisconnected(link.node, link.callno, "node shutting down"))
+        return self._output()
+
+    def tearing_down(self) -> bool:
+        """Whether a call is still waiting for the far end's HANGUP after our `!!DISCONNECT!!`."""
+        return bool(self._dead_cause)
+
     def reachable(self, node: str) -> bool:
         """Whether a text addressed to `node` has somewhere to go: an up link to it, or an up
         link it is behind."""

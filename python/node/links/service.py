@@ -12,6 +12,7 @@ The calls service hands it every event of a link call and every inbound call fro
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
@@ -279,9 +280,17 @@ class LinkService:
     def timer(self, now: float) -> None:
         self.apply(self.network.timer(now))
 
+    async def wind_down(self) -> None:
+        """Shutdown, first step: end the links as `LinkNetwork.shutdown` says, and wait (at
+        most `TEARDOWN_WAIT`) for the far ends that read our `!!DISCONNECT!!` to hang up."""
+        clock = self._ctx.clock
+        self.apply(self.network.shutdown(clock()))
+        deadline = clock() + ln.TEARDOWN_WAIT
+        while self.network.tearing_down() and clock() < deadline:
+            await asyncio.sleep(0.02)
+
     def close(self, now: float) -> None:
-        """Shutdown: a plain HANGUP for every link call (frames only), no `!!DISCONNECT!!`:
-        permanent links should come back when this node does."""
+        """Shutdown, last step: a plain HANGUP for every link call still there (frames only)."""
         self.dialer.close()
         port = self._port()
         for link in list(self.network.links.values()):
