@@ -119,7 +119,9 @@ class Asl3Node:
     def start(self) -> None:
         subprocess.run([self.aslpeer, "start", "asterisk"], check=True, timeout=60)
         # app_rpt's node threads accept commands a few seconds after Asterisk has booted.
-        wait_until("app_rpt's nodes", lambda: "RPT_TXKEYED" in self.cli("rpt show variables 1999"))
+        wait_until(
+            "app_rpt's nodes", lambda: "RPT_TXKEYED" in self.cli("rpt show variables 1999"), 60
+        )
 
     def stop(self) -> None:
         subprocess.run([self.aslpeer, "stop", "asterisk"], timeout=60, capture_output=True)

@@ -8,6 +8,7 @@ takes the place of node 1000 in its node list. What ASL3 thinks is read from its
 from __future__ import annotations
 
 import math
+import signal
 import struct
 import time
 from collections.abc import Iterator
@@ -33,13 +34,14 @@ def asl3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Asl3Node]:
 
 
 @contextmanager
-def node_1000(tmp_path: Path, asl3: Asl3Node) -> Iterator[NodeProcess]:
-    """Our node as 1000, where ASL3's node list expects it."""
+def node_1000(tmp_path: Path, asl3: Asl3Node, extra: str = "") -> Iterator[NodeProcess]:
+    """Our node as 1000, where ASL3's node list expects it; `extra` adds config sections."""
     with running_node(
         tmp_path,
         "node1000",
         listener='auth = "off"',
-        sections='[register]\npeer = "127.0.0.1:9"\nnode_id = "1000"\n\n[links]\ndns = false\n',
+        sections='[register]\npeer = "127.0.0.1:9"\nnode_id = "1000"\n\n[links]\ndns = false\n'
+        + extra,
         env={"NET_NODE": "1000", "NET_SECRET": "not-used-here"},
         udp_port=asl3.node_ports["1000"],
     ) as node:
@@ -141,3 +143,89 @@ def test_asl3_links_to_us_and_disconnects(tmp_path: Path, asl3: Asl3Node) -> Non
         asl3.cli("rpt fun 1999 *11000")
         wait_until("the link gone on our side", lambda: link_of(ours, "1999") is None, timeout=20)
         assert "1000" not in asl3.links("1999")
+
+
+#: How long app_rpt keeps a link it takes for lost (its DISC_TIME) is 10 s; a disconnect it
+#: honours drops the link at once (0.1-0.4 s measured here). Waiting this long tells the two apart
+#: on a loaded host without timing anything.
+HONOURED = 5.0
+
+
+def link_1999(ours: NodeProcess, asl3: Asl3Node, dialled_by: str) -> None:
+    """Bring up the link between our 1000 and ASL3's 1999, dialled by `dialled_by`."""
+    if dialled_by == "us":
+        r = ours.post("/link", json={"action": "connect", "node": "1999", "addr": asl3.iax_addr})
+        assert r.status_code == 200, r.text
+    else:
+        asl3.cli("rpt fun 1999 *31000")
+    wait_until("ASL3 lists 1000", lambda: asl3.links("1999").get("1000") == "ESTABLISHED")
+    wait_until("our link up", lambda: (link_of(ours, "1999") or {}).get("state") == "up")
+
+
+@pytest.mark.parametrize("dialled_by", ["us", "asl3"])
+@pytest.mark.parametrize("how", ["disconnect", "disconnect_all"])
+def test_asl3_honours_our_disconnect_at_once(
+    tmp_path: Path, asl3: Asl3Node, dialled_by: str, how: str
+) -> None:
+    asl3.mark()
+    with node_1000(tmp_path, asl3) as ours:
+        link_1999(ours, asl3, dialled_by)
+        r = ours.post("/link", json={"action": how, "node": "1999"})
+        assert r.status_code == 200, r.text
+        wait_until("ASL3 drops 1000", lambda: "1000" not in asl3.links("1999"), HONOURED)
+        wait_until("our side gone", lambda: link_of(ours, "1999") is None)
+        # ASL3 read !!DISCONNECT!!: it does not take the link for lost and never redials it.
+        time.sleep(1.0)
+        assert "1000" not in asl3.links("1999")
+    assert asl3.warnings("chan_iax2") == []
+
+
+def test_asl3_permanent_link_to_us_stays_down_after_our_disconnect(
+    tmp_path: Path, asl3: Asl3Node
+) -> None:
+    asl3.mark()
+    with node_1000(tmp_path, asl3) as ours:
+        asl3.cli("rpt cmd 1999 ilink 13 1000")
+        wait_until("ASL3 lists 1000", lambda: asl3.links("1999").get("1000") == "ESTABLISHED")
+        wait_until("our link up", lambda: (link_of(ours, "1999") or {}).get("state") == "up")
+        assert ours.post("/link", json={"action": "disconnect", "node": "1999"}).status_code == 200
+        wait_until("ASL3 drops 1000", lambda: "1000" not in asl3.links("1999"), HONOURED)
+        # app_rpt redials a lost permanent link within seconds; one disconnected is left alone.
+        time.sleep(8.0)
+        assert "1000" not in asl3.links("1999")
+        assert link_of(ours, "1999") is None
+    assert asl3.warnings("chan_iax2") == []
+
+
+def test_shutdown_ends_links_cleanly_and_they_come_back_with_us(
+    tmp_path: Path, asl3: Asl3Node
+) -> None:
+    """Stopping the node: our permanent link to 1999 is ended with !!DISCONNECT!! (ASL3 drops it
+    at once), ASL3's permanent link to us with a plain HANGUP (it drops it at once and redials);
+    when the node starts again both are up without anyone asking."""
+    asl3.mark()
+    permanent = f'\n[links.1999]\npermanent = true\naddr = "{asl3.iax_addr}"\n'
+    with node_1000(tmp_path, asl3, permanent) as ours:
+        wait_until(
+            "our permanent link up", lambda: (link_of(ours, "1999") or {}).get("state") == "up"
+        )
+        asl3.cli("rpt cmd 1998 ilink 13 1000")
+        wait_until("1998's link to us", lambda: asl3.links("1998").get("1000") == "ESTABLISHED")
+        ours.proc.send_signal(signal.SIGTERM)
+        assert ours.proc.wait(timeout=20) == 0
+    wait_until("ASL3 drops 1999-1000", lambda: "1000" not in asl3.links("1999"), HONOURED)
+    wait_until(
+        "ASL3 drops 1998-1000", lambda: asl3.links("1998").get("1000") != "ESTABLISHED", HONOURED
+    )
+    with node_1000(tmp_path, asl3, permanent) as ours:
+        wait_until(
+            "both links back",
+            lambda: (
+                {"1998", "1999"}
+                <= {li["node"] for li in ours.get("/status").json()["links"] if li["state"] == "up"}
+            ),
+            60,
+        )
+        assert asl3.links("1999").get("1000") == "ESTABLISHED"
+    asl3.cli("rpt cmd 1998 ilink 6 0")
+    assert asl3.warnings("chan_iax2") == []
