@@ -21,10 +21,10 @@ Address = tuple[str, int]
 _Server = TypeVar("_Server", bound="ServiceThread")
 
 
-def udp_socket(host: str = "127.0.0.1") -> socket.socket:
-    """A UDP socket bound to a free port on `host`."""
+def udp_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A UDP socket bound to `port` (a free one by default) on `host`."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((host, 0))
+    sock.bind((host, port))
     return sock
 
 

@@ -77,15 +77,19 @@ class LossyRelay(ServiceThread):
         delay: float = 0.06,
         drop_first: list[DropRule] | None = None,
         impair: bool = True,
+        front_port: int = 0,
     ) -> None:
+        """`front_port`: where clients send (a free port by default)."""
         super().__init__("lossy-relay")
         self.server = server
         #: Whether the random impairment is on (forced drops apply either way).
         self.impair = impair
+        #: A dead path: while set, every datagram either way is dropped (counted "blackout").
+        self.blackout = False
         self.loss, self.duplicate, self.reorder, self.delay = loss, duplicate, reorder, delay
         self._rng = random.Random(seed)
         self._rules = list(drop_first or [])
-        self.front = udp_socket()
+        self.front = udp_socket(port=front_port)
         self.back = udp_socket()
         self.client: Address | None = None
         self.seen: list[Seen] = []
@@ -164,6 +168,9 @@ class LossyRelay(ServiceThread):
     def _forward(self, direction: str, data: bytes, sock: socket.socket, to: Address) -> None:
         counters = self.counters[direction]
         counters["datagrams"] += 1
+        if self.blackout:
+            counters["blackout"] += 1
+            return
         try:
             frame = parse(data)
         except FrameError:

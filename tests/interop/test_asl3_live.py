@@ -12,14 +12,15 @@ import signal
 import struct
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from socket import AF_INET, SOCK_DGRAM, socket
 
 import pytest
 
 from tests.interop.asl3 import Asl3Node, require_asl3
-from tests.interop.harness import running_node, wait_until
+from tests.interop.harness import free_udp_port, running_node, wait_until
+from tests.interop.relay import LossyRelay
 from tests.node_process import NodeProcess
 
 
@@ -34,18 +35,25 @@ def asl3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Asl3Node]:
 
 
 @contextmanager
-def node_1000(tmp_path: Path, asl3: Asl3Node, extra: str = "") -> Iterator[NodeProcess]:
-    """Our node as 1000, where ASL3's node list expects it; `extra` adds config sections."""
+def our_node(tmp_path: Path, node_id: str, udp_port: int, extra: str = "") -> Iterator[NodeProcess]:
+    """Our node as `node_id` on `udp_port`; `extra` adds config sections."""
     with running_node(
         tmp_path,
-        "node1000",
+        f"node{node_id}",
         listener='auth = "off"',
-        sections='[register]\npeer = "127.0.0.1:9"\nnode_id = "1000"\n\n[links]\ndns = false\n'
-        + extra,
-        env={"NET_NODE": "1000", "NET_SECRET": "not-used-here"},
-        udp_port=asl3.node_ports["1000"],
+        sections=f'[register]\npeer = "127.0.0.1:9"\nnode_id = "{node_id}"\n\n'
+        f"[links]\ndns = false\n{extra}",
+        env={"NET_NODE": node_id, "NET_SECRET": "not-used-here"},
+        udp_port=udp_port,
     ) as node:
         yield node
+
+
+def node_1000(
+    tmp_path: Path, asl3: Asl3Node, extra: str = ""
+) -> AbstractContextManager[NodeProcess]:
+    """Our node as 1000, where ASL3's node list expects it."""
+    return our_node(tmp_path, "1000", asl3.node_ports["1000"], extra)
 
 
 def link_of(node: NodeProcess, peer: str) -> dict | None:
@@ -229,3 +237,59 @@ def test_shutdown_ends_links_cleanly_and_they_come_back_with_us(
         assert asl3.links("1999").get("1000") == "ESTABLISHED"
     asl3.cli("rpt cmd 1998 ilink 6 0")
     assert asl3.warnings("chan_iax2") == []
+
+
+def up_links(node: NodeProcess) -> set[str]:
+    return {li["node"] for li in node.get("/status").json()["links"] if li["state"] == "up"}
+
+
+def test_permanent_links_both_ways_survive_a_dead_path(tmp_path: Path, asl3: Asl3Node) -> None:
+    """Our node as 1001 behind two relays (ASL3's node list has 1001 on the first relay's
+    port): our permanent link to 1999, and 1998's permanent link to us (app_rpt's ilink 13).
+    The path goes dead for 30 s or until both sides have noticed (a LAGRQ or PING goes
+    unanswered through its retransmissions: up to about 30 s), and once it is back both links
+    come up again by themselves."""
+    port = free_udp_port()
+    iax = ("127.0.0.1", asl3.iax_port)
+    with (
+        LossyRelay(
+            ("127.0.0.1", port), seed=0, impair=False, front_port=asl3.node_ports["1001"]
+        ) as into_us,
+        LossyRelay(iax, seed=0, impair=False) as into_asl3,
+    ):
+        permanent = (
+            f'\n[links.1999]\npermanent = true\naddr = "127.0.0.1:{into_asl3.front_addr[1]}"\n'
+        )
+        with our_node(tmp_path, "1001", port, permanent) as ours:
+            asl3.cli("rpt cmd 1998 ilink 13 1001")
+            wait_until("both links up", lambda: up_links(ours) == {"1998", "1999"}, 30)
+            asl3.mark()
+            into_us.blackout = into_asl3.blackout = True
+            dead_at = time.monotonic()
+            wait_until("our side notices", lambda: not up_links(ours), 60)
+            wait_until(
+                "ASL3 notices",
+                lambda: all(asl3.links(n).get("1001") != "ESTABLISHED" for n in ("1998", "1999")),
+                60,
+            )
+            time.sleep(max(0.0, dead_at + 30.0 - time.monotonic()))
+            into_us.blackout = into_asl3.blackout = False
+            back_at = time.monotonic()
+            wait_until("both links up again", lambda: up_links(ours) == {"1998", "1999"}, 30)
+            relinked = time.monotonic() - back_at
+            wait_until(
+                "ASL3 lists both",
+                lambda: all(asl3.links(n).get("1001") == "ESTABLISHED" for n in ("1998", "1999")),
+            )
+            print(f"relinked {relinked:.1f} s after the path came back")
+            # Ending both from our side sticks: neither permanent link comes back.
+            r = ours.post("/link", json={"action": "disconnect_all", "node": ""})
+            assert r.status_code == 200, r.text
+            wait_until(
+                "ASL3 drops both",
+                lambda: all("1001" not in asl3.links(n) for n in ("1998", "1999")),
+                HONOURED,
+            )
+            time.sleep(8.0)
+            assert not up_links(ours)
+            assert all("1001" not in asl3.links(n) for n in ("1998", "1999"))

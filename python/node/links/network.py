@@ -93,6 +93,9 @@ LIST_KICK_SPREAD = 0.10
 RETRY_FIRST = 5.0
 RETRY_MAX = 60.0
 MAX_RETRIES = 5
+#: A permanent link is redialled for ever, so its back-off stops here: once the path is back
+#: the link is up again within this (plus the call set-up), however long the outage lasted.
+PERMANENT_RETRY_MAX = 8.0
 #: After `!!DISCONNECT!!` the peer's HANGUP follows at once; if it does not, end the call.
 DEAD_CALL_GRACE = 1.0
 #: After our own `!!DISCONNECT!!` the far end hangs up first: app_rpt hangs up on reading the
@@ -603,7 +606,8 @@ class LinkNetwork:
         self._changed = True
         can_retry = link.direction == "outbound" and retry
         if can_retry and (link.permanent or link.retries < MAX_RETRIES):
-            delay = min(RETRY_MAX, RETRY_FIRST * 2 ** min(link.retries, 8))
+            cap = PERMANENT_RETRY_MAX if link.permanent else RETRY_MAX
+            delay = min(cap, RETRY_FIRST * 2 ** min(link.retries, 8))
             link.retries += 1
             link.go(LinkTrigger.RETRY_LATER)
             link.timers.set(LinkTimer.RETRY, now + delay)
