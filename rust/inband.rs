@@ -8,7 +8,7 @@
 //! it until the digit is released (or the hits stop short of a press).
 //!
 //! Muting starts at the first hit, not at the press, and there is no delay line: the tone's
-//! first frames, mixed before any window had seen enough of it, still go out. Measured (media.rs
+//! first frames, mixed before any window had seen enough of it, still go out. Measured (rust/media/tests.rs
 //! test `inband_tones_are_muted_and_what_leaks_is_measured`, every digit, onsets at 20 positions
 //! in the frame, 50 ms tones): at most 18.9 ms of tone leaks (its 2 ms ramp included), 6.6 ms
 //! on average, at 8 and 16 kHz. A detector needs more than that to see a digit (ours 32 ms,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.allstar.portal import TokenSource
-from node.allstar.runner import DeadlineTimer, HttpRegistrationRunner, StatPostRunner
+from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import StatReport, link_list
 from node.announce.service import Announcements
 from node.calls.service import CODEC_NAMES, CallInfo, CallService
@@ -40,6 +40,7 @@ from node.links.commands import Command
 from node.links.lookup import NodeResolver
 from node.links.report import LinkReporter
 from node.links.service import LinkService
+from node.loop_timer import DeadlineTimer
 from node.media.bridge import MediaBridge
 from node.radio.radio import Radio as RadioEdge
 from node.radio.transmit import COURTESY, DSTAR_REFUSAL, TransmitService

@@ -8,7 +8,7 @@
 //! change, or a change of the timestamp's upper bits) the tick hands it to Python instead, which
 //! sends it as a full voice frame with the call's sequence numbers.
 //!
-//! Pure `&mut self` logic fed with `now_ms`: no socket, no clock, no thread (see `engine.rs`).
+//! Pure `&mut self` logic fed with `now_ms`: no socket, no clock, no thread (see `engine/`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

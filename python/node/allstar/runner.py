@@ -26,12 +26,12 @@ from node import __version__
 from node.allstar.http_registration import HttpOutput, HttpRegistration, RegistrationPost
 from node.allstar.statpost import StatOutput, StatPoster, StatReport
 from node.iax2.registration import RegistrationEvent
+from node.loop_timer import DeadlineTimer
 from node.secrets import Secret
 
 __all__ = [
     "MAX_REPLY_BYTES",
     "STATPOST_TIMEOUT",
-    "DeadlineTimer",
     "HttpRegistrationRunner",
     "StatPostRunner",
     "make_client",
@@ -73,35 +73,6 @@ async def _read_limited(response: httpx.Response) -> bytes:
         if len(body) >= MAX_REPLY_BYTES:
             break
     return bytes(body[:MAX_REPLY_BYTES])
-
-
-class DeadlineTimer:
-    """One `loop.call_at` handle, re-armed only when the deadline changes. `clock` must be the
-    loop's clock (both are CLOCK_MONOTONIC by default)."""
-
-    def __init__(self, callback: Callable[[], None]) -> None:
-        self._callback = callback
-        self._handle: asyncio.TimerHandle | None = None
-        self._at: float | None = None
-
-    def arm(self, at: float | None) -> None:
-        if at == self._at:
-            return
-        self.cancel()
-        self._at = at
-        if at is not None:
-            self._handle = asyncio.get_running_loop().call_at(at, self._fire)
-
-    def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-        self._handle = None
-        self._at = None
-
-    def _fire(self) -> None:
-        self._handle = None
-        self._at = None
-        self._callback()
 
 
 class _Runner(Generic[CoreT]):

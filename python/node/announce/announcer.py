@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from node.allstar.runner import DeadlineTimer
 from node.announce.phrases import (
     Phrase,
     event_phrase,
@@ -41,6 +40,7 @@ from node.announce.schedule import IdTimer
 from node.announce.tts import render
 from node.config import SPEC_EVENT_NAMES, AnnounceConfig
 from node.errors import NodeError, TtsError
+from node.loop_timer import DeadlineTimer
 from node.media.bridge import Destination, MediaBridge
 
 __all__ = ["CW_DBFS", "ID_CW_DBFS", "MAX_QUEUED", "SPEECH_PEAK_DBFS", "Announcer"]

@@ -26,7 +26,7 @@ __all__ = ["POLITE_GAP_S", "POLITE_WINDOW_S", "TALKOVER_AFTER_S", "IdTimer"]
 
 #: How long before the due time a pause may take the ID early (app_rpt `politeid`).
 POLITE_WINDOW_S = 30.0
-#: Quiet that makes a pause, beyond the engine's activity hang (`rust/media.rs`,
+#: Quiet that makes a pause, beyond the engine's activity hang (`rust/media/`,
 #: `ACTIVITY_HANG_MS`, 500 ms): one second without a talker in all.
 POLITE_GAP_S = 0.5
 #: How long past the due time an ID waits for a pause before it plays over the talk.

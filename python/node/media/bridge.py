@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 Mode = Literal["handset", "bridge", "conference", "parrot"]
 MODES: tuple[str, ...] = ("handset", "bridge", "conference", "parrot")
 LegMode = Literal["transceive", "receive_only", "transmit_only", "local_only"]
-#: How a leg's received audio keys it (see `rust/media.rs` RxKeying).
+#: How a leg's received audio keys it (see `rust/media/` RxKeying).
 Keying = Literal["always", "vox", "voice", "control"]
 #: Where an announcement is heard (docs/media.md, "The announcement player").
 Destination = Literal["to_monitor", "to_air", "to_air_and_links"]

@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from node.allstar.runner import DeadlineTimer
 from node.config import RadioConfig
 from node.errors import RadioError
+from node.loop_timer import DeadlineTimer
 from node.radio.carrier import CarrierInput, open_carrier
 from node.radio.cm108 import Cm108
 from node.radio.ptt import PttLine, open_ptt
