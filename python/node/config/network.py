@@ -334,6 +334,35 @@ class ControlConfig:
     )
 
     bind: Annotated[Address, key(parse=bind_address)] = _LOOPBACK_CONTROL
+    request_timeout: Annotated[
+        float,
+        key(
+            "Seconds (1-300) a client has to send a whole request, head and body; a client "
+            "that trickles it (or connects and sends nothing) is answered 408 and closed.",
+            ext=True,
+            ge=1,
+            le=300,
+        ),
+    ] = 10.0
+    idle_timeout: Annotated[
+        float,
+        key(
+            "Seconds (1-300) a kept-alive connection may stay idle between requests.",
+            ext=True,
+            ge=1,
+            le=300,
+        ),
+    ] = 5.0
+    max_connections: Annotated[
+        int,
+        key(
+            "Connections and requests served at once (16-4096), event streams included; past "
+            "it a request is answered 503. Keep it under the process's open-file limit.",
+            ext=True,
+            ge=16,
+            le=4096,
+        ),
+    ] = 512
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
