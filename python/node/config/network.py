@@ -579,6 +579,44 @@ class AmiConfig:
             le=1000,
         ),
     ] = 16
+    read_only: Annotated[
+        bool,
+        key(
+            "The user may read everything the dashboards poll (Allmon3 and Supermon only read) "
+            "but not change the node: `rpt cmd` and `rpt fun` answer Permission denied.",
+            ext=True,
+        ),
+    ] = False
+    login_timeout: Annotated[
+        float,
+        key(
+            "Seconds (1-300) a connection has to log in before it is closed.",
+            ext=True,
+            ge=1,
+            le=300,
+        ),
+    ] = 30.0
+    lockout_after: Annotated[
+        int,
+        key(
+            "Failed logins (1-100) after which a source address (an IPv6 /64) is locked out; "
+            "each failure before it waits twice as long for its answer (1 s, 2 s, 4 s, up to "
+            "8 s).",
+            ext=True,
+            ge=1,
+            le=100,
+        ),
+    ] = 5
+    lockout_seconds: Annotated[
+        int,
+        key(
+            "How long (60-86400 s) a locked-out source is refused; its failures are also "
+            "forgotten after this long without one.",
+            ext=True,
+            ge=60,
+            le=86400,
+        ),
+    ] = 300
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

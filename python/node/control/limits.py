@@ -46,7 +46,7 @@ MAX_TARGET_BYTES = 2 * 1024
 def _raw_response(status: int, reason: str, message: str) -> bytes:
     """A complete HTTP/1.1 response that closes the connection, written without h11 (the
     connection may be in a state where h11 would refuse to send one)."""
-    body = json.dumps({"error": message}).encode()
+    body = json.dumps({"error": message}, separators=(",", ":")).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\n"
         "content-type: application/json\r\n"
@@ -130,7 +130,7 @@ def bounded_protocol(request_timeout: float) -> type[BoundedH11Protocol]:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
+    body = json.dumps({"error": message}, separators=(",", ":")).encode()
     await send(
         {
             "type": "http.response.start",
