@@ -12,7 +12,9 @@ NEW without one, REGREQ asking for a token and REGREQ with a forged one.
 It runs the call twice, once quiet and once under the flood, and prints one JSON line per run:
 
 - `rss_kb`: the node's resident memory before the flood, right after it and after a settle;
-  `rss_growth_kb` is after-settle minus before;
+  `rss_growth_kb` is after-settle minus before, `rss_kb_each_second` the flood's course and
+  `rss_growth_second_half_kb` the growth over its second half (a high-water mark reached early
+  is no leak; steady growth is);
 - `audio`: what the listening call heard over the hold (mini frames, timestamp gaps, and what
   the callers' own sockets dropped, which is the load generator's loss, not the node's);
 - `node`: the node's counters over the flood (datagrams in, kernel drops at its socket, frames
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +166,11 @@ def datagram(src: tuple[str, int], dst: tuple[str, int], payload: bytes) -> byte
     return ip + udp
 
 
-def flood(dst: tuple[str, int], rate: float, seconds: float, seed: int) -> int:
-    """Send `rate` datagrams a second for `seconds` from random sources; the number sent."""
+def flood(
+    dst: tuple[str, int], rate: float, seconds: float, seed: int, each_second: Callable[[], None]
+) -> int:
+    """Send `rate` datagrams a second for `seconds` from random sources, calling `each_second`
+    once a second; the number sent."""
     rng = random.Random(seed)
     pool = []
     for i in range(POOL):
@@ -175,7 +181,11 @@ def flood(dst: tuple[str, int], rate: float, seconds: float, seed: int) -> int:
     start = time.monotonic()
     end = start + seconds
     batch = max(1, int(rate / 200))  # every 5 ms
+    next_second = start + 1.0
     while (now := time.monotonic()) < end:
+        if now >= next_second:
+            each_second()
+            next_second += 1.0
         due = int((now - start) * rate)
         while sent < due:
             for _ in range(min(batch, due - sent)):
@@ -203,12 +213,19 @@ def run(calltoken: str, rate: float, seconds: float, with_flood: bool) -> dict[s
         ready = json.loads(proc.stdout.readline())
         before_stats = node.stats()
         rss = {"before": rss_kb(node.proc.pid)}
+        series: list[int] = []
+
+        def sample() -> None:
+            series.append(rss_kb(node.proc.pid))
+
         sent = 0
         t0 = time.monotonic()
         if with_flood:
-            sent = flood(("127.0.0.1", node.udp_port), rate, seconds, seed=21)
+            sent = flood(("127.0.0.1", node.udp_port), rate, seconds, 21, sample)
         else:
-            time.sleep(seconds)
+            for _ in range(int(seconds)):
+                time.sleep(1.0)
+                sample()
         flood_s = time.monotonic() - t0
         rss["after_flood"] = rss_kb(node.proc.pid)
         time.sleep(SETTLE_S)
@@ -231,6 +248,9 @@ def run(calltoken: str, rate: float, seconds: float, with_flood: bool) -> dict[s
         "calls_answered": ready.get("answered"),
         "rss_kb": rss,
         "rss_growth_kb": rss["after_settle"] - rss["before"],
+        # A high-water mark reached early and kept is no leak: growth over the second half is.
+        "rss_growth_second_half_kb": series[-1] - series[len(series) // 2] if series else 0,
+        "rss_kb_each_second": series,
         "audio": {
             "expected_minis": int(hold * 50),
             "minis_in": final["minis_in"],
