@@ -36,9 +36,7 @@ import os
 import random
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,8 +48,7 @@ if str(ROOT) not in sys.path:
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from tests.load.daemon_load import PROBE, STARTUP_S, Daemon, callers  # noqa: E402
-from tests.node_process import free_port  # noqa: E402
+from tests.load.daemon_load import callers, start_daemon  # noqa: E402
 
 from node._core import FullFrame  # noqa: E402
 from node.iax2.constants import IE, FrameType, IaxSubclass  # noqa: E402
@@ -61,54 +58,6 @@ ULAW = 0x4
 POOL = 8192
 #: Seconds the node keeps running after the flood before memory is read again.
 SETTLE_S = 3.0
-
-
-def start_node(calltoken: str) -> Daemon:
-    """`node serve` on free loopback ports, µ-law, no authentication, call tokens as asked."""
-    work = Path(tempfile.mkdtemp(prefix="iax-flood-"))
-    udp, http = free_port(socket.SOCK_DGRAM), free_port()
-    config = work / "node.toml"
-    config.write_text(
-        f"""
-codec_policy = "ulaw_only"
-
-[listener]
-bind = "127.0.0.1:{udp}"
-max_calls = 16
-auth = "off"
-calltoken = "{calltoken}"
-
-[control]
-bind = "127.0.0.1:{http}"
-
-[audio]
-backend = "none"
-"""
-    )
-    env = dict(os.environ)
-    env["IAX_PROBE_FILE"] = str(work / "probe.jsonl")
-    env["IAX_PROBE_EVERY"] = "60"
-    log = (work / "node.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, str(PROBE), "serve", "--config", str(config)],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    log.close()
-    daemon = Daemon(proc, udp, http, work)
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"node exited with {proc.returncode}:\n{daemon.log_tail()}")
-        try:
-            daemon.status()
-            return daemon
-        except Exception:
-            time.sleep(0.05)
-    daemon.stop()
-    raise RuntimeError(f"node did not answer /status in time:\n{daemon.log_tail()}")
 
 
 def rss_kb(pid: int) -> int:
@@ -202,7 +151,7 @@ def flood(
 
 
 def run(calltoken: str, rate: float, seconds: float, with_flood: bool) -> dict[str, Any]:
-    node = start_node(calltoken)
+    node = start_daemon(16, probe_every=60.0, calltoken=calltoken)
     hold = seconds + SETTLE_S + 2.0
     try:
         # The callers print one line when both calls are up, then hold them for `--hold`.

@@ -100,59 +100,48 @@ def error_of(body: bytes) -> str:
     return message
 
 
+def dial_head(node: NodeProcess, **headers: str) -> bytes:
+    """The head of a POST /dial with these headers (`Content_Length` for `Content-Length`)."""
+    named = {k.replace("_", "-"): v for k, v in headers.items()}
+    return head(node, "POST", "/dial", {"Content-Type": "application/json", **named})
+
+
+def refusal(sock: socket.socket) -> tuple[int, str]:
+    """(status, error message) of a JSON refusal after which the node closed the connection."""
+    status, headers, body, closed = read_reply(sock)
+    assert headers["content-type"] == "application/json"
+    assert closed
+    return status, error_of(body)
+
+
 def test_an_oversized_body_is_refused_413_before_it_is_read(node: NodeProcess) -> None:
     # 50 MB announced, 64 KiB sent: the answer comes without the rest, and the connection ends.
     with connect(node) as sock:
-        sock.sendall(
-            head(
-                node,
-                "POST",
-                "/dial",
-                {"Content-Type": "application/json", "Content-Length": str(50_000_000)},
-            )
-        )
+        sock.sendall(dial_head(node, Content_Length=str(50_000_000)))
         sock.sendall(b" " * MAX_BODY_BYTES)
-        status, headers, body, closed = read_reply(sock)
+        status, message = refusal(sock)
     assert status == 413
-    assert headers["content-type"] == "application/json"
-    assert str(MAX_BODY_BYTES) in error_of(body)
-    assert closed
+    assert str(MAX_BODY_BYTES) in message
 
 
 def test_an_oversized_chunked_body_is_refused_413(node: NodeProcess) -> None:
     with connect(node) as sock:
-        sock.sendall(
-            head(
-                node,
-                "POST",
-                "/dial",
-                {"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
-            )
-        )
+        sock.sendall(dial_head(node, Transfer_Encoding="chunked"))
         chunk = b" " * 4096
         sent = 0
         while sent <= MAX_BODY_BYTES:
             sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             sent += len(chunk)
-        status, _, body, closed = read_reply(sock)
+        status, message = refusal(sock)
     assert status == 413
-    assert "larger than" in error_of(body)
-    assert closed
+    assert "larger than" in message
 
 
 def test_a_body_at_the_limit_still_reaches_the_command(node: NodeProcess) -> None:
     body = json.dumps({"node": "x" * 10}).encode()
     body += b" " * (MAX_BODY_BYTES - len(body))
     with connect(node) as sock:
-        sock.sendall(
-            head(
-                node,
-                "POST",
-                "/dial",
-                {"Content-Type": "application/json", "Content-Length": str(len(body))},
-            )
-            + body
-        )
+        sock.sendall(dial_head(node, Content_Length=str(len(body))) + body)
         status, _, reply, _ = read_reply(sock)
     # The handler ran: its own refusal of the node number, not a limit.
     assert status == 400
@@ -162,29 +151,25 @@ def test_a_body_at_the_limit_still_reaches_the_command(node: NodeProcess) -> Non
 def test_an_oversized_head_is_refused_431(node: NodeProcess) -> None:
     with connect(node) as sock:
         sock.sendall(head(node, "GET", "/status", {"X-Filler": "a" * (MAX_HEAD_BYTES + 1)}))
-        status, _, body, closed = read_reply(sock)
+        status, message = refusal(sock)
     assert status == 431
-    assert str(MAX_HEAD_BYTES) in error_of(body)
-    assert closed
+    assert str(MAX_HEAD_BYTES) in message
 
 
 def test_a_long_url_is_refused_414(node: NodeProcess) -> None:
     with connect(node) as sock:
         sock.sendall(head(node, "GET", "/status?" + "a" * MAX_TARGET_BYTES, {}))
-        status, _, body, closed = read_reply(sock)
+        status, message = refusal(sock)
     assert status == 414
-    assert str(MAX_TARGET_BYTES) in error_of(body)
-    assert closed
+    assert str(MAX_TARGET_BYTES) in message
 
 
 def test_a_malformed_head_gets_the_json_error_form(node: NodeProcess) -> None:
     with connect(node) as sock:
         sock.sendall(b"GET /status HTTP/1.1\r\nno colon here\r\n\r\n")
-        status, headers, body, closed = read_reply(sock)
+        status, message = refusal(sock)
     assert status == 400
-    assert headers["content-type"] == "application/json"
-    assert error_of(body)
-    assert closed
+    assert message
 
 
 def test_a_trickled_head_is_timed_out_408(node: NodeProcess) -> None:
@@ -213,19 +198,10 @@ def test_a_trickled_head_is_timed_out_408(node: NodeProcess) -> None:
 
 def test_a_trickled_body_is_timed_out_408(node: NodeProcess) -> None:
     with connect(node) as sock:
-        sock.sendall(
-            head(
-                node,
-                "POST",
-                "/dial",
-                {"Content-Type": "application/json", "Content-Length": "100"},
-            )
-            + b"{"
-        )
-        status, _, body, closed = read_reply(sock)
+        sock.sendall(dial_head(node, Content_Length="100") + b"{")
+        status, message = refusal(sock)
     assert status == 408
-    assert "not received" in error_of(body)
-    assert closed
+    assert "not received" in message
 
 
 def test_a_silent_connection_is_closed(node: NodeProcess) -> None:
@@ -282,7 +258,6 @@ def test_a_head_growing_past_the_limit_is_refused_431(node: NodeProcess) -> None
                 sock.sendall(b"a" * 1024)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        status, _, body, closed = read_reply(sock)
+        status, message = refusal(sock)
     assert status == 431
-    assert str(MAX_HEAD_BYTES) in error_of(body)
-    assert closed
+    assert str(MAX_HEAD_BYTES) in message

@@ -14,7 +14,7 @@ crowd of sources costs bounded memory.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["LoginGuard", "source_of"]
 
@@ -39,24 +39,21 @@ class _Record:
     locked_until: float | None = None
 
 
+@dataclass(slots=True, kw_only=True)
 class LoginGuard:
     """The failure record of every recent source (see the module doc)."""
 
-    def __init__(
-        self,
-        *,
-        base_delay: float,
-        max_delay: float,
-        lockout_after: int,
-        lockout_seconds: float,
-        max_sources: int = 4096,
-    ) -> None:
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self.lockout_after = lockout_after
-        self.lockout_seconds = lockout_seconds
-        self.max_sources = max_sources
-        self._records: dict[str, _Record] = {}
+    #: Seconds before the answer to a source's first failure; doubled at each further one.
+    base_delay: float
+    #: The longest wait before an answer.
+    max_delay: float
+    #: Failures that lock a source out.
+    lockout_after: int
+    #: Seconds a lockout lasts, and a quiet spell after which failures are forgotten.
+    lockout_seconds: float
+    #: Sources remembered at most.
+    max_sources: int = 4096
+    _records: dict[str, _Record] = field(default_factory=dict, init=False)
 
     def locked(self, source: str, now: float) -> bool:
         """Whether `source` is locked out at `now`."""
