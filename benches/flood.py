@@ -24,6 +24,15 @@ Needs root (a raw socket); sends on loopback only.
 
     sudo python benches/flood.py                      # 20,000 datagrams/s for 10 s
     sudo python benches/flood.py --rate 50000 --seconds 20 --calltoken auto
+
+The node runs whichever `node` package the environment imports (set PYTHONPATH=python to
+measure this tree rather than an installed build).
+
+Figures on a busy 2-vCPU host, 20,000 datagrams/s for 30 s (600,000 NEW/REGREQ frames, call
+tokens required): the call heard 1,750 of 1,750 frames with no gap; the node's RSS rose 5 MB in
+the first seconds (buffers reaching their high-water mark) and not at all over the second half;
+the kernel dropped about 0.7 % of the flood at the node's socket, and the engine-to-Python
+queue about 1.2 % (full frames only: a call's own signalling is recovered by retransmission).
 """
 
 from __future__ import annotations
