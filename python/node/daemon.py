@@ -37,6 +37,7 @@ from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
 from node.control.ami import AmiServer
 from node.control.app import create_app
+from node.control.limits import MAX_HEAD_BYTES, bounded_protocol
 from node.controller import Controller
 from node.errors import CommandError, ConfigError, EngineError, RadioError, StartError
 from node.events import EventBus
@@ -370,6 +371,12 @@ class RunningNode:
                 access_log=False,
                 lifespan="off",
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                # The bounds of docs/control-api.md "Limits": a deadline on each request head,
+                # a cap on the head's size, on idle keep-alive and on connections at once.
+                http=bounded_protocol(config.control.request_timeout),
+                h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+                timeout_keep_alive=config.control.idle_timeout,  # type: ignore[arg-type]
+                limit_concurrency=config.control.max_connections,
             )
         )
         self._http = asyncio.create_task(self._server.serve(sockets=[ctl_sock]))

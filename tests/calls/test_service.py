@@ -4,14 +4,17 @@ announcements (no engine, no socket)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from node.calls.service import CallInfo, CallService
+import pytest
+
+from node.calls.service import REFUSAL_LOG_INTERVAL, CallInfo, CallService
 from node.config import NodeConfig
 from node.events import Hangup, IncomingCall
 from node.iax2 import call as c
 from node.iax2.constants import Format
-from node.iax2.endpoint import EndpointOutput
+from node.iax2.endpoint import EndpointOutput, InboundRejected
 from tests.service_context import recording_context
 
 
@@ -118,3 +121,24 @@ def test_engine_edges_of_a_link_call_go_to_the_links_a_plain_calls_vox_to_its_ro
     assert s.links.seen == [("rx_keyed", (9, True)), ("spurt", (9, False))]
     assert s.calls.calls[4].keyed
     assert s.calls.snapshot(60.0)[0]["keyed"] is True
+
+
+def test_refused_calls_are_logged_at_most_once_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A flood of NEW frames from spoofed sources is refused frame by frame: the log says so
+    # once per interval, with the count of the others, not once per datagram.
+    clock = [100.0]
+    rec = recording_context(NodeConfig(), lambda: clock[0])
+    calls = CallService(rec.ctx)
+    refused = InboundRejected(("192.0.2.1", 4569), "", "", "call token required", 0)
+    with caplog.at_level(logging.INFO, logger="node.calls.service"):
+        calls.apply(EndpointOutput(events=tuple([refused] * 1000)))
+        clock[0] += REFUSAL_LOG_INTERVAL
+        calls.apply(EndpointOutput(events=(refused,)))
+    lines = [r.getMessage() for r in caplog.records if "refused inbound call" in r.getMessage()]
+    assert lines == [
+        "refused inbound call from 192.0.2.1: call token required",
+        "refused inbound call from 192.0.2.1: call token required (999 more refused since the "
+        "last report)",
+    ]

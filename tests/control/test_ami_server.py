@@ -33,13 +33,16 @@ LOGIN = f"Action: Login\r\nUsername: admin\r\nSecret: {PASSWORD}\r\nEvents: off\
 
 @asynccontextmanager
 async def serving(**options: Any) -> AsyncIterator[tuple[AmiServer, Controller]]:
-    max_connections = options.pop("max_connections", 16)
+    # `[ami]` keys a test sets; the rest are AmiServer's own options.
+    ami_keys = {
+        k: options.pop(k) for k in ("max_connections", "read_only", "lockout_after") if k in options
+    }
     config = NodeConfig(
         register=RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"),
         # Nothing but loopback: no node-number lookups in DNS.
         dns=DnsConfig(enabled=False),
         secrets=SecretsConfig(source="control"),
-        ami=AmiConfig(enabled=True, bind=Address("127.0.0.1", 0), max_connections=max_connections),
+        ami=AmiConfig(enabled=True, bind=Address("127.0.0.1", 0), **ami_keys),
     )
     secrets = SecretStore(config, {})
     secrets.set("ami:admin", PASSWORD)

@@ -78,10 +78,14 @@ class Daemon:
 
 
 def start_daemon(
-    max_calls: int, *, probe_every: float = 5.0, workdir: Path | None = None
+    max_calls: int,
+    *,
+    probe_every: float = 5.0,
+    workdir: Path | None = None,
+    calltoken: str = "auto",
 ) -> Daemon:
     """`node serve` on free loopback ports: µ-law only (an 8 kHz station), no authentication,
-    call tokens on ("auto"), up to `max_calls` inbound calls."""
+    call tokens on (`calltoken`, "auto" unless asked), up to `max_calls` inbound calls."""
     work = workdir or Path(tempfile.mkdtemp(prefix="iax-load-"))
     udp, http = free_port(), free_port()
     config = work / "node.toml"
@@ -93,7 +97,7 @@ codec_policy = "ulaw_only"
 bind = "127.0.0.1:{udp}"
 max_calls = {max_calls}
 auth = "off"
-calltoken = "auto"
+calltoken = "{calltoken}"
 
 [control]
 bind = "127.0.0.1:{http}"

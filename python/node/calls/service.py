@@ -44,6 +44,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Seconds between two log lines about refused inbound calls: a flood of NEW frames (spoofed
+#: sources cannot complete a call token) would otherwise write one line per datagram.
+REFUSAL_LOG_INTERVAL = 10.0
+
 CODEC_NAMES: dict[int | None, str] = {
     Format.ULAW: "ulaw",
     Format.ALAW: "alaw",
@@ -132,6 +136,8 @@ class CallService:
 
     def __init__(self, ctx: NodeContext) -> None:
         self._ctx = ctx
+        self._refusal_logged_at: float | None = None
+        self._refusals_unlogged = 0
         config = ctx.config
         self.endpoint = Endpoint(
             InboundPolicy.from_listener(config.listener),
@@ -216,6 +222,22 @@ class CallService:
     def next_deadline(self) -> float | None:
         return self.endpoint.next_deadline()
 
+    def _log_refusal(self, event: InboundRejected) -> None:
+        now = self._ctx.clock()
+        last = self._refusal_logged_at
+        if last is not None and now - last < REFUSAL_LOG_INTERVAL:
+            self._refusals_unlogged += 1
+            return
+        more = self._refusals_unlogged
+        who = event.calling_number or event.username or event.addr[0]
+        log.info(
+            "refused inbound call from %s: %s%s",
+            who,
+            event.cause,
+            f" ({more} more refused since the last report)" if more else "",
+        )
+        self._refusal_logged_at, self._refusals_unlogged = now, 0
+
     def apply(self, out: EndpointOutput) -> None:
         """Send what the endpoint returned and hand each event to the owner of its call."""
         self.send(out.frames)
@@ -224,8 +246,7 @@ class CallService:
         for event in out.events:
             if not isinstance(event, c.CallEvent):
                 if isinstance(event, InboundRejected):
-                    who = event.calling_number or event.username or event.addr[0]
-                    log.info("refused inbound call from %s: %s", who, event.cause)
+                    self._log_refusal(event)
             elif (
                 links is not None
                 and isinstance(event, c.CallIncoming)

@@ -334,6 +334,35 @@ class ControlConfig:
     )
 
     bind: Annotated[Address, key(parse=bind_address)] = _LOOPBACK_CONTROL
+    request_timeout: Annotated[
+        float,
+        key(
+            "Seconds (1-300) a client has to send a whole request, head and body; a client "
+            "that trickles it (or connects and sends nothing) is answered 408 and closed.",
+            ext=True,
+            ge=1,
+            le=300,
+        ),
+    ] = 10.0
+    idle_timeout: Annotated[
+        float,
+        key(
+            "Seconds (1-300) a kept-alive connection may stay idle between requests.",
+            ext=True,
+            ge=1,
+            le=300,
+        ),
+    ] = 5.0
+    max_connections: Annotated[
+        int,
+        key(
+            "Connections and requests served at once (16-4096), event streams included; past "
+            "it a request is answered 503. Keep it under the process's open-file limit.",
+            ext=True,
+            ge=16,
+            le=4096,
+        ),
+    ] = 512
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -550,6 +579,44 @@ class AmiConfig:
             le=1000,
         ),
     ] = 16
+    read_only: Annotated[
+        bool,
+        key(
+            "The user may read everything the dashboards poll (Allmon3 and Supermon only read) "
+            "but not change the node: `rpt cmd` and `rpt fun` answer Permission denied.",
+            ext=True,
+        ),
+    ] = False
+    login_timeout: Annotated[
+        float,
+        key(
+            "Seconds (1-300) a connection has to log in before it is closed.",
+            ext=True,
+            ge=1,
+            le=300,
+        ),
+    ] = 30.0
+    lockout_after: Annotated[
+        int,
+        key(
+            "Failed logins (1-100) after which a source address (an IPv6 /64) is locked out; "
+            "each failure before it waits twice as long for its answer (1 s, 2 s, 4 s, up to "
+            "8 s).",
+            ext=True,
+            ge=1,
+            le=100,
+        ),
+    ] = 5
+    lockout_seconds: Annotated[
+        int,
+        key(
+            "How long (60-86400 s) a locked-out source is refused; its failures are also "
+            "forgotten after this long without one.",
+            ext=True,
+            ge=60,
+            le=86400,
+        ),
+    ] = 300
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,9 +9,15 @@ the request; link commands (`rpt cmd ... ilink`, `rpt fun`) run through the cont
 `CommandRunner`, as DTMF commands do.
 
 Asterisk's manners kept: header names and action names are case-insensitive, RptStatus's
-`Command` is not; a bad login is answered after 1 s and the socket closed; a socket that has not
-logged in within 30 s is closed; anything but Login/Logoff before login is "Permission denied";
-an unknown action or CLI command gets Asterisk's own error text.
+`Command` is not; a bad login is answered late and the socket closed; a socket that has not
+logged in within `[ami] login_timeout` (30 s) is closed; anything but Login/Logoff before login
+is "Permission denied"; an unknown action or CLI command gets Asterisk's own error text.
+
+Beyond Asterisk, against guessing (`ami_guard`): the delay before a bad login's answer doubles
+with each failure from the same source, and `[ami] lockout_after` failures lock the source out
+for `lockout_seconds` (its connections are closed on accept). With `[ami] read_only = true` the
+user can read everything the dashboards poll but `rpt cmd` and `rpt fun` answer "Permission
+denied", as Asterisk answers a manager user without the `command` write class.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from node import __version__
 from node.control import ami_protocol as p
 from node.control import ami_rpt as rpt
+from node.control.ami_guard import LoginGuard, source_of
 from node.controller import CODEC_NAMES, Controller
 from node.errors import CommandError
 from node.events import Snapshot
@@ -41,14 +48,15 @@ from node.links.commands import Command
 if TYPE_CHECKING:
     from node.secrets import SecretStore
 
-__all__ = ["AUTH_TIMEOUT", "BAD_LOGIN_DELAY", "AmiServer"]
+__all__ = ["BAD_LOGIN_DELAY", "MAX_LOGIN_DELAY", "AmiServer"]
 
 log = logging.getLogger(__name__)
 
-#: Asterisk's `authtimeout`: a socket that has not logged in by then is closed.
-AUTH_TIMEOUT = 30.0
-#: Asterisk sleeps this long before answering a failed login (and then closes).
+#: Asterisk sleeps this long before answering a failed login (and then closes); here it is the
+#: first failure's delay, doubled at each further failure from the same source.
 BAD_LOGIN_DELAY = 1.0
+#: The longest wait before a failed login's answer.
+MAX_LOGIN_DELAY = 8.0
 #: Actions allowed before login (Asterisk also lets Challenge through, which we lack).
 _OPEN_ACTIONS = ("login", "logoff", "challenge")
 _READ_SIZE = 4096
@@ -70,6 +78,8 @@ class _Entry:
     words: tuple[str, ...]
     usage: str
     handler: _Handler
+    #: It changes the node (links, DTMF functions): refused to a read-only user.
+    writes: bool = False
 
 
 # app_rpt's rpt cmd function names (rpt_functions.c function_table), with their minimum
@@ -143,10 +153,12 @@ def _transmitting(ptt: bool, links_keyed: bool, calls_keyed: bool) -> tuple[bool
 class _Session:
     """One connection's state."""
 
-    __slots__ = ("authenticated", "peer")
+    __slots__ = ("authenticated", "peer", "source")
 
     def __init__(self, peer: str) -> None:
         self.peer = peer
+        #: What failed logins are counted under (`ami_guard.source_of`).
+        self.source = source_of(peer)
         self.authenticated = False
 
 
@@ -158,14 +170,22 @@ class AmiServer:
         controller: Controller,
         secrets: SecretStore,
         *,
-        auth_timeout: float = AUTH_TIMEOUT,
+        auth_timeout: float | None = None,
         bad_login_delay: float = BAD_LOGIN_DELAY,
+        lockout_seconds: float | None = None,
     ) -> None:
+        """`auth_timeout` and `lockout_seconds` replace `[ami] login_timeout` and
+        `lockout_seconds` (tests use fractions of a second)."""
         self._controller = controller
-        self._config = controller.config.ami
+        self._config = config = controller.config.ami
         self._secrets = secrets
-        self._auth_timeout = auth_timeout
-        self._bad_login_delay = bad_login_delay
+        self._auth_timeout = config.login_timeout if auth_timeout is None else auth_timeout
+        self._guard = LoginGuard(
+            base_delay=bad_login_delay,
+            max_delay=max(bad_login_delay, MAX_LOGIN_DELAY),
+            lockout_after=config.lockout_after,
+            lockout_seconds=config.lockout_seconds if lockout_seconds is None else lockout_seconds,
+        )
         self._started = controller.now()
         self._server: asyncio.Server | None = None
         #: Open connections: their tasks and writers.
@@ -186,8 +206,8 @@ class AmiServer:
                 _USAGE_VARIABLES,
                 self._node_text(rpt.show_variables_text, argc=4),
             ),
-            _Entry(("rpt", "fun"), _USAGE_FUN, self._rpt_fun),
-            _Entry(("rpt", "cmd"), _USAGE_CMD, self._rpt_cmd),
+            _Entry(("rpt", "fun"), _USAGE_FUN, self._rpt_fun, writes=True),
+            _Entry(("rpt", "cmd"), _USAGE_CMD, self._rpt_cmd, writes=True),
             _Entry(("iax2", "show", "registry"), _USAGE_REGISTRY, self._iax2_show_registry),
             _Entry(("iax2", "show", "channels"), _USAGE_CHANNELS, self._iax2_show_channels),
         ]
@@ -267,9 +287,13 @@ class AmiServer:
                 )
             writer.close()
             return
-        self._sessions[task] = writer
         peer = writer.get_extra_info("peername")
         session = _Session(peer[0] if peer else "?")
+        if self._guard.locked(session.source, asyncio.get_running_loop().time()):
+            # Logged once, when the lockout began.
+            writer.close()
+            return
+        self._sessions[task] = writer
         try:
             await self._serve(session, reader, writer)
         except (ConnectionError, OSError):
@@ -340,6 +364,8 @@ class AmiServer:
             command = req.header("Command")
             if not command:
                 return p.error(aid, "No command provided"), False
+            if self._config.read_only and self._writes(command):
+                return p.error(aid, "Permission denied"), False
             ok, text = await self.command(command)
             return p.command_output(ok, aid, text), False
         return p.error(
@@ -353,14 +379,33 @@ class AmiServer:
         if session.authenticated:
             return p.response("Success", aid, ["Message: Already authenticated"]), False
         user, secret = req.header("Username") or "", req.header("Secret") or ""
-        if self._secrets.ami_login(user, secret):
+        now = asyncio.get_running_loop().time()
+        # A locked-out source is refused without a look at the password, so logins already in
+        # flight on parallel connections cannot go on guessing.
+        if not self._guard.locked(session.source, now) and self._secrets.ami_login(user, secret):
+            self._guard.succeeded(session.source)
             session.authenticated = True
-            log.info("AMI: login from %s", session.peer)
+            log.info("AMI: login from %s%s", session.peer, " (read-only)" * self._config.read_only)
             return p.response("Success", aid, ["Message: Authentication accepted"]), False
+        delay, locked = self._guard.failed(session.source, now)
         # Neither the name nor the password is logged: either may be a mistyped secret.
-        log.warning("AMI: failed login from %s", session.peer)
-        await asyncio.sleep(self._bad_login_delay)
+        if locked:
+            log.warning(
+                "AMI: %s locked out for %.0f s after %d failed logins (ami.lockout_after)",
+                session.source,
+                self._guard.lockout_seconds,
+                self._guard.lockout_after,
+            )
+        else:
+            log.warning("AMI: failed login from %s", session.peer)
+        await asyncio.sleep(delay)
         return p.error(aid, "Authentication failed"), True
+
+    def _writes(self, text: str) -> bool:
+        """Whether the CLI command `text` changes the node (refused to a read-only user)."""
+        args = p.parse_cli_args(text)
+        entry = self._find(args) if args else None
+        return entry is not None and entry.writes
 
     def _rpt_status(self, req: p.Request) -> bytes:
         aid = req.action_id

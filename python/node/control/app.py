@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from node.control.guard import BrowserGuard
+from node.control.limits import MAX_BODY_BYTES, RequestLimits
 from node.control.page import page_routes
 from node.control.sse import event_stream
 from node.controller import Controller
@@ -32,9 +33,6 @@ from node.errors import CommandError
 __all__ = ["create_app", "read_json_body"]
 
 log = logging.getLogger(__name__)
-
-#: Control bodies are a few small fields; anything larger is a mistake or an attack.
-MAX_BODY_BYTES = 64 * 1024
 
 
 def error(message: str, status: int) -> JSONResponse:
@@ -45,7 +43,9 @@ async def read_json_body(request: Request) -> dict[str, Any]:
     """The request's JSON object; an empty body is `{}`. Raises CommandError(400) otherwise."""
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
-        raise CommandError(f"request body larger than {MAX_BODY_BYTES} bytes", 400)
+        # `RequestLimits` refuses such a body (413) before a handler runs; this guards callers
+        # that mount the handlers without it.
+        raise CommandError(f"request body larger than {MAX_BODY_BYTES} bytes", 413)
     if not raw.strip():
         return {}
     try:
@@ -203,7 +203,10 @@ def create_app(controller: Controller) -> Starlette:
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(BrowserGuard, bind_host=controller.config.control.bind.host)],
+        middleware=[
+            Middleware(RequestLimits, body_timeout=controller.config.control.request_timeout),
+            Middleware(BrowserGuard, bind_host=controller.config.control.bind.host),
+        ],
         exception_handlers={
             404: not_found,
             HTTPException: http_error,
