@@ -92,6 +92,8 @@ class LinkTimer(Enum):
     REDUNDANT = "redundant"
     #: Our periodic `L` list.
     LIST = "list"
+    #: The network behind the link (its last `L` list) is forgotten: no list came for too long.
+    LIST_EXPIRY = "list expiry"
     #: Dial a lost link again.
     RETRY = "retry"
 
@@ -155,6 +157,8 @@ class Link:
     connected_at: float | None = None
     #: The network behind this link, from its latest `L` list.
     behind: tuple[t.LinkEntry, ...] = ()
+    #: When its latest `L` list came (None: none yet since the link came up).
+    list_at: float | None = None
     #: We are sending it a talk spurt.
     talking: bool = False
     #: Outbound retries since the link was last up.

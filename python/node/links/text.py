@@ -35,6 +35,7 @@ __all__ = [
     "Telemetry",
     "Unknown",
     "link_list",
+    "link_list_within",
     "parse",
     "telemetry",
 ]
@@ -279,6 +280,31 @@ def parse(text: str) -> LinkText:
 def link_list(entries: tuple[LinkEntry, ...] | list[LinkEntry]) -> str:
     """`L T2000,R2001`; with no entries app_rpt sends `L ` (and so do we)."""
     return "L " + ",".join(str(e) for e in entries)
+
+
+def link_list_within(
+    entries: list[LinkEntry], limit: int, *, keep: frozenset[str] = frozenset()
+) -> tuple[str, int]:
+    """`link_list(entries)` if it is at most `limit` bytes long; else the entries of `keep`
+    (our own links) and as many of the others as fit, in order, whole entries only.
+    Returns the text and how many entries were left out.
+
+    app_rpt neither splits nor compresses its lists (one TEXT frame, which replaces the
+    receiver's whole list), so a list cut short at an entry boundary is the most a peer can
+    take in; the cut keeps the adjacent links, which a peer needs to refuse loops."""
+    whole = link_list(entries)
+    if len(whole.encode()) <= limit:
+        return whole, 0
+    size = len(link_list([e for e in entries if e.node in keep]).encode())
+    kept: list[LinkEntry] = []
+    for entry in entries:
+        if entry.node not in keep:
+            extra = len(str(entry).encode()) + 1
+            if size + extra > limit:
+                continue
+            size += extra
+        kept.append(entry)
+    return link_list(kept), len(entries) - len(kept)
 
 
 def telemetry(source: str, token: str, *args: str) -> str:
