@@ -665,16 +665,17 @@ def test_a_thousand_nodes_behind_a_link_are_held_whole_and_lists_stay_within_a_f
         # Our own links are always there; then as many of the hub's nodes as fit, in order.
         assert entries[0] == "T1998" and ("T1996" in entries) != (callno == 21)
         assert entries[1:4] == ["T300000", "T300001", "T300002"]
-    dropped = n.graph()["lists"]["last_dropped"]
+    dropped = n.links["1997"].list_dropped
     kept = len(lists[0][1][2:].split(","))
     assert dropped > 0 and kept + dropped == 1002
+    assert n.graph()["lists"]["cut"] == 2 and n.graph()["lists"]["entries_dropped"] == 2 * dropped
     # A list that fits is sent whole, as app_rpt orders it.
     n.text(10, thousand(count=10), T0 + 5)
     assert sent_lists(run_until(n, T0 + 5.3))[0] == (
         20,
         "L T1998," + thousand(count=10)[2:] + ",T1996",
     )
-    assert n.graph()["lists"]["last_dropped"] == 0
+    assert n.links["1997"].list_dropped == 0
 
 
 def test_graph_names_who_is_linked_to_whom_in_which_mode() -> None:

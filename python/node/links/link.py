@@ -159,6 +159,8 @@ class Link:
     behind: tuple[t.LinkEntry, ...] = ()
     #: When its latest `L` list came (None: none yet since the link came up).
     list_at: float | None = None
+    #: Entries left out of the last list we sent it, to keep it within one TEXT frame.
+    list_dropped: int = 0
     #: We are sending it a talk spurt.
     talking: bool = False
     #: Outbound retries since the link was last up.

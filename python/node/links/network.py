@@ -159,10 +159,11 @@ class LinkNetwork:
         self._local_key_change: float | None = None
         #: Texts received by kind ("L", "T", ..., "unknown"), for /stats.
         self.text_counts: dict[str, int] = {}
-        #: Entries left out of the lists we sent to keep them within `MAX_LIST_BYTES` (all
-        #: lists), and how many the last list that had to be cut left out.
+        #: Entries left out of the lists we sent to keep them within `MAX_LIST_BYTES`, over
+        #: all lists (each link's last cut is its `list_dropped`).
         self.list_entries_dropped = 0
-        self.list_last_dropped = 0
+        #: Each link's entries as lists show them (see `_segment`), by node.
+        self._segments: dict[str, tuple[Any, tuple[tuple[str, ...], str, int]]] = {}
         #: Neighbours' lists forgotten because no newer one came within `LIST_EXPIRY`.
         self.lists_expired = 0
         #: The links the last `disconnect_all` dropped, for `*74` (app_rpt's savednodes).
@@ -223,7 +224,7 @@ class LinkNetwork:
             "edges": edges,
             "lists": {
                 "entries_dropped": self.list_entries_dropped,
-                "last_dropped": self.list_last_dropped,
+                "cut": sum(1 for link in self._links.values() if link.list_dropped),
                 "expired": self.lists_expired,
             },
         }
@@ -293,21 +294,43 @@ class LinkNetwork:
         elif skip is None:
             self._kick_skip.clear()
 
+    def _segment(self, link: Link) -> tuple[tuple[str, ...], str, int]:
+        """The link and everything behind it as its neighbours' lists show it: the entries,
+        joined, and their length in bytes. Kept until the link's list or state changes, as a
+        kick builds one list per link out of all the others' segments."""
+        key = (link.list_letter, link.behind)
+        cached = self._segments.get(link.node)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        entries = tuple(str(e) for e in link.listed())
+        joined = ",".join(entries)
+        segment = (entries, joined, len(joined.encode()))
+        self._segments[link.node] = (key, segment)
+        return segment
+
     def _list_for(self, recipient: Link) -> str:
-        entries = self.network_entries(recipient)
-        adjacent = frozenset(self._links)
-        text, dropped = t.link_list_within(entries, MAX_LIST_BYTES, keep=adjacent)
-        if dropped:
-            if not self.list_last_dropped:
-                log.warning(
-                    "our link list has %d nodes, more than one TEXT frame carries (%d bytes): "
-                    "%d nodes behind our links left out of it",
-                    len(entries),
-                    MAX_LIST_BYTES,
-                    dropped,
-                )
-            self.list_entries_dropped += dropped
-        self.list_last_dropped = dropped
+        segments = [
+            self._segment(link)
+            for link in self._links.values()
+            if link is not recipient
+            and not link.node.startswith("0")
+            and link.mode is not LinkMode.LOCAL_MONITOR
+        ]
+        size = len("L ") + sum(seg[2] for seg in segments) + max(0, len(segments) - 1)
+        if size <= MAX_LIST_BYTES:
+            recipient.list_dropped = 0
+            return "L " + ",".join(seg[1] for seg in segments)
+        text, dropped = t.link_list_within([seg[0] for seg in segments], MAX_LIST_BYTES)
+        if not any(link.list_dropped for link in self._links.values()):
+            log.warning(
+                "our link list holds %d nodes, more than one TEXT frame carries (%d bytes): "
+                "%d of the nodes behind our links are left out of it",
+                sum(len(seg[0]) for seg in segments),
+                MAX_LIST_BYTES,
+                dropped,
+            )
+        recipient.list_dropped = dropped
+        self.list_entries_dropped += dropped
         return text
 
     def _send_list(self, link: Link, now: float) -> None:
@@ -348,6 +371,7 @@ class LinkNetwork:
     def _drop(self, link: Link) -> None:
         """Forget the link (its call, if any, is ended by whoever called this)."""
         self._links.pop(link.node, None)
+        self._segments.pop(link.node, None)
         if link.callno is not None:
             self._by_call.pop(link.callno, None)
         self._changed = True

@@ -10,6 +10,7 @@ builders here, in app_rpt's exact spelling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -282,29 +283,31 @@ def link_list(entries: tuple[LinkEntry, ...] | list[LinkEntry]) -> str:
     return "L " + ",".join(str(e) for e in entries)
 
 
-def link_list_within(
-    entries: list[LinkEntry], limit: int, *, keep: frozenset[str] = frozenset()
-) -> tuple[str, int]:
-    """`link_list(entries)` if it is at most `limit` bytes long; else the entries of `keep`
-    (our own links) and as many of the others as fit, in order, whole entries only.
-    Returns the text and how many entries were left out.
+def link_list_within(segments: Sequence[Sequence[str]], limit: int) -> tuple[str, int]:
+    """An `L` text of at most `limit` bytes from `segments`: per link, its own entry (`T2000`)
+    then the entries behind it. Whole if it fits; else every link's own entry and as many of
+    the others as fit, in order, whole entries only. Returns the text and how many entries
+    were left out.
 
     app_rpt neither splits nor compresses its lists (one TEXT frame, which replaces the
     receiver's whole list), so a list cut short at an entry boundary is the most a peer can
     take in; the cut keeps the adjacent links, which a peer needs to refuse loops."""
-    whole = link_list(entries)
+    entries = [e for seg in segments for e in seg]
+    whole = "L " + ",".join(entries)
     if len(whole.encode()) <= limit:
         return whole, 0
-    size = len(link_list([e for e in entries if e.node in keep]).encode())
-    kept: list[LinkEntry] = []
-    for entry in entries:
-        if entry.node not in keep:
-            extra = len(str(entry).encode()) + 1
-            if size + extra > limit:
-                continue
-            size += extra
-        kept.append(entry)
-    return link_list(kept), len(entries) - len(kept)
+    size = len("L ") + sum(len(seg[0].encode()) + 1 for seg in segments if seg)
+    kept: list[str] = []
+    for seg in segments:
+        if not seg:
+            continue
+        kept.append(seg[0])
+        for entry in seg[1:]:
+            extra = len(entry.encode()) + 1
+            if size + extra <= limit:
+                size += extra
+                kept.append(entry)
+    return "L " + ",".join(kept), len(entries) - len(kept)
 
 
 def telemetry(source: str, token: str, *args: str) -> str:
