@@ -17,7 +17,7 @@ from node.iax2 import call as iax2_call
 from node.links.network import MAX_LIST_BYTES
 from tests.interop.harness import wait_until
 from tests.links.replay import ScriptedNode, Step
-from tests.links.test_nodes_link import link_of, our_node
+from tests.links.test_nodes_link import link_of, link_to, our_node
 
 HUB = [str(30000 + i) for i in range(1000)]
 
@@ -40,11 +40,7 @@ def test_a_thousand_nodes_behind_a_hub_are_carried_whole(tmp_path: Path, hub: Sc
         assert r.status_code == 200, r.text
         hub.run(Step(0.0, "text", "!NEWKEY1!"), a.udp_addr)
         hub.run(Step(0.0, "text", "L " + ",".join(f"T{n}" for n in HUB)), a.udp_addr)
-        r = b.post(
-            "/link",
-            json={"action": "connect", "node": "1999", "addr": f"127.0.0.1:{a.udp_addr[1]}"},
-        )
-        assert r.status_code == 200, r.text
+        link_to(b, "1999", a)
 
         # 1999 holds all of them: the link's nodes, the graph, /status.
         wait_until("1999 holds the hub's list", lambda: len(link_of(a, "2000")["nodes"]) == 1000)

@@ -558,6 +558,15 @@ def test_a_local_monitor_link_is_heard_locally_and_listed_nowhere() -> None:
 # --- lists: changes, expiry, size ---------------------------------------------------------------
 
 
+def two_links() -> LinkNetwork:
+    """1998 (outbound, call 10) and 1997 (inbound, call 20) up, their first lists sent."""
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    run_until(n, T0 + 1)
+    return n
+
+
 def sent_lists(actions: list[ln.LinkAction]) -> list[tuple[int, str]]:
     return [(a.callno, a.text) for a in actions if isinstance(a, SendText) and a.text[:1] == "L"]
 
@@ -586,10 +595,7 @@ def test_lists_go_out_a_kick_after_a_link_is_established() -> None:
 
 
 def test_a_neighbours_changed_list_goes_on_within_a_kick_but_not_back() -> None:
-    n = net()
-    up_outbound(n, "1998", 10)
-    up_inbound(n, "1997", 20)
-    run_until(n, T0 + 1)
+    n = two_links()
     out = n.text(10, "L T2000", T0 + 5)
     assert out.changed and out.actions == ()
     assert n.next_deadline() == pytest.approx(T0 + 5.2)
@@ -600,10 +606,7 @@ def test_a_neighbours_changed_list_goes_on_within_a_kick_but_not_back() -> None:
 
 
 def test_a_node_that_left_behind_a_link_is_gone_with_the_next_list() -> None:
-    n = net()
-    up_outbound(n, "1998", 10)
-    up_inbound(n, "1997", 20)
-    run_until(n, T0 + 1)
+    n = two_links()
     n.text(10, "L T2000,T2001", T0 + 2)
     run_until(n, T0 + 3)
     assert "2001" in n.tree()
@@ -614,10 +617,7 @@ def test_a_node_that_left_behind_a_link_is_gone_with_the_next_list() -> None:
 
 
 def test_a_neighbours_list_expires_when_no_newer_one_comes() -> None:
-    n = net()
-    up_outbound(n, "1998", 10)
-    up_inbound(n, "1997", 20)
-    run_until(n, T0 + 1)
+    n = two_links()
     n.text(10, "L T2000,R2001", T0 + 2)
     run_until(n, T0 + 3)
     # Lists every 30 s keep it.

@@ -58,6 +58,13 @@ def expected(capture: str, us: str, peer: str, operators: list[Operator]) -> lis
     return [n for n in script.expected[at(peer)] if not n.startswith("TEXT L ")]
 
 
+def link_to(node: NodeProcess, peer: str, peer_node: NodeProcess) -> None:
+    """`node` links to `peer` (transceive), which is `peer_node` on loopback."""
+    addr = f"127.0.0.1:{peer_node.udp_addr[1]}"
+    r = node.post("/link", json={"action": "connect", "node": peer, "addr": addr})
+    assert r.status_code == 200, r.text
+
+
 def link_of(node: NodeProcess, peer: str) -> dict | None:
     return next((li for li in node.get("/status").json()["links"] if li["node"] == peer), None)
 
@@ -178,17 +185,9 @@ def test_a_link_coming_up_behind_a_neighbour_reaches_us_within_a_kick(tmp_path: 
         a = stack.enter_context(our_node(tmp_path, "1999"))
         b = stack.enter_context(our_node(tmp_path, "1998"))
         c = stack.enter_context(our_node(tmp_path, "1997"))
-        r = a.post(
-            "/link",
-            json={"action": "connect", "node": "1998", "addr": f"127.0.0.1:{b.udp_addr[1]}"},
-        )
-        assert r.status_code == 200, r.text
+        link_to(a, "1998", b)
         wait_until("A-B up", lambda: (link_of(b, "1999") or {}).get("newkey") == "newkey1")
-        r = b.post(
-            "/link",
-            json={"action": "connect", "node": "1997", "addr": f"127.0.0.1:{c.udp_addr[1]}"},
-        )
-        assert r.status_code == 200, r.text
+        link_to(b, "1997", c)
         wait_until("B-C up", lambda: (link_of(c, "1998") or {}).get("state") == "up")
         # Far below the 30 s of the periodic list.
         wait_until("A sees 1997 linked", lambda: link_of(a, "1998")["nodes"] == ["T1997"], 3.0)
