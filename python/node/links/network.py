@@ -250,13 +250,20 @@ class LinkNetwork:
         """Every node of our network as an `L` list shows it: each link and everything behind
         it, except `recipient` (app_rpt's __mklinklist, also AMI's LinkedNodes)."""
         entries: list[t.LinkEntry] = []
-        for link in self._links.values():
-            if link is recipient or link.node.startswith("0"):
-                continue
-            if link.mode is LinkMode.LOCAL_MONITOR:
-                continue
+        for link in self._listed_links(recipient):
             entries.extend(link.listed())
         return entries
+
+    def _listed_links(self, recipient: Link | None) -> list[Link]:
+        """The links a list to `recipient` shows: not itself, no link whose number starts
+        with 0 (no node), no local monitor link."""
+        return [
+            link
+            for link in self._links.values()
+            if link is not recipient
+            and not link.node.startswith("0")
+            and link.mode is not LinkMode.LOCAL_MONITOR
+        ]
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [link.to_json(now) for link in self._links.values()]
@@ -309,13 +316,7 @@ class LinkNetwork:
         return segment
 
     def _list_for(self, recipient: Link) -> str:
-        segments = [
-            self._segment(link)
-            for link in self._links.values()
-            if link is not recipient
-            and not link.node.startswith("0")
-            and link.mode is not LinkMode.LOCAL_MONITOR
-        ]
+        segments = [self._segment(link) for link in self._listed_links(recipient)]
         size = len("L ") + sum(seg[2] for seg in segments) + max(0, len(segments) - 1)
         if size <= MAX_LIST_BYTES:
             recipient.list_dropped = 0
