@@ -315,8 +315,18 @@ class LinkNetwork:
         self._segments[link.node] = (key, segment)
         return segment
 
-    def _list_for(self, recipient: Link) -> str:
-        segments = [self._segment(link) for link in self._listed_links(recipient)]
+    def _all_segments(self) -> list[tuple[Link, tuple[tuple[str, ...], str, int]]]:
+        """Every listed link with its segment: a kick builds them once for all its lists."""
+        return [(link, self._segment(link)) for link in self._listed_links(None)]
+
+    def _list_for(
+        self,
+        recipient: Link,
+        every: list[tuple[Link, tuple[tuple[str, ...], str, int]]] | None = None,
+    ) -> str:
+        if every is None:
+            every = self._all_segments()
+        segments = [seg for link, seg in every if link is not recipient]
         size = len("L ") + sum(seg[2] for seg in segments) + max(0, len(segments) - 1)
         if size <= MAX_LIST_BYTES:
             recipient.list_dropped = 0
@@ -334,8 +344,13 @@ class LinkNetwork:
         self.list_entries_dropped += dropped
         return text
 
-    def _send_list(self, link: Link, now: float) -> None:
-        self._send(link, self._list_for(link))
+    def _send_list(
+        self,
+        link: Link,
+        now: float,
+        every: list[tuple[Link, tuple[tuple[str, ...], str, int]]] | None = None,
+    ) -> None:
+        self._send(link, self._list_for(link, every))
         link.timers.set(LinkTimer.LIST, now + LIST_INTERVAL)
 
     def _telemetry(self, token: str, *args: str) -> None:
@@ -821,9 +836,10 @@ class LinkNetwork:
         if self._kick_at is not None and self._kick_at <= now:
             self._kick_at = None
             skip, self._kick_skip = self._kick_skip, set()
+            every = self._all_segments()
             for link in self._links.values():
                 if link.up and link.node not in skip:
-                    self._send_list(link, now)
+                    self._send_list(link, now, every)
         return self._output()
 
     def _fire(self, link: Link, kind: LinkTimer, now: float) -> None:
