@@ -625,6 +625,7 @@ def test_a_neighbours_list_expires_when_no_newer_one_comes() -> None:
         n.text(10, "L T2000,R2001", T0 + 2 + 30 * k)
     run_until(n, T0 + 92 + ln.LIST_EXPIRY - 1)
     assert n.links["1998"].behind_nodes == {"2000", "2001"}
+    assert n.snapshot(T0 + 92 + ln.LIST_EXPIRY - 1)[0]["list_s"] == ln.LIST_EXPIRY - 1
     # Then they stop (the link itself stays up: the peer still answers LAGRQ and PING).
     actions = run_until(n, T0 + 92 + ln.LIST_EXPIRY + 0.3)
     assert n.links["1998"].behind == () and n.tree() == {"1998", "1997"}

@@ -208,6 +208,7 @@ class Link:
             "connected_s": None if self.connected_at is None else round(now - self.connected_at, 1),
             "codec": self.codec,
             "nodes": [str(e) for e in self.behind],
+            "list_s": None if self.list_at is None else round(now - self.list_at, 1),
             "permanent": self.permanent,
             "addr": None if self.addr is None else f"{self.addr[0]}:{self.addr[1]}",
             "newkey": self.handshake.value,
