@@ -88,6 +88,12 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
     }
     # No [wireguard]: plain UDP, no tunnel.
     assert snap.pop("tunnel") is None
+    # No links: the graph is this node alone (it has no node number here).
+    assert snap.pop("network") == {
+        "nodes": [{"node": None, "hops": 0, "mode": None, "via": None}],
+        "edges": [],
+        "lists": {"entries_dropped": 0, "cut": 0, "expired": 0},
+    }
     assert snap == {}
 
 

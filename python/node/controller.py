@@ -212,6 +212,7 @@ class Controller:
             "registered": self.registered,
             "calls": self.call_service.snapshot(now),
             "links": self.links.snapshot(now),
+            "network": self.links.graph(),
             "tx": self.transmit.tx_json(now),
             "registration": self.registration_status(),
             "tunnel": self._tunnel_json(),

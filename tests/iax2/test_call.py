@@ -734,7 +734,9 @@ def test_dtmf_text_key_unkey_sent() -> None:
     with pytest.raises(LocalProtocolError):
         call.send_text(T0 + 1, "a\x00b")
     with pytest.raises(LocalProtocolError):
-        call.send_text(T0 + 1, "x" * 1025)
+        call.send_text(T0 + 1, "x" * 4084)
+    # The longest a chan_iax2 peer takes in (a 4,096-byte datagram) is sent.
+    assert len(call.send_text(T0 + 1, "x" * 4083).frames[0].payload) == 4084
 
 
 def test_timestamps_rise_strictly_and_are_never_zero() -> None:

@@ -318,9 +318,10 @@ def test_disconnect_is_polite_and_final() -> None:
     assert n.spurt(10, True, T0 + 63.05).actions == ()
     assert n.call_ended(10, "hung up by peer", T0 + 63.1, refused=False).events == ()
     assert not n.is_link_call(10)
-    # No list for the departure: 1997 hears of it with the next periodic list.
-    assert run_until(n, T0 + 90) == [SendText(20, "L ")]
-    assert n.links["1997"].timers[ln.LinkTimer.LIST] == pytest.approx(T0 + 120)
+    # No list for the departure: 1997 hears of it with the next periodic list (its lists run
+    # from the kick that followed both links up).
+    assert run_until(n, T0 + 91) == [SendText(20, "L ")]
+    assert n.links["1997"].timers[ln.LinkTimer.LIST] == pytest.approx(T0 + 120.2)
     with pytest.raises(CommandError) as exc:
         n.disconnect("1998", T0 + 65)
     assert exc.value.status == 404
@@ -501,9 +502,10 @@ def test_a_guest_link_speaks_no_dialect_and_keys_by_voice() -> None:
     out = n.call_up(30, "ulaw", T0 + 0.1)  # at RINGING
     assert texts(out) == [] and out.events == (LinkConnected("2000", 30, T, "outbound"),)
     assert n.links["2000"].handshake is ln.Handshake.GUEST
-    # The other links hear of it by list (1997's periodic one here: the kick skipped it, as
-    # it had just had ours); the guest itself never gets one, nor telemetry.
-    assert texts(LinkOutput(tuple(run_until(n, T0 + 40)))) == [(20, "L T2000")]
+    # The other links hear of it by list (1997 had ours at answer, before the guest link: the
+    # kick still brings it the news, then its periodic list); the guest itself never gets one,
+    # nor telemetry.
+    assert texts(LinkOutput(tuple(run_until(n, T0 + 40)))) == [(20, "L T2000"), (20, "L T2000")]
     assert n.text(30, "!NEWKEY1!", T0 + 41).actions == ()
     assert n.links["2000"].handshake is ln.Handshake.GUEST
     assert n.spurt(30, True, T0 + 42).actions == ()
@@ -553,3 +555,141 @@ def test_a_local_monitor_link_is_heard_locally_and_listed_nowhere() -> None:
     assert SetLeg(11, mode="transceive") in out.actions
     assert n.list_entries() == ["T1998", "T1997"]
     assert LinkMode.LOCAL_MONITOR.leg == "local_only"
+
+
+# --- lists: changes, expiry, size ---------------------------------------------------------------
+
+
+def two_links() -> LinkNetwork:
+    """1998 (outbound, call 10) and 1997 (inbound, call 20) up, their first lists sent."""
+    n = net()
+    up_outbound(n, "1998", 10)
+    up_inbound(n, "1997", 20)
+    run_until(n, T0 + 1)
+    return n
+
+
+def sent_lists(actions: list[ln.LinkAction]) -> list[tuple[int, str]]:
+    return [(a.callno, a.text) for a in actions if isinstance(a, SendText) and a.text[:1] == "L"]
+
+
+def test_a_link_that_comes_up_right_after_another_reaches_the_first_within_a_kick() -> None:
+    # We are B of A-B-C: A (1998) calls us, and we link to C (1997) before the kick that
+    # follows A's link fires. A had our list at answer (empty): the kick must still reach it.
+    n = net()
+    up_inbound(n, "1998", 20, T0)
+    out = up_outbound(n, "1997", 11, T0 + 0.05)
+    assert (11, "L T1998") in texts(out)
+    assert sent_lists(run_until(n, T0 + 0.3)) == [(20, "L T1997"), (11, "L T1998")]
+
+
+def test_lists_go_out_a_kick_after_a_link_is_established() -> None:
+    n = net()
+    up_inbound(n, "1998", 20, T0)
+    run_until(n, T0 + 1)
+    # Dialled at T0+2 (the kick tells 1998 it is connecting), answered at T0+3.
+    assert n.connect("1997", T, T0 + 2).actions == (Dial("1997", T),)
+    n.dialled("1997", 11, ("127.0.0.1", 4573), T0 + 2)
+    assert sent_lists(run_until(n, T0 + 2.9)) == [(20, "L C1997")]
+    n.call_up(11, "ulaw", T0 + 3)
+    assert n.next_deadline() == pytest.approx(T0 + 3.2)
+    assert sent_lists(run_until(n, T0 + 3.3)) == [(20, "L T1997"), (11, "L T1998")]
+
+
+def test_a_neighbours_changed_list_goes_on_within_a_kick_but_not_back() -> None:
+    n = two_links()
+    out = n.text(10, "L T2000", T0 + 5)
+    assert out.changed and out.actions == ()
+    assert n.next_deadline() == pytest.approx(T0 + 5.2)
+    assert sent_lists(run_until(n, T0 + 5.3)) == [(20, "L T1998,T2000")]
+    # The same list again is no news: nothing before the periodic lists.
+    assert not n.text(10, "L T2000", T0 + 6).changed
+    assert sent_lists(run_until(n, T0 + 30)) == []
+
+
+def test_a_node_that_left_behind_a_link_is_gone_with_the_next_list() -> None:
+    n = two_links()
+    n.text(10, "L T2000,T2001", T0 + 2)
+    run_until(n, T0 + 3)
+    assert "2001" in n.tree()
+    run_until(n, T0 + 31)  # the periodic lists
+    n.text(10, "L T2000", T0 + 32)
+    assert "2001" not in n.tree()
+    assert set(sent_lists(run_until(n, T0 + 32.3))) == {(20, "L T1998,T2000")}
+
+
+def test_a_neighbours_list_expires_when_no_newer_one_comes() -> None:
+    n = two_links()
+    n.text(10, "L T2000,R2001", T0 + 2)
+    run_until(n, T0 + 3)
+    # Lists every 30 s keep it.
+    for k in range(1, 4):
+        n.text(10, "L T2000,R2001", T0 + 2 + 30 * k)
+    run_until(n, T0 + 92 + ln.LIST_EXPIRY - 1)
+    assert n.links["1998"].behind_nodes == {"2000", "2001"}
+    assert n.snapshot(T0 + 92 + ln.LIST_EXPIRY - 1)[0]["list_s"] == ln.LIST_EXPIRY - 1
+    # Then they stop (the link itself stays up: the peer still answers LAGRQ and PING).
+    actions = run_until(n, T0 + 92 + ln.LIST_EXPIRY + 0.3)
+    assert n.links["1998"].behind == () and n.tree() == {"1998", "1997"}
+    assert (20, "L T1998") in sent_lists(actions)
+    assert n.graph()["lists"]["expired"] == 1
+    assert ln.LIST_EXPIRY > 2 * 40  # two of the longest period app_rpt allows, missed
+
+
+def test_a_list_repeating_us_and_the_sender_is_held_without_them() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.text(10, "L T2000,T1999,T1998,T2000,R2001", T0 + 1)
+    assert [str(e) for e in n.links["1998"].behind] == ["T2000", "R2001"]
+
+
+def thousand(first: int = 2000, count: int = 1000) -> str:
+    return "L " + ",".join(f"T{first + i}" for i in range(count))
+
+
+def test_a_thousand_nodes_behind_a_link_are_held_whole_and_lists_stay_within_a_frame() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)  # the hub of hubs
+    up_inbound(n, "1997", 20)
+    up_inbound(n, "1996", 21)
+    run_until(n, T0 + 1)
+    hub = "L " + ",".join(f"T{300000 + i}" for i in range(1000))
+    n.text(10, hub, T0 + 2)
+    assert len(n.links["1998"].behind) == 1000 and len(n.tree()) == 1003
+    assert len(n.snapshot(T0 + 2)[0]["nodes"]) == 1000
+    graph = n.graph()
+    assert len(graph["nodes"]) == 1 + 3 + 1000
+    assert sum(1 for e in graph["edges"] if e["from"] == "1998") == 1000
+    lists = sent_lists(run_until(n, T0 + 2.3))
+    assert [c for c, _ in lists] == [20, 21]
+    for callno, text in lists:
+        assert len(text.encode()) <= ln.MAX_LIST_BYTES
+        entries = text[2:].split(",")
+        # Our own links are always there; then as many of the hub's nodes as fit, in order.
+        assert entries[0] == "T1998" and ("T1996" in entries) != (callno == 21)
+        assert entries[1:4] == ["T300000", "T300001", "T300002"]
+    dropped = n.links["1997"].list_dropped
+    kept = len(lists[0][1][2:].split(","))
+    assert dropped > 0 and kept + dropped == 1002
+    assert n.graph()["lists"]["cut"] == 2 and n.graph()["lists"]["entries_dropped"] == 2 * dropped
+    # A list that fits is sent whole, as app_rpt orders it.
+    n.text(10, thousand(count=10), T0 + 5)
+    assert sent_lists(run_until(n, T0 + 5.3))[0] == (
+        20,
+        "L T1998," + thousand(count=10)[2:] + ",T1996",
+    )
+    assert n.links["1997"].list_dropped == 0
+
+
+def test_graph_names_who_is_linked_to_whom_in_which_mode() -> None:
+    n = net()
+    up_outbound(n, "1998", 10)
+    n.connect("1997", R, T0)
+    n.text(10, "L T2000,C2001", T0 + 1)
+    g = n.graph()
+    assert g["nodes"][0] == {"node": ME, "hops": 0, "mode": None, "via": None}
+    assert {"from": ME, "to": "1998", "mode": "transceive", "adjacent": True} in g["edges"]
+    assert {"from": ME, "to": "1997", "mode": "connecting", "adjacent": True} in g["edges"]
+    assert {"from": "1998", "to": "2000", "mode": "transceive", "adjacent": False} in g["edges"]
+    assert {"from": "1998", "to": "2001", "mode": "connecting", "adjacent": False} in g["edges"]
+    assert {"node": "2000", "hops": 2, "mode": "transceive", "via": "1998"} in g["nodes"]

@@ -58,6 +58,13 @@ def expected(capture: str, us: str, peer: str, operators: list[Operator]) -> lis
     return [n for n in script.expected[at(peer)] if not n.startswith("TEXT L ")]
 
 
+def link_to(node: NodeProcess, peer: str, peer_node: NodeProcess) -> None:
+    """`node` links to `peer` (transceive), which is `peer_node` on loopback."""
+    addr = f"127.0.0.1:{peer_node.udp_addr[1]}"
+    r = node.post("/link", json={"action": "connect", "node": peer, "addr": addr})
+    assert r.status_code == 200, r.text
+
+
 def link_of(node: NodeProcess, peer: str) -> dict | None:
     return next((li for li in node.get("/status").json()["links"] if li["node"] == peer), None)
 
@@ -169,3 +176,24 @@ def test_monitor_relay_and_disconnect_all_as_in_asl_3node_monitor(tmp_path: Path
     assert sent(ab, REVERSE) == expected(capture, "1998", "1999", ops)
     assert sent(ca, FORWARD) == expected(capture, "1997", "1999", ops)
     assert sent(ca, REVERSE) == expected(capture, "1999", "1997", ops)
+
+
+def test_a_link_coming_up_behind_a_neighbour_reaches_us_within_a_kick(tmp_path: Path) -> None:
+    """A-B-C of our own nodes: when B's link to C comes up, A sees C as linked (T), not
+    connecting (C), with B's kick (150-250 ms), not with B's periodic list 30 s later."""
+    with ExitStack() as stack:
+        a = stack.enter_context(our_node(tmp_path, "1999"))
+        b = stack.enter_context(our_node(tmp_path, "1998"))
+        c = stack.enter_context(our_node(tmp_path, "1997"))
+        link_to(a, "1998", b)
+        wait_until("A-B up", lambda: (link_of(b, "1999") or {}).get("newkey") == "newkey1")
+        link_to(b, "1997", c)
+        wait_until("B-C up", lambda: (link_of(c, "1998") or {}).get("state") == "up")
+        # Far below the 30 s of the periodic list.
+        wait_until("A sees 1997 linked", lambda: link_of(a, "1998")["nodes"] == ["T1997"], 3.0)
+        # The snapshot's graph says the same: 1997 stands behind 1998, transceiving.
+        network = a.get("/status").json()["network"]
+        edge = {"from": "1998", "to": "1997", "mode": "transceive", "adjacent": False}
+        assert edge in network["edges"]
+        # And C hears of A through B's list to it.
+        wait_until("C sees 1999", lambda: link_of(c, "1998")["nodes"] == ["T1999"], 3.0)

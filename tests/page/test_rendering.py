@@ -360,3 +360,53 @@ def test_reopens_the_stream_when_it_ends_or_is_refused(
     expect(loc('#events li[data-event="shutdown"]')).to_have_text(
         re.compile(r"Node shutting down$")
     )
+
+
+def linked_tree() -> dict[str, Any]:
+    """The snapshot's `network` of a node 1999 with a tree behind it, as the node builds it."""
+    from node.links.network import LinkMode, LinkNetwork
+
+    net = LinkNetwork("1999", rand=lambda: 0.5)
+    for callno, (node, mode) in enumerate(
+        [("2000", LinkMode.TRANSCEIVE), ("2005", LinkMode.MONITOR), ("2010", LinkMode.TRANSCEIVE)],
+        start=10,
+    ):
+        net.connect(node, mode, 0.0)
+        net.dialled(node, callno, ("192.0.2.20", 4569), 0.0)
+        if node != "2010":
+            net.call_up(callno, "ulaw", 0.0)
+    net.text(10, "L T2001,R2002,C2003", 1.0)
+    net.text(11, "L " + ",".join(f"T{3000 + i}" for i in range(40)), 1.0)
+    return net.graph()
+
+
+def test_the_network_tree_shows_who_is_linked_behind_whom(
+    scripted: ScriptedNode, view: StatusPage
+) -> None:
+    loc = view.page.locator
+    expect(loc("#no-net")).to_be_visible()
+    expect(loc("#net")).to_be_hidden()
+    scripted.snapshot_now(
+        links=[link("2000", 10), link("2005", 11, mode="monitor")], network=linked_tree()
+    )
+    expect(loc("#net-count")).to_have_text("(46 nodes)")
+    root = loc("#net > li")
+    expect(root.locator("> .net-node")).to_have_text("1999")
+    adjacent = root.locator("> ul > li")
+    expect(adjacent.locator("> .net-node")).to_have_text(["2000", "2005", "2010"])
+    expect(adjacent.locator("> .net-mode")).to_have_text(["Transceive", "Monitor", "Connecting"])
+    behind_2000 = loc('#net li[data-node="2000"] > ul > li')
+    expect(behind_2000.locator("> .net-node")).to_have_text(["2001", "2002", "2003"])
+    expect(behind_2000.locator("> .net-mode")).to_have_text(["Transceive", "Monitor", "Connecting"])
+    # Behind a monitor link everything reads as monitor; a long list folds away.
+    fold = loc('#net li[data-node="2005"] > details')
+    expect(fold.locator("summary")).to_have_text("40 nodes behind")
+    expect(fold.locator("li").first).to_be_hidden()
+    fold.locator("summary").click()
+    expect(fold.locator("li")).to_have_count(40)
+    expect(fold.locator("li .net-mode").first).to_have_text("Monitor")
+    view.screenshots("page-network")
+    # The links go: the tree empties.
+    scripted.snapshot_now(links=[], network={"nodes": [], "edges": []})
+    expect(loc("#no-net")).to_be_visible()
+    expect(loc("#net")).to_be_hidden()

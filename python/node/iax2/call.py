@@ -144,8 +144,10 @@ LINGER = 10.0
 #: How long call setup (NEW or AUTHREQ until ACCEPT) may take once the peer has gone quiet
 #: after acknowledging it. The spec is silent; 30 s covers a human answering an auth prompt.
 SETUP_TIMEOUT = 30.0
-#: Longest TEXT payload we send (without the NUL); keeps a frame well inside one datagram.
-MAX_TEXT_BYTES = 1024
+#: Longest TEXT payload we send (without the NUL): Asterisk's chan_iax2 reads a datagram into
+#: 4,096 bytes and the full-frame header takes 12, so a peer takes 4,083 bytes and the NUL.
+#: (app_rpt's `L` lists of a large network need that much; docs/links.md.)
+MAX_TEXT_BYTES = 4096 - 12 - 1
 #: Digits a DTMF frame may carry.
 DTMF_DIGITS = "0123456789*#ABCD"
 

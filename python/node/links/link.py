@@ -92,6 +92,8 @@ class LinkTimer(Enum):
     REDUNDANT = "redundant"
     #: Our periodic `L` list.
     LIST = "list"
+    #: The network behind the link (its last `L` list) is forgotten: no list came for too long.
+    LIST_EXPIRY = "list expiry"
     #: Dial a lost link again.
     RETRY = "retry"
 
@@ -155,6 +157,10 @@ class Link:
     connected_at: float | None = None
     #: The network behind this link, from its latest `L` list.
     behind: tuple[t.LinkEntry, ...] = ()
+    #: When its latest `L` list came (None: none yet since the link came up).
+    list_at: float | None = None
+    #: Entries left out of the last list we sent it, to keep it within one TEXT frame.
+    list_dropped: int = 0
     #: We are sending it a talk spurt.
     talking: bool = False
     #: Outbound retries since the link was last up.
@@ -202,6 +208,7 @@ class Link:
             "connected_s": None if self.connected_at is None else round(now - self.connected_at, 1),
             "codec": self.codec,
             "nodes": [str(e) for e in self.behind],
+            "list_s": None if self.list_at is None else round(now - self.list_at, 1),
             "permanent": self.permanent,
             "addr": None if self.addr is None else f"{self.addr[0]}:{self.addr[1]}",
             "newkey": self.handshake.value,

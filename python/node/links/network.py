@@ -11,10 +11,13 @@ No I/O and no clock: inputs take `now` (monotonic seconds) and return one `LinkO
 actions for the controller to carry out on calls and media legs (in order), events, and whether
 the snapshot changed. The controller routes; it never interprets the dialect.
 
-Lists go out when a link is added (dialled or answered) and every 30 s, not when one goes away
-or a neighbour's list changes:
-that is what app_rpt does (the captures show no list after a `!!DISCONNECT!!`), so the rest of
-the network learns of a departure with the next periodic list.
+Lists go out when a link is added (dialled or answered) and every 30 s, as app_rpt sends them,
+and also 150-250 ms after a neighbour's list changed what we hold (app_rpt waits for its next
+periodic list there, so a change two hops away took up to 30 s per hop). Not when a link goes
+away: app_rpt sends none then (the captures show no list after a `!!DISCONNECT!!`), and the rest
+of the network learns of a departure with the next list. A neighbour's list replaces what we
+held behind it, and expires when no list comes for `LIST_EXPIRY` (app_rpt keeps a list until the
+link drops: its issue 1197). A list we send is at most `MAX_LIST_BYTES` long (see there).
 
 One link's data, states and timers are in link.py, and the actions, events and `LinkOutput`
 in link_output.py; their public names are importable from here too.
@@ -85,6 +88,17 @@ NEWKEY_TIMEOUT = 2.0
 REDUNDANT_KEY_INTERVAL = 2.0
 #: Every link gets our `L` list this often (app_rpt linkpost_time default; HamVoIP needs <= 40).
 LIST_INTERVAL = 30.0
+#: What a neighbour's list is held for when no newer one comes. app_rpt's linkpost_time is
+#: 30 s by default and at most 40 s (its config clamps it to 10-40), so a live app_rpt (or us)
+#: sends at least one list every 40 s; two missed lists in a row, plus slack for a late one,
+#: mean the neighbour no longer speaks for the network behind it.
+LIST_EXPIRY = 2 * 40.0 + 10.0
+#: The longest `L` text we send, in bytes without the NUL. Asterisk's chan_iax2 reads each
+#: datagram into a 4,096-byte buffer (a longer one is cut) and builds each frame it sends in a
+#: 4,096-byte buffer (a longer TEXT loses its end), and the full-frame header takes 12 of them:
+#: 4,084 bytes of payload, NUL included. app_rpt sends its list as one TEXT, never split, and a
+#: received list replaces the whole previous one, so a longer list cannot be split either.
+MAX_LIST_BYTES = 4096 - 12 - 1
 #: After a change of links, lists go out within 150 ms + random(0-100 ms) (__kickshort).
 LIST_KICK = 0.15
 LIST_KICK_SPREAD = 0.10
@@ -148,6 +162,13 @@ class LinkNetwork:
         self._local_key_change: float | None = None
         #: Texts received by kind ("L", "T", ..., "unknown"), for /stats.
         self.text_counts: dict[str, int] = {}
+        #: Entries left out of the lists we sent to keep them within `MAX_LIST_BYTES`, over
+        #: all lists (each link's last cut is its `list_dropped`).
+        self.list_entries_dropped = 0
+        #: Each link's entries as lists show them (see `_segment`), by node.
+        self._segments: dict[str, tuple[Any, tuple[tuple[str, ...], str, int]]] = {}
+        #: Neighbours' lists forgotten because no newer one came within `LIST_EXPIRY`.
+        self.lists_expired = 0
         #: The links the last `disconnect_all` dropped, for `*74` (app_rpt's savednodes).
         self.saved: tuple[SavedLink, ...] = ()
         #: The last node whose link keyed us up (app_rpt's ilink 7).
@@ -180,6 +201,37 @@ class LinkNetwork:
             nodes.update(e.node for e in link.behind)
         return frozenset(nodes)
 
+    def graph(self) -> dict[str, Any]:
+        """The network as a graph for the snapshot: every node once, with how far it is and
+        the mode in which we reach it, and the edges: our own links (`adjacent`), and for
+        each link the nodes its list says stand behind it. An `L` list is flat (app_rpt sends
+        no hops), so a node two or more hops away hangs off the neighbour it is behind."""
+        nodes: list[dict[str, Any]] = [{"node": self.me, "hops": 0, "mode": None, "via": None}]
+        edges: list[dict[str, Any]] = []
+        seen = {self.me}
+        for link in self._links.values():
+            mode = link.mode.value if link.up else "connecting"
+            if link.node not in seen:
+                seen.add(link.node)
+                nodes.append({"node": link.node, "hops": 1, "mode": mode, "via": None})
+            edges.append({"from": self.me, "to": link.node, "mode": mode, "adjacent": True})
+            for e in link.listed()[1:]:
+                if e.node in seen:
+                    continue
+                seen.add(e.node)
+                emode = _MODE_NAMES.get(e.mode, "connecting")
+                nodes.append({"node": e.node, "hops": 2, "mode": emode, "via": link.node})
+                edges.append({"from": link.node, "to": e.node, "mode": emode, "adjacent": False})
+        return {
+            "nodes": nodes,
+            "edges": edges,
+            "lists": {
+                "entries_dropped": self.list_entries_dropped,
+                "cut": sum(1 for link in self._links.values() if link.list_dropped),
+                "expired": self.lists_expired,
+            },
+        }
+
     def dstar_active(self) -> bool:
         """Whether a D-Star session is active: a link to a node declared `network = "dstar"`
         is up or being set up."""
@@ -201,13 +253,20 @@ class LinkNetwork:
         """Every node of our network as an `L` list shows it: each link and everything behind
         it, except `recipient` (app_rpt's __mklinklist, also AMI's LinkedNodes)."""
         entries: list[t.LinkEntry] = []
-        for link in self._links.values():
-            if link is recipient or link.node.startswith("0"):
-                continue
-            if link.mode is LinkMode.LOCAL_MONITOR:
-                continue
+        for link in self._listed_links(recipient):
             entries.extend(link.listed())
         return entries
+
+    def _listed_links(self, recipient: Link | None) -> list[Link]:
+        """The links a list to `recipient` shows: not itself, no link whose number starts
+        with 0 (no node), no local monitor link."""
+        return [
+            link
+            for link in self._links.values()
+            if link is not recipient
+            and not link.node.startswith("0")
+            and link.mode is not LinkMode.LOCAL_MONITOR
+        ]
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [link.to_json(now) for link in self._links.values()]
@@ -230,16 +289,71 @@ class LinkNetwork:
         if link.callno is not None and link.up and not link.guest:
             self._out.send(SendText(link.callno, text))
 
-    def _kick(self, now: float) -> None:
-        """Send every link our list soon (once, however many changes come meanwhile)."""
+    def _kick(self, now: float, *, skip: str | None = None) -> None:
+        """Send every link our list soon (once, however many changes come meanwhile).
+
+        `skip` names a link that already has the list as it stands now (a callee's list went
+        out at answer; a neighbour's own list does not change with what it told us). A later
+        change before the kick fires is news to every link, so it clears the skips: a link
+        that came up just before another one must hear of the second one too."""
         if self._kick_at is None:
             self._kick_at = now + LIST_KICK + LIST_KICK_SPREAD * self._rand()
+            self._kick_skip = set()
+            if skip is not None:
+                self._kick_skip.add(skip)
+        elif skip is None:
+            self._kick_skip.clear()
 
-    def _list_for(self, recipient: Link) -> str:
-        return t.link_list(self.network_entries(recipient))
+    def _segment(self, link: Link) -> tuple[tuple[str, ...], str, int]:
+        """The link and everything behind it as its neighbours' lists show it: the entries,
+        joined, and their length in bytes. Kept until the link's list or state changes, as a
+        kick builds one list per link out of all the others' segments."""
+        key = (link.list_letter, link.behind)
+        cached = self._segments.get(link.node)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        entries = tuple(str(e) for e in link.listed())
+        joined = ",".join(entries)
+        segment = (entries, joined, len(joined.encode()))
+        self._segments[link.node] = (key, segment)
+        return segment
 
-    def _send_list(self, link: Link, now: float) -> None:
-        self._send(link, self._list_for(link))
+    def _all_segments(self) -> list[tuple[Link, tuple[tuple[str, ...], str, int]]]:
+        """Every listed link with its segment: a kick builds them once for all its lists."""
+        return [(link, self._segment(link)) for link in self._listed_links(None)]
+
+    def _list_for(
+        self,
+        recipient: Link,
+        every: list[tuple[Link, tuple[tuple[str, ...], str, int]]] | None = None,
+    ) -> str:
+        if every is None:
+            every = self._all_segments()
+        segments = [seg for link, seg in every if link is not recipient]
+        size = len("L ") + sum(seg[2] for seg in segments) + max(0, len(segments) - 1)
+        if size <= MAX_LIST_BYTES:
+            recipient.list_dropped = 0
+            return "L " + ",".join(seg[1] for seg in segments)
+        text, dropped = t.link_list_within([seg[0] for seg in segments], MAX_LIST_BYTES)
+        if not any(link.list_dropped for link in self._links.values()):
+            log.warning(
+                "our link list holds %d nodes, more than one TEXT frame carries (%d bytes): "
+                "%d of the nodes behind our links are left out of it",
+                sum(len(seg[0]) for seg in segments),
+                MAX_LIST_BYTES,
+                dropped,
+            )
+        recipient.list_dropped = dropped
+        self.list_entries_dropped += dropped
+        return text
+
+    def _send_list(
+        self,
+        link: Link,
+        now: float,
+        every: list[tuple[Link, tuple[tuple[str, ...], str, int]]] | None = None,
+    ) -> None:
+        self._send(link, self._list_for(link, every))
         link.timers.set(LinkTimer.LIST, now + LIST_INTERVAL)
 
     def _telemetry(self, token: str, *args: str) -> None:
@@ -276,6 +390,7 @@ class LinkNetwork:
     def _drop(self, link: Link) -> None:
         """Forget the link (its call, if any, is ended by whoever called this)."""
         self._links.pop(link.node, None)
+        self._segments.pop(link.node, None)
         if link.callno is not None:
             self._by_call.pop(link.callno, None)
         self._changed = True
@@ -558,8 +673,7 @@ class LinkNetwork:
         else:
             # The callee only answers the handshake and sends its list.
             self._send_list(link, now)
-            self._kick_skip.add(link.node)
-        self._kick(now)
+        self._kick(now, skip=link.node if link.direction != "outbound" else None)
         self._out.report(LinkConnected(link.node, callno, link.mode, link.direction))
         return self._output()
 
@@ -602,7 +716,10 @@ class LinkNetwork:
         link.talking = False
         link.behind = ()
         link.connected_at = None
-        link.timers.cancel(LinkTimer.NEWKEY, LinkTimer.REDUNDANT, LinkTimer.LIST)
+        link.list_at = None
+        link.timers.cancel(
+            LinkTimer.NEWKEY, LinkTimer.REDUNDANT, LinkTimer.LIST, LinkTimer.LIST_EXPIRY
+        )
         self._changed = True
         can_retry = link.direction == "outbound" and retry
         if can_retry and (link.permanent or link.retries < MAX_RETRIES):
@@ -641,11 +758,17 @@ class LinkNetwork:
         elif isinstance(item, t.Disconnect):
             self._peer_disconnected(link, now)
         elif isinstance(item, t.LinkList):
-            # Stored for our tree and our next lists; app_rpt sends no list of its own in
-            # reply (the captures show none), the periodic one carries the change on.
-            if item.entries != link.behind:
-                link.behind = item.entries
+            # It replaces what we held behind the link (a node that left is gone from it),
+            # and holds until a newer list, or until none came for too long.
+            link.list_at = now
+            link.timers.set(LinkTimer.LIST_EXPIRY, now + LIST_EXPIRY)
+            behind = _own_view(item.entries, self.me, link.node)
+            if behind != link.behind:
+                link.behind = behind
                 self._changed = True
+                # A change like any other: the others hear of it within a kick. The sender's
+                # own list does not change with what it told us.
+                self._kick(now, skip=link.node)
         elif isinstance(item, t.Telemetry):
             if item.source != self.me:
                 self._forward(link, text, transceive_only=True)
@@ -739,9 +862,10 @@ class LinkNetwork:
         if self._kick_at is not None and self._kick_at <= now:
             self._kick_at = None
             skip, self._kick_skip = self._kick_skip, set()
+            every = self._all_segments()
             for link in self._links.values():
                 if link.up and link.node not in skip:
-                    self._send_list(link, now)
+                    self._send_list(link, now, every)
         return self._output()
 
     def _fire(self, link: Link, kind: LinkTimer, now: float) -> None:
@@ -753,11 +877,40 @@ class LinkNetwork:
             link.timers.set(LinkTimer.REDUNDANT, now + REDUNDANT_KEY_INTERVAL)
         elif kind is LinkTimer.LIST and link.up:
             self._send_list(link, now)
+        elif kind is LinkTimer.LIST_EXPIRY and link.behind:
+            log.warning(
+                "node %s sent no link list for %.0f s: forgetting the %d nodes behind it",
+                link.node,
+                LIST_EXPIRY,
+                len(link.behind),
+            )
+            link.behind = ()
+            self.lists_expired += 1
+            self._changed = True
+            self._kick(now, skip=link.node)
         elif kind is LinkTimer.RETRY and link.state is LinkState.RETRYING:
             link.go(LinkTrigger.REDIAL)
             link.reconnects += 1
             self._changed = True
             self._out.send(Dial(link.node, link.mode))
+
+
+_MODE_NAMES = {"T": "transceive", "R": "monitor", "C": "connecting"}
+
+
+def _own_view(
+    entries: tuple[t.LinkEntry, ...], me: str | None, sender: str
+) -> tuple[t.LinkEntry, ...]:
+    """A neighbour's list as we hold it: without us and the neighbour itself (a list that
+    comes back round a loop names them), and each node once. This keeps our lists, and the
+    lists built from them by the next node, from growing round a loop."""
+    out: list[t.LinkEntry] = []
+    seen = {me, sender}
+    for e in entries:
+        if e.node not in seen:
+            seen.add(e.node)
+            out.append(e)
+    return tuple(out)
 
 
 def _kind(item: t.LinkText) -> str:

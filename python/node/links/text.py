@@ -10,6 +10,7 @@ builders here, in app_rpt's exact spelling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -35,6 +36,7 @@ __all__ = [
     "Telemetry",
     "Unknown",
     "link_list",
+    "link_list_within",
     "parse",
     "telemetry",
 ]
@@ -279,6 +281,33 @@ def parse(text: str) -> LinkText:
 def link_list(entries: tuple[LinkEntry, ...] | list[LinkEntry]) -> str:
     """`L T2000,R2001`; with no entries app_rpt sends `L ` (and so do we)."""
     return "L " + ",".join(str(e) for e in entries)
+
+
+def link_list_within(segments: Sequence[Sequence[str]], limit: int) -> tuple[str, int]:
+    """An `L` text of at most `limit` bytes from `segments`: per link, its own entry (`T2000`)
+    then the entries behind it. Whole if it fits; else every link's own entry and as many of
+    the others as fit, in order, whole entries only. Returns the text and how many entries
+    were left out.
+
+    app_rpt neither splits nor compresses its lists (one TEXT frame, which replaces the
+    receiver's whole list), so a list cut short at an entry boundary is the most a peer can
+    take in; the cut keeps the adjacent links, which a peer needs to refuse loops."""
+    entries = [e for seg in segments for e in seg]
+    whole = "L " + ",".join(entries)
+    if len(whole.encode()) <= limit:
+        return whole, 0
+    size = len("L ") + sum(len(seg[0].encode()) + 1 for seg in segments if seg)
+    kept: list[str] = []
+    for seg in segments:
+        if not seg:
+            continue
+        kept.append(seg[0])
+        for entry in seg[1:]:
+            extra = len(entry.encode()) + 1
+            if size + extra <= limit:
+                size += extra
+                kept.append(entry)
+    return "L " + ",".join(kept), len(entries) - len(kept)
 
 
 def telemetry(source: str, token: str, *args: str) -> str:

@@ -83,6 +83,7 @@
         recvAt: since(l.last_keyed_s, t),
       })),
       calls: (Array.isArray(s.calls) ? s.calls : []).map((c) => ({ ...c, upAt: since(c.duration_s, t) })),
+      network: s.network && Array.isArray(s.network.edges) ? s.network : null,
     };
   }
 
@@ -340,6 +341,64 @@
     return tr;
   }
 
+  // --- the network tree -------------------------------------------------------------------
+  // Our links under this node, and under each link the nodes its list says stand behind it
+  // (an `L` list is flat: it names no hops). A long list folds away behind a summary.
+  const FOLD = 20;
+  let drawnNetwork = null;
+
+  function netItem(node, mode, extra) {
+    const li = document.createElement("li");
+    li.dataset.node = node;
+    li.className = `net-${mode || "me"}`;
+    const name = document.createElement("span");
+    name.className = "net-node";
+    name.textContent = node;
+    li.append(name);
+    if (mode || extra) {
+      const m = document.createElement("span");
+      m.className = "net-mode";
+      m.textContent = extra || word(MODES, mode);
+      li.append(" ", m);
+    }
+    return li;
+  }
+
+  function drawNetwork(net, me) {
+    const key = JSON.stringify(net && net.edges);
+    if (key === drawnNetwork) return;
+    drawnNetwork = key;
+    const edges = net ? net.edges : [];
+    const root = netItem(me || "this node", null, me ? "this node" : null);
+    const adjacent = document.createElement("ul");
+    let count = 0;
+    for (const e of edges) {
+      if (e.adjacent !== true) continue;
+      const li = netItem(String(e.to), e.mode);
+      const behind = edges.filter((b) => b.adjacent !== true && b.from === e.to);
+      count += 1 + behind.length;
+      if (behind.length) {
+        const ul = document.createElement("ul");
+        ul.append(...behind.map((b) => netItem(String(b.to), b.mode)));
+        if (behind.length > FOLD) {
+          const fold = document.createElement("details");
+          const summary = document.createElement("summary");
+          summary.textContent = `${behind.length} nodes behind`;
+          fold.append(summary, ul);
+          li.append(fold);
+        } else {
+          li.append(ul);
+        }
+      }
+      adjacent.append(li);
+    }
+    root.append(adjacent);
+    el("net").replaceChildren(root);
+    el("net").hidden = count === 0;
+    el("no-net").hidden = count !== 0;
+    setText(el("net-count"), count ? `(${count} nodes)` : "");
+  }
+
   // Allmon3's order: keyed links first, then the most recently heard, then the never heard by
   // node number; calls after the links.
   function byRecent(a, b) {
@@ -376,6 +435,7 @@
     el("conns").hidden = rows.length === 0;
     el("no-conns").hidden = rows.length !== 0;
     setText(el("conn-count"), rows.length ? `(${rows.length})` : "");
+    drawNetwork(s.network, s.nodeId);
     tick();
   }
 
