@@ -58,8 +58,15 @@ def run(asl3: Asl3Node, work: Path, seconds: float) -> dict[str, float]:
             time.sleep(max(0.0, dead + seconds - time.monotonic()))
             into_us.blackout = into_asl3.blackout = False
             back = time.monotonic()
-            wait_until("both links up again", lambda: up_links(ours) == BOTH, 120)
-            ours_up = time.monotonic() - back
+            up_at: dict[str, float] = {}
+
+            def all_up() -> bool:
+                for node in up_links(ours) - up_at.keys():
+                    up_at[node] = time.monotonic() - back
+                return up_at.keys() == BOTH
+
+            wait_until("both links up again", all_up, 120)
+            ours_up = max(up_at.values())
             wait_until("ASL3 lists both", lambda: asl3_sees(asl3, True), 120)
             asl3_up = time.monotonic() - back
             ours.post("/link", json={"action": "disconnect_all", "node": ""})
@@ -71,6 +78,8 @@ def run(asl3: Asl3Node, work: Path, seconds: float) -> dict[str, float]:
         "we_noticed_after_s": round(ours_noticed, 1),
         "asl3_noticed_after_s": round(asl3_noticed, 1),
         "our_links_up_after_return_s": round(ours_up, 1),
+        "ours_to_1999_up_after_s": round(up_at["1999"], 1),
+        "asl3_1998_to_us_up_after_s": round(up_at["1998"], 1),
         "asl3_lists_both_after_return_s": round(asl3_up, 1),
     }
 

@@ -444,6 +444,25 @@ def test_permanent_links_are_dialled_at_start_and_retried_for_ever() -> None:
     assert n.snapshot(now)[0]["permanent"] is True
 
 
+def test_an_unanswered_redial_of_a_permanent_link_is_dialled_afresh() -> None:
+    n = net(permanent=[PermanentLink("1998")])
+    n.start(T0)
+    n.dialled("1998", 10, ("127.0.0.1", 4570), T0)
+    n.call_up(10, "ulaw", T0)
+    n.call_ended(10, "connection lost", T0 + 5, refused=False)
+    assert run_until(n, T0 + 5 + ln.RETRY_FIRST) == [Dial("1998", T)]
+    redial = T0 + 5 + ln.RETRY_FIRST
+    n.dialled("1998", 11, ("127.0.0.1", 4570), redial)
+    # The path is still dead: nobody answers the NEW. A fresh call goes out, the old one ends.
+    assert run_until(n, redial + ln.PERMANENT_ATTEMPT) == [Hangup(11, 0), Dial("1998", T)]
+    n.dialled("1998", 12, ("127.0.0.1", 4570), redial + ln.PERMANENT_ATTEMPT)
+    assert n.call_ended(11, "hung up", redial + 7, refused=False).events == ()
+    # Answered: no more attempts.
+    n.call_up(12, "ulaw", redial + 8)
+    assert [a for a in run_until(n, redial + 60) if isinstance(a, (Dial, Hangup))] == []
+    assert n.links["1998"].up
+
+
 def test_connect_while_resolving_then_disconnect_hangs_up_the_late_call() -> None:
     n = net()
     n.connect("1998", T, T0)

@@ -96,6 +96,8 @@ class LinkTimer(Enum):
     LIST_EXPIRY = "list expiry"
     #: Dial a lost link again.
     RETRY = "retry"
+    #: A redial of a permanent link that nobody answered yet: dial afresh.
+    ATTEMPT = "attempt"
 
 
 class Handshake(Enum):

@@ -110,6 +110,9 @@ MAX_RETRIES = 5
 #: A permanent link is redialled for ever, so its back-off stops here: once the path is back
 #: the link is up again within this (plus the call set-up), however long the outage lasted.
 PERMANENT_RETRY_MAX = 8.0
+#: A redial of a permanent link that is not answered within this is dialled afresh: the call's
+#: own NEW retransmissions are 10 s apart by then, and the path may have come back meanwhile.
+PERMANENT_ATTEMPT = 6.0
 #: After `!!DISCONNECT!!` the peer's HANGUP follows at once; if it does not, end the call.
 DEAD_CALL_GRACE = 1.0
 #: After our own `!!DISCONNECT!!` the far end hangs up first: app_rpt hangs up on reading the
@@ -650,7 +653,7 @@ class LinkNetwork:
         link.codec = codec
         link.connected_at = now
         link.retries = 0
-        link.timers.cancel(LinkTimer.RETRY)
+        link.timers.cancel(LinkTimer.RETRY, LinkTimer.ATTEMPT)
         if link.guest:
             # The host rings for seconds (with early audio) before it answers; the web
             # transceiver is up from the first ring. No texts: the others hear of us by list.
@@ -718,7 +721,11 @@ class LinkNetwork:
         link.connected_at = None
         link.list_at = None
         link.timers.cancel(
-            LinkTimer.NEWKEY, LinkTimer.REDUNDANT, LinkTimer.LIST, LinkTimer.LIST_EXPIRY
+            LinkTimer.NEWKEY,
+            LinkTimer.REDUNDANT,
+            LinkTimer.LIST,
+            LinkTimer.LIST_EXPIRY,
+            LinkTimer.ATTEMPT,
         )
         self._changed = True
         can_retry = link.direction == "outbound" and retry
@@ -890,9 +897,24 @@ class LinkNetwork:
             self._kick(now, skip=link.node)
         elif kind is LinkTimer.RETRY and link.state is LinkState.RETRYING:
             link.go(LinkTrigger.REDIAL)
-            link.reconnects += 1
-            self._changed = True
-            self._out.send(Dial(link.node, link.mode))
+            self._redial(link, now)
+        elif kind is LinkTimer.ATTEMPT and link.state is LinkState.CONNECTING:
+            # Nobody answered the redial: the path may still be dead, or it may have come back
+            # while the call waits out its NEW retransmissions. End that call and dial afresh.
+            callno = link.callno
+            if callno is not None:
+                self._by_call.pop(callno, None)
+                link.callno = None
+                self._out.send(Hangup(callno))
+                self._go_dead(callno, now)
+            self._redial(link, now)
+
+    def _redial(self, link: Link, now: float) -> None:
+        link.reconnects += 1
+        self._changed = True
+        if link.permanent:
+            link.timers.set(LinkTimer.ATTEMPT, now + PERMANENT_ATTEMPT)
+        self._out.send(Dial(link.node, link.mode))
 
 
 _MODE_NAMES = {"T": "transceive", "R": "monitor", "C": "connecting"}
