@@ -293,3 +293,31 @@ def test_permanent_links_both_ways_survive_a_dead_path(tmp_path: Path, asl3: Asl
             time.sleep(8.0)
             assert not up_links(ours)
             assert all("1001" not in asl3.links(n) for n in ("1998", "1999"))
+
+
+def test_a_node_joining_behind_asl3_is_seen_connected_soon(tmp_path: Path, asl3: Asl3Node) -> None:
+    """A (our 1000) - ASL3's 1999 - C (our 1001): when C links to 1999, A's tree shows 1001
+    linked in transceive mode with ASL3's next list after the change (app_rpt kicks its lists
+    out on a change), not 30 s later with its periodic one; C's tree shows 1000 likewise."""
+    with (
+        node_1000(tmp_path, asl3) as a,
+        our_node(tmp_path, "1001", asl3.node_ports["1001"]) as c,
+    ):
+        link_1999(a, asl3, "us")
+        r = c.post("/link", json={"action": "connect", "node": "1999", "addr": asl3.iax_addr})
+        assert r.status_code == 200, r.text
+        wait_until("ASL3 lists 1001", lambda: asl3.links("1999").get("1001") == "ESTABLISHED")
+        joined = time.monotonic()
+
+        def mode_of(node: NodeProcess, other: str) -> str | None:
+            nodes = node.get("/status").json()["network"]["nodes"]
+            return next((n["mode"] for n in nodes if n["node"] == other), None)
+
+        wait_until("A sees 1001 transceive", lambda: mode_of(a, "1001") == "transceive", 20)
+        wait_until("C sees 1000 transceive", lambda: mode_of(c, "1000") == "transceive", 20)
+        print(f"A saw 1001 linked {time.monotonic() - joined:.1f} s after it joined")
+        for node in (a, c):
+            assert (
+                node.post("/link", json={"action": "disconnect", "node": "1999"}).status_code == 200
+            )
+        wait_until("ASL3 drops both", lambda: not {"1000", "1001"} & asl3.links("1999").keys())
