@@ -62,6 +62,7 @@ def test_register_needs_the_section_and_the_secret() -> None:
         "state": "unregistered",
         "perceived_addr": None,
         "last_failure": None,
+        "warning": None,
     }
 
 

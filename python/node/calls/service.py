@@ -40,6 +40,7 @@ __all__ = [
     "Digits",
     "LinkCalls",
     "end_reason",
+    "health_json",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,42 @@ class CallInfo:
             "duration_s": round(now - (self.answered or self.started), 1),
             "keyed": self.keyed,
         }
+
+
+def health_json(call: c.Call | None, rx: dict[str, int] | None) -> dict[str, Any]:
+    """The `health` object of a call or link: the round-trip time (None until a PING/PONG or
+    LAGRQ/LAGRP round measured one), what our jitter buffer sees of the peer's stream (`rx`,
+    None without a media leg), and what the peer says of ours in its PONG's RR IEs (`peer`,
+    None until one came)."""
+    rtt = call.measured_rtt if call is not None else None
+    body: dict[str, Any] = {
+        "rtt_ms": None if rtt is None else round(rtt * 1000),
+        "rx": None,
+        "peer": None,
+    }
+    if rx is not None:
+        total = rx["frames_in"] + rx["lost"]
+        body["rx"] = {
+            "jitter_ms": rx["jitter_ms"],
+            "loss_pct": round(100 * rx["lost"] / total, 1) if total else 0.0,
+            "lost": rx["lost"],
+            "late": rx["late"],
+            "frames_in": rx["frames_in"],
+            "delay_ms": rx["delay_ms"],
+            "target_ms": rx["target_ms"],
+        }
+    rr = call.peer_rr if call is not None else None
+    if rr is not None:
+        body["peer"] = {
+            "jitter_ms": rr.jitter,
+            "loss_pct": rr.loss_percent,
+            "lost": rr.lost,
+            "packets": rr.packets,
+            "delay_ms": rr.delay,
+            "dropped": rr.dropped,
+            "out_of_order": rr.out_of_order,
+        }
+    return body
 
 
 class LinkCalls(Protocol):
@@ -200,6 +237,13 @@ class CallService:
             dropped=s["dropped"] + s["late"],
             out_of_order=s["reordered"],
         )
+
+    def health(self, callno: int) -> dict[str, Any]:
+        """The `health` object of call `callno` (a plain call or a link's), see `health_json`."""
+        rx = None
+        if self.transport is not None:
+            rx = self.transport.engine.leg_jitter_stats(callno)
+        return health_json(self.endpoint.call(callno), rx)
 
     def _is_link_caller(self, calling_number: str, username: str) -> bool:
         return self._links is not None and self._links.is_link_caller(calling_number, username)
@@ -424,7 +468,14 @@ class CallService:
         self._ctx.changed()
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
-        return [info.to_json(now) for info in self.calls.values()]
+        return [
+            {**info.to_json(now), "health": self.health(info.callno)}
+            for info in self.calls.values()
+        ]
+
+    def health_snapshot(self) -> list[dict[str, Any]]:
+        """The `health` event's `calls`: each plain call's id and health."""
+        return [{"id": callno, "health": self.health(callno)} for callno in self.calls]
 
     def close(self, now: float) -> None:
         """Shutdown: hang up every plain call (frames only: nothing is waited for)."""
