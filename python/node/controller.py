@@ -215,12 +215,14 @@ class Controller:
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
         now = self.now()
+        # Every leg's figures in one call to the engine, for the calls' and links' `health`.
+        legs = self.call_service.leg_stats() if self.calls or self.links.links else {}
         snap: dict[str, Any] = {
             "node_id": self.node_id,
             "listening": self.listening,
             "registered": self.registered,
-            "calls": self.call_service.snapshot(now),
-            "links": self.link_service.snapshot(now),
+            "calls": self.call_service.snapshot(now, legs),
+            "links": self.link_service.snapshot(now, legs),
             "tx": self.transmit.tx_json(now),
             "registration": self.registration_status(),
             "tunnel": self._tunnel_json(),
@@ -257,9 +259,10 @@ class Controller:
 
     def _health_json(self) -> dict[str, Any]:
         """Every call's and link's `health` object (the `health` event's body, and /stats)."""
+        legs = self.call_service.leg_stats() if self.calls or self.links.links else {}
         return {
-            "calls": self.call_service.health_snapshot(),
-            "links": self.link_service.health_snapshot(),
+            "calls": self.call_service.health_snapshot(legs),
+            "links": self.link_service.health_snapshot(legs),
         }
 
     def stat_report(self) -> StatReport:

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import secrets as pysecrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -238,11 +238,24 @@ class CallService:
             out_of_order=s["reordered"],
         )
 
-    def health(self, callno: int) -> dict[str, Any]:
-        """The `health` object of call `callno` (a plain call or a link's), see `health_json`."""
-        rx = None
-        if self.transport is not None:
+    def leg_stats(self) -> dict[int, dict[str, int]]:
+        """Every media leg's jitter-buffer figures by call number, in one call to the engine
+        (a snapshot of a hub's thousands of calls must not ask for each leg on its own)."""
+        if self.transport is None:
+            return {}
+        return dict(self.transport.engine.jitter_stats())
+
+    def health(
+        self, callno: int, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any]:
+        """The `health` object of call `callno` (a plain call or a link's), see `health_json`;
+        `legs` is `leg_stats()` when the caller reports many calls at once."""
+        if legs is not None:
+            rx = legs.get(callno)
+        elif self.transport is not None:
             rx = self.transport.engine.leg_jitter_stats(callno)
+        else:
+            rx = None
         return health_json(self.endpoint.call(callno), rx)
 
     def _is_link_caller(self, calling_number: str, username: str) -> bool:
@@ -467,15 +480,23 @@ class CallService:
         self.endpoint.set_listening(enabled)
         self._ctx.changed()
 
-    def snapshot(self, now: float) -> list[dict[str, Any]]:
+    def snapshot(
+        self, now: float, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
+        if legs is None and self.calls:
+            legs = self.leg_stats()
         return [
-            {**info.to_json(now), "health": self.health(info.callno)}
+            {**info.to_json(now), "health": self.health(info.callno, legs)}
             for info in self.calls.values()
         ]
 
-    def health_snapshot(self) -> list[dict[str, Any]]:
+    def health_snapshot(
+        self, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
         """The `health` event's `calls`: each plain call's id and health."""
-        return [{"id": callno, "health": self.health(callno)} for callno in self.calls]
+        if legs is None and self.calls:
+            legs = self.leg_stats()
+        return [{"id": callno, "health": self.health(callno, legs)} for callno in self.calls]
 
     def close(self, now: float) -> None:
         """Shutdown: hang up every plain call (frames only: nothing is waited for)."""

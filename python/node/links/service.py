@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from node.calls.service import CODEC_NAMES, end_reason
@@ -47,7 +47,11 @@ class CallPort(DialerCalls, Protocol):
 
     def send(self, frames: Iterable[tuple[Address, Any]]) -> None: ...
 
-    def health(self, callno: int) -> dict[str, Any]: ...
+    def health(
+        self, callno: int, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any]: ...
+
+    def leg_stats(self) -> dict[int, dict[str, int]]: ...
 
 
 class LinkService:
@@ -188,25 +192,37 @@ class LinkService:
 
     # --- network health -----------------------------------------------------------------------
 
-    def health(self, callno: int | None) -> dict[str, Any] | None:
-        """A link call's `health` object (None without a call), with whether it is degraded."""
+    def health(
+        self, callno: int | None, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any] | None:
+        """A link call's `health` object (None without a call), with whether it is degraded;
+        `legs` as `CallService.leg_stats` (fetched once for many links)."""
         if callno is None:
             return None
-        body = self._port().health(callno)
+        body = self._port().health(callno, legs)
         link = self.network.link_for_call(callno)
         body["degraded"] = link is not None and self.health_watch.degraded(link.node)
         return body
 
-    def snapshot(self, now: float) -> list[dict[str, Any]]:
+    def snapshot(
+        self, now: float, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
         """The snapshot's `links`: the machine's entries, each with its `health`."""
+        if legs is None and self.network.links:
+            legs = self._port().leg_stats()
         return [
-            {**entry, "health": self.health(entry["call"])} for entry in self.network.snapshot(now)
+            {**entry, "health": self.health(entry["call"], legs)}
+            for entry in self.network.snapshot(now)
         ]
 
-    def health_snapshot(self) -> list[dict[str, Any]]:
+    def health_snapshot(
+        self, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
         """The `health` event's `links`: node, call and health of every link with a call."""
+        if legs is None and self.network.links:
+            legs = self._port().leg_stats()
         return [
-            {"node": link.node, "call": link.callno, "health": self.health(link.callno)}
+            {"node": link.node, "call": link.callno, "health": self.health(link.callno, legs)}
             for link in self.network.links.values()
             if link.callno is not None
         ]
@@ -217,9 +233,10 @@ class LinkService:
         limits = Thresholds(config.link_warn_loss_pct, config.link_warn_rtt_ms)
         up = [link for link in self.network.links.values() if link.up and link.callno is not None]
         self.health_watch.forget({link.node for link in up})
+        legs = self._port().leg_stats() if up else {}
         for link in up:
             assert link.callno is not None
-            body = self._port().health(link.callno)
+            body = self._port().health(link.callno, legs)
             rx, peer = body["rx"], body["peer"]
             sample = Sample(
                 rtt_ms=body["rtt_ms"],
