@@ -15,7 +15,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.interop.harness import EventWatcher, running_node, wait_until
+from tests.interop.harness import EventWatcher, wait_until
+from tests.links.test_nodes_link import link_of, our_node
 from tests.node_process import NodeProcess
 
 FAST_KEEPALIVES = """\
@@ -34,20 +35,8 @@ def fast_node(tmp_path: Path, node_id: str) -> Iterator[NodeProcess]:
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(FAST_KEEPALIVES)
     path = os.pathsep.join(p for p in (str(hooks), os.environ.get("PYTHONPATH", "")) if p)
-    with running_node(
-        tmp_path,
-        f"node{node_id}",
-        listener='auth = "off"',
-        sections=(
-            f'[register]\npeer = "127.0.0.1:9"\nnode_id = "{node_id}"\n\n[links]\ndns = false\n'
-        ),
-        env={"NET_NODE": node_id, "NET_SECRET": "not-used-here", "PYTHONPATH": path},
-    ) as node:
+    with our_node(tmp_path, node_id, env={"PYTHONPATH": path}) as node:
         yield node
-
-
-def link_of(node: NodeProcess, peer: str) -> dict[str, Any] | None:
-    return next((li for li in node.get("/status").json()["links"] if li["node"] == peer), None)
 
 
 def measured(node: NodeProcess, peer: str) -> dict[str, Any] | None:

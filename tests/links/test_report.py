@@ -77,24 +77,19 @@ def test_health_crossings_become_link_events_with_their_figures(
         report.health(HealthChanged("2001", 5, False, 0.0, 40, limits, "loss and RTT back"))
     assert recorded.published == [
         Link(
-            kind="degraded",
+            kind=kind,
             node="2001",
             call=5,
-            reason="loss 8 % >= 5 %",
-            loss_pct=8.0,
+            reason=reason,
+            loss_pct=loss,
+            rtt_ms=rtt,
             warn_loss_pct=5.0,
             warn_rtt_ms=500,
-        ),
-        Link(
-            kind="recovered",
-            node="2001",
-            call=5,
-            reason="loss and RTT back",
-            loss_pct=0.0,
-            rtt_ms=40,
-            warn_loss_pct=5.0,
-            warn_rtt_ms=500,
-        ),
+        )
+        for kind, reason, loss, rtt in (
+            ("degraded", "loss 8 % >= 5 %", 8.0, None),
+            ("recovered", "loss and RTT back", 0.0, 40),
+        )
     ]
     # On the wire an unknown figure is null, not left out.
     assert recorded.published[0].to_json() == {

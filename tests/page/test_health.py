@@ -4,16 +4,17 @@ the snapshot's `health` objects, the `health` event that refreshes them every fe
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
+from tests.page import test_rendering as rendering
 from tests.page.browser import StatusPage, expect
 from tests.page.scripted import ScriptedNode
-from tests.page.test_rendering import BASE, link
+from tests.page.test_rendering import link
+
+# The fixtures of the rendering tests: a scripted node, and the page open on it.
+scripted = rendering.scripted
+view = rendering.view
 
 
 def health(
@@ -46,21 +47,19 @@ PEER = {
 }
 
 
-@pytest.fixture
-def scripted() -> Iterator[ScriptedNode]:
-    with ScriptedNode(copy.deepcopy(BASE)) as node:
-        yield node
-
-
-@pytest.fixture
-def view(browser: Any, scripted: ScriptedNode) -> Iterator[StatusPage]:
-    page = StatusPage(browser, scripted.base_url).open()
-    try:
-        expect(page.page.locator("#conn")).to_have_text("Live")
-        yield page
-        page.assert_read_only_and_local()
-    finally:
-        page.close()
+def crossing(kind: str, reason: str, loss: float, rtt: int) -> dict[str, Any]:
+    """A `link` event of kind degraded or recovered for link 2000 (call 7)."""
+    return {
+        "event": "link",
+        "kind": kind,
+        "node": "2000",
+        "call": 7,
+        "reason": reason,
+        "loss_pct": loss,
+        "rtt_ms": rtt,
+        "warn_loss_pct": 5.0,
+        "warn_rtt_ms": 500,
+    }
 
 
 def test_health_figures_show_per_link_and_call_and_follow_the_health_event(
@@ -121,19 +120,7 @@ def test_health_figures_show_per_link_and_call_and_follow_the_health_event(
     # Figures every few seconds are not events anyone needs listed.
     assert loc("#events li").count() == events_before
 
-    scripted.send(
-        {
-            "event": "link",
-            "kind": "degraded",
-            "node": "2000",
-            "call": 7,
-            "reason": "loss 6.5 % >= 5 % and RTT 610 ms >= 500 ms",
-            "loss_pct": 6.5,
-            "rtt_ms": 610,
-            "warn_loss_pct": 5.0,
-            "warn_rtt_ms": 500,
-        }
-    )
+    scripted.send(crossing("degraded", "loss 6.5 % >= 5 % and RTT 610 ms >= 500 ms", 6.5, 610))
     expect(line_2000).to_have_text(re.compile(r"^Degraded · RTT 610 ms"))
     expect(line_2000).to_have_class(re.compile(r"\bdegraded\b"))
     expect(loc("#events li").first).to_have_text(
@@ -162,19 +149,7 @@ def test_health_figures_show_per_link_and_call_and_follow_the_health_event(
     expect(line_2000).to_have_class(re.compile(r"\bdegraded\b"))
     view.screenshots("page-health")
 
-    scripted.send(
-        {
-            "event": "link",
-            "kind": "recovered",
-            "node": "2000",
-            "call": 7,
-            "reason": "loss and RTT back in limits",
-            "loss_pct": 0.0,
-            "rtt_ms": 45,
-            "warn_loss_pct": 5.0,
-            "warn_rtt_ms": 500,
-        }
-    )
+    scripted.send(crossing("recovered", "loss and RTT back in limits", 0.0, 45))
     expect(line_2000).not_to_have_class(re.compile(r"\bdegraded\b"))
     expect(line_2000).to_have_text(re.compile(r"^RTT 45 ms"))
     expect(loc("#events li").first).to_have_text(

@@ -133,22 +133,16 @@ def rr_ies(s: RrStats) -> IeList:
     ]
 
 
+#: The RR IEs of a PONG, in the order `rr_ies` writes them.
+_RR_IES = (IE.RR_JITTER, IE.RR_LOSS, IE.RR_PKTS, IE.RR_DELAY, IE.RR_DROPPED, IE.RR_OOO)
+
+
 def rr_of(frame: FullFrame) -> RrStats | None:
     """The peer's receive statistics from the RR IEs of its PONG, or None when it sent none
     (a PONG that answers a POKE, or a peer that keeps no figures). An IE that is missing or
     not a number reads as 0; RR_LOSS packs the loss percent in its top byte and the count of
     lost frames in the low 24 bits, as `rr_ies` writes it."""
-    values = {
-        ie: frame.ie(ie)
-        for ie in (
-            IE.RR_JITTER,
-            IE.RR_LOSS,
-            IE.RR_PKTS,
-            IE.RR_DELAY,
-            IE.RR_DROPPED,
-            IE.RR_OOO,
-        )
-    }
+    values = {ie: frame.ie(ie) for ie in _RR_IES}
     numbers = {ie: v for ie, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
     if not numbers:
         return None
