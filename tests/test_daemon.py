@@ -85,6 +85,7 @@ def test_status_snapshot_has_the_spec_fields(node: NodeProcess) -> None:
         "state": "unregistered",
         "perceived_addr": None,
         "last_failure": None,
+        "warning": None,
     }
     # No [wireguard]: plain UDP, no tunnel.
     assert snap.pop("tunnel") is None

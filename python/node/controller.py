@@ -33,7 +33,7 @@ from node.commands import CommandRunner, Outcome
 from node.config import NodeConfig
 from node.context import NodeContext
 from node.errors import CommandError, NodeLookupError
-from node.events import EventBus, Snapshot
+from node.events import EventBus, Health, Snapshot
 from node.iax2.registration import Registration, RegistrationEvent
 from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
 from node.links.commands import Command
@@ -52,6 +52,10 @@ from node.wireguard import tunnel_json, tunnel_stats
 __all__ = ["CODEC_NAMES", "DSTAR_REFUSAL", "CallInfo", "Controller", "Reloaded"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds between health checks (link thresholds, the `health` event) while there are calls or
+#: links: the figures change without a state change that would publish a snapshot.
+HEALTH_INTERVAL = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,8 @@ class Controller:
         #: the batch (see `on_frames`).
         self._batching = False
         self._snapshot_due = False
+        #: The next health check (None while there are no calls and no links).
+        self._health_at: float | None = None
 
         self.announcements = Announcements(ctx, quiet_kinds=(COURTESY,))
         self.call_service = CallService(ctx)
@@ -102,7 +108,9 @@ class Controller:
         self.commands = CommandRunner(ctx, self.link_service, self.announcements)
         self.link_reporter = LinkReporter(ctx, self.announcements, self.commands)
         self.call_service.wire(self.link_service, self.commands, self.announcements)
-        self.link_service.wire(self.call_service, self.link_reporter.report)
+        self.link_service.wire(
+            self.call_service, self.link_reporter.report, self.link_reporter.health
+        )
         self.registration_service.wire(self.call_service, self.announcements)
         # What the control channel, AMI and the TUI read (the objects are never replaced).
         self.endpoint = self.call_service.endpoint
@@ -132,6 +140,7 @@ class Controller:
         radio's PTT and carrier detect."""
         self._transport = transport
         self._bridge = bridge
+        self.registration_service.bound_port = transport.local_addr[1]
         bridge.set_local_dtmf(self.config.dtmf.inband_on("local"))
         self.announcements.attach(bridge)
         self.call_service.attach(transport, bridge)
@@ -206,12 +215,14 @@ class Controller:
     def snapshot(self) -> dict[str, Any]:
         """The status snapshot of the spec. It never contains a secret."""
         now = self.now()
+        # Every leg's figures in one call to the engine, for the calls' and links' `health`.
+        legs = self.call_service.leg_stats() if self.calls or self.links.links else {}
         snap: dict[str, Any] = {
             "node_id": self.node_id,
             "listening": self.listening,
             "registered": self.registered,
-            "calls": self.call_service.snapshot(now),
-            "links": self.links.snapshot(now),
+            "calls": self.call_service.snapshot(now, legs),
+            "links": self.link_service.snapshot(now, legs),
             "network": self.links.graph(),
             "tx": self.transmit.tx_json(now),
             "registration": self.registration_status(),
@@ -244,6 +255,15 @@ class Controller:
             "events": {"subscribers": self.bus.subscriber_count, "dropped": self.bus.dropped},
             "announce": self.announcements.stats(),
             "tunnel": tunnel_stats(self._transport.tunnel()),
+            "health": self._health_json(),
+        }
+
+    def _health_json(self) -> dict[str, Any]:
+        """Every call's and link's `health` object (the `health` event's body, and /stats)."""
+        legs = self.call_service.leg_stats() if self.calls or self.links.links else {}
+        return {
+            "calls": self.call_service.health_snapshot(legs),
+            "links": self.link_service.health_snapshot(legs),
         }
 
     def stat_report(self) -> StatReport:
@@ -268,12 +288,17 @@ class Controller:
     # --- the one timer ------------------------------------------------------------------------
 
     def _arm(self) -> None:
+        if not (self.calls or self.links.links):
+            self._health_at = None
+        elif self._health_at is None:
+            self._health_at = self.now() + HEALTH_INTERVAL
         deadlines = [
             d
             for d in (
                 self.call_service.next_deadline(),
                 self.registration_service.next_deadline(),
                 self.links.next_deadline(),
+                self._health_at,
             )
             if d is not None
         ]
@@ -288,7 +313,19 @@ class Controller:
         deadline = self.links.next_deadline()
         if deadline is not None and deadline <= now:
             self.link_service.timer(now)
+        if self._health_at is not None and self._health_at <= now:
+            self._health_check(now)
         self.call_service.timer(now)
+
+    def _health_check(self, now: float) -> None:
+        """Every `HEALTH_INTERVAL` while there are calls or links: judge the links' figures
+        against the thresholds and publish the `health` event (only to someone: building it
+        costs a leg lookup per call)."""
+        self._health_at = now + HEALTH_INTERVAL
+        self.link_service.check_health(now)
+        if self.bus.subscriber_count:
+            self.bus.publish(Health(**{k: tuple(v) for k, v in self._health_json().items()}))
+        self._arm()
 
     # --- received frames and engine events ----------------------------------------------------
 

@@ -21,6 +21,7 @@ __all__ = [
     "Event",
     "EventBus",
     "Hangup",
+    "Health",
     "IncomingCall",
     "Link",
     "Radio",
@@ -140,7 +141,8 @@ class AnnouncementFinished(Event):
 
 @dataclass(frozen=True, slots=True)
 class Link(Event):
-    """A link lifecycle edge: `kind` is "connected", "disconnected" or "keyed"."""
+    """A link lifecycle edge: `kind` is "connected", "disconnected", "keyed", or "degraded" /
+    "recovered" (its loss or round-trip time crossed `[links] warn_loss_pct` / `warn_rtt_ms`)."""
 
     name: ClassVar[str] = "link"
     kind: str = ""
@@ -157,6 +159,12 @@ class Link(Event):
     mode: str | None = None
     #: "inbound" or "outbound" (connected).
     direction: str | None = None
+    #: degraded / recovered: the worse direction's loss over the last window (percent, None
+    #: when unknown), the round-trip time (ms, None before a sample), and the thresholds.
+    loss_pct: float | None = None
+    rtt_ms: int | None = None
+    warn_loss_pct: float | None = None
+    warn_rtt_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -165,11 +173,30 @@ class Link(Event):
             "node": self.node,
             "call": self.call,
         }
+        if self.kind in ("degraded", "recovered"):
+            # The figures are part of these kinds even when unknown (null).
+            for key in ("loss_pct", "rtt_ms", "warn_loss_pct", "warn_rtt_ms"):
+                body[key] = getattr(self, key)
         for key in ("reason", "keyed", "mode", "direction"):
             value = getattr(self, key)
             if value is not None:
                 body[key] = value
         return body
+
+
+@dataclass(frozen=True, slots=True)
+class Health(Event):
+    """Every few seconds while there are calls or links: each one's `health` object (as in the
+    snapshot), since the figures change without any state change that would send a snapshot."""
+
+    name: ClassVar[str] = "health"
+    #: `{"id": <call id>, "health": {...}}` per plain call.
+    calls: tuple[Mapping[str, Any], ...] = ()
+    #: `{"node": ..., "call": ..., "health": {...}}` per link.
+    links: tuple[Mapping[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.name, "calls": list(self.calls), "links": list(self.links)}
 
 
 @dataclass(frozen=True, slots=True)

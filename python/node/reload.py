@@ -10,6 +10,7 @@ Reloadable, for what happens from now on (calls already up are never touched):
   anyway, so an updated file needs no reload at all).
 - `[links] dns`, `dns_domain`, `dns_servers`, `dns_timeout_ms`: how node numbers are looked up
   in DNS (the lookup cache starts empty after such a change).
+- `[links] warn_loss_pct`, `warn_rtt_ms`: the link health thresholds, from the next check.
 
 Everything else was wired into sockets, threads and devices at startup (`listener.bind`,
 `control.bind`, `codec_policy` and so the station rate, `[audio]`, `[bridge]`, `[register]`, the
@@ -42,11 +43,18 @@ RELOADABLE: frozenset[str] = frozenset(
         "links.dns_domain",
         "links.dns_servers",
         "links.dns_timeout_ms",
+        "links.warn_loss_pct",
+        "links.warn_rtt_ms",
     }
 )
 
 # Top-level fields whose dotted name differs from the attribute (`[links] nodes_file`).
-_KEY_OF_FIELD = {"nodes_file": "links.nodes_file", "verify_source_ip": "links.verify_source_ip"}
+_KEY_OF_FIELD = {
+    "nodes_file": "links.nodes_file",
+    "verify_source_ip": "links.verify_source_ip",
+    "link_warn_loss_pct": "links.warn_loss_pct",
+    "link_warn_rtt_ms": "links.warn_rtt_ms",
+}
 _ABSENT = object()
 _TABLE = object()
 
@@ -75,6 +83,8 @@ def plan_reload(running: NodeConfig, loaded: NodeConfig) -> ReloadPlan:
         secrets=dataclasses.replace(running.secrets, peers_file=loaded.secrets.peers_file),
         nodes_file=loaded.nodes_file,
         dns=loaded.dns,
+        link_warn_loss_pct=loaded.link_warn_loss_pct,
+        link_warn_rtt_ms=loaded.link_warn_rtt_ms,
     )
     return ReloadPlan(config, applied, needs_restart)
 

@@ -10,7 +10,7 @@ import itertools
 
 import pytest
 
-from node._core import FullFrame
+from node._core import FullFrame, parse
 from node.errors import LocalProtocolError
 from node.iax2.auth import md5_response
 from node.iax2.call import (
@@ -46,6 +46,7 @@ from node.iax2.call import (
     VoiceFullReceived,
     first_retry,
 )
+from node.iax2.call_ies import rr_ies, rr_of
 from node.iax2.constants import IE, ControlSubclass, FrameType, IaxSubclass
 from node.iax2.negotiate import policy
 
@@ -846,3 +847,60 @@ def test_transition_table_is_complete_and_closed_is_final() -> None:
     assert TRANSITIONS[CallState.CLOSED] == {}
     for row in TRANSITIONS.values():
         assert all(isinstance(s, CallState) for s in row.values())
+
+
+def test_pong_rr_ies_become_the_peers_view_and_rtt_is_shown_once_measured() -> None:
+    call = accepted_outbound()
+    # Before any echo came back the RTT is the assumed 1 s: no figure of the path.
+    assert (call.rtt, call.measured_rtt, call.peer_rr) == (INITIAL_RTT, None, None)
+    now = T0 + PING_INTERVAL + 0.02
+    out = call.timer(now)  # LAGRQ at +10 and +20, PING at +21
+    ping = next(f for f in out.frames if f.subclass == IaxSubclass.PING)
+    for f in out.frames:
+        call.receive(ack_of(f, oseq=2, iseq=call.oseq), now)
+    theirs = RrStats(jitter=23, loss_percent=4, lost=40, packets=960, delay=80, dropped=3)
+    pong = iax(IaxSubclass.PONG, oseq=2, iseq=call.oseq, ts=ping.ts, ies=rr_ies(theirs))
+    call.receive(pong, now + 0.125)
+    assert call.measured_rtt == pytest.approx(0.125)
+    assert call.peer_rr == theirs
+    # A later PONG without RR IEs (the answer to a POKE-like probe) keeps the last figures.
+    call.receive(iax(IaxSubclass.PONG, oseq=3, iseq=call.oseq, ts=1), now + 1)
+    assert call.peer_rr == theirs
+
+
+@pytest.mark.parametrize(
+    ("ies", "expected"),
+    [
+        # RR_LOSS: percent in the top byte, count in the low 24 bits.
+        (
+            [(IE.RR_JITTER, 12), (IE.RR_LOSS, (7 << 24) | 0x012345), (IE.RR_PKTS, 5000)],
+            RrStats(jitter=12, loss_percent=7, lost=0x012345, packets=5000),
+        ),
+        # A percentage above 100 in the top byte means nothing: clamped.
+        ([(IE.RR_LOSS, 0xFF000002)], RrStats(loss_percent=100, lost=2)),
+        (
+            [(IE.RR_DELAY, 0xFFFF), (IE.RR_DROPPED, 9), (IE.RR_OOO, 4)],
+            RrStats(delay=0xFFFF, dropped=9, out_of_order=4),
+        ),
+        # No RR IE at all: no figures (not zeros).
+        ([], None),
+    ],
+)
+def test_rr_of_parses_what_a_peer_sends(
+    ies: list[tuple[int, int]], expected: RrStats | None
+) -> None:
+    pong = FullFrame(IAX, IaxSubclass.PONG, scall=THEM, dcall=ME, ts=5, ies=ies or None)
+    # Through the wire and back, as a received PONG arrives.
+    parsed = parse(pong.to_bytes())
+    assert isinstance(parsed, FullFrame)
+    assert rr_of(parsed) == expected
+
+
+def test_rr_of_reads_back_what_rr_ies_writes() -> None:
+    ours = RrStats(
+        jitter=40, loss_percent=2, lost=17, packets=812, delay=60, dropped=1, out_of_order=2
+    )
+    pong = FullFrame(IAX, IaxSubclass.PONG, scall=ME, dcall=THEM, ts=5, ies=rr_ies(ours))
+    parsed = parse(pong.to_bytes())
+    assert isinstance(parsed, FullFrame)
+    assert rr_of(parsed) == ours

@@ -27,7 +27,10 @@ def at(node: str) -> tuple[str, int]:
 
 
 @contextmanager
-def our_node(tmp_path: Path, node_id: str) -> Iterator[NodeProcess]:
+def our_node(
+    tmp_path: Path, node_id: str, env: dict[str, str] | None = None
+) -> Iterator[NodeProcess]:
+    """Node `node_id` admitting link calls without a secret; `env` adds to its environment."""
     with running_node(
         tmp_path,
         f"node{node_id}",
@@ -35,7 +38,7 @@ def our_node(tmp_path: Path, node_id: str) -> Iterator[NodeProcess]:
         sections=(
             f'[register]\npeer = "127.0.0.1:9"\nnode_id = "{node_id}"\n\n[links]\ndns = false\n'
         ),
-        env={"NET_NODE": node_id, "NET_SECRET": "not-used-here"},
+        env={"NET_NODE": node_id, "NET_SECRET": "not-used-here", **(env or {})},
     ) as node:
         yield node
 

@@ -3,13 +3,17 @@ announcements, status-post triggers, remote digits)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
+
+import pytest
 
 from node.config import NodeConfig
 from node.events import Link
 from node.links import network as ln
 from node.links import text as t
+from node.links.health import HealthChanged, Thresholds
 from node.links.report import LinkReporter
 from tests.service_context import recording_context
 
@@ -59,3 +63,48 @@ def test_each_link_event_reaches_its_audience() -> None:
         ("announce", "link_disconnected", "2001"),
     ]
     assert changed == ["links"] * 3
+
+
+def test_health_crossings_become_link_events_with_their_figures(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    recorded = recording_context(NodeConfig())
+    rec = Recorder()
+    report = LinkReporter(recorded.ctx, rec, rec)
+    limits = Thresholds(loss_pct=5.0, rtt_ms=500)
+    with caplog.at_level(logging.INFO, "node.links.report"):
+        report.health(HealthChanged("2001", 5, True, 8.0, None, limits, "loss 8 % >= 5 %"))
+        report.health(HealthChanged("2001", 5, False, 0.0, 40, limits, "loss and RTT back"))
+    assert recorded.published == [
+        Link(
+            kind=kind,
+            node="2001",
+            call=5,
+            reason=reason,
+            loss_pct=loss,
+            rtt_ms=rtt,
+            warn_loss_pct=5.0,
+            warn_rtt_ms=500,
+        )
+        for kind, reason, loss, rtt in (
+            ("degraded", "loss 8 % >= 5 %", 8.0, None),
+            ("recovered", "loss and RTT back", 0.0, 40),
+        )
+    ]
+    # On the wire an unknown figure is null, not left out.
+    assert recorded.published[0].to_json() == {
+        "event": "link",
+        "kind": "degraded",
+        "node": "2001",
+        "call": 5,
+        "reason": "loss 8 % >= 5 %",
+        "loss_pct": 8.0,
+        "rtt_ms": None,
+        "warn_loss_pct": 5.0,
+        "warn_rtt_ms": 500,
+    }
+    # The other kinds keep their shape.
+    assert "rtt_ms" not in Link(kind="keyed", node="2001", call=5, keyed=True).to_json()
+    assert "link to node 2001 degraded: loss 8 % >= 5 % (loss 8 %, RTT unknown)" in caplog.text
+    assert "link to node 2001 recovered (loss 0 %, RTT 40 ms)" in caplog.text
+    assert rec.seen == []  # nothing is announced on the air

@@ -3,16 +3,19 @@ events, announcements, a snapshot), with fakes for the calls and the announcemen
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 
+from node._core import FullFrame
 from node.config import Address, NodeConfig, RegisterConfig, SecretsConfig
 from node.errors import CommandError
 from node.events import Registered, RegisterFailed
+from node.iax2.constants import IE, FrameType, IaxSubclass
 from node.iax2.registration import Deregistered, RegistrationFailed
 from node.iax2.registration import Registered as RegistrationSucceeded
-from node.registration.service import RegistrationService
+from node.registration.service import NAT_BINDING_LIFETIME, RegistrationService
 from tests.service_context import Recorded, recording_context
 
 
@@ -62,6 +65,7 @@ def test_register_needs_the_section_and_the_secret() -> None:
         "state": "unregistered",
         "perceived_addr": None,
         "last_failure": None,
+        "warning": None,
     }
 
 
@@ -81,3 +85,87 @@ def test_the_machines_events_become_bus_events_announcements_and_one_snapshot() 
     assert rec.changes == 1
     reg.on_events([])
     assert rec.changes == 1
+
+
+class SentFrames(FakeCalls):
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def send(self, frames: Any) -> None:
+        self.sent += [f for _, f in frames]
+
+
+def registered_service(
+    apparent_port: int, refresh: int = 60
+) -> tuple[RegistrationService, SentFrames, list[float]]:
+    """A service registered with a registrar that says it sees us at `apparent_port`, bound to
+    port 4570, on a clock the test moves (`clock[0]`)."""
+    clock = [10.0]
+    config = NodeConfig(
+        register=RegisterConfig(peer=Address("127.0.0.1", 4569), node_id="2000", refresh=refresh),
+        secrets=SecretsConfig(source="control"),
+    )
+    rec = recording_context(config, lambda: clock[0])
+    rec.ctx.secrets.set("2000", "password")
+    reg = RegistrationService(rec.ctx)
+    calls = SentFrames()
+    reg.wire(calls, FakeAnnounce())
+    reg.bound_port = 4570
+    reg.register()
+    (req,) = calls.sent
+    assert req.subclass == IaxSubclass.REGREQ
+    clock[0] += 0.05
+    ies: list[tuple[int, Any]] = [
+        (IE.USERNAME, "2000"),
+        (IE.REFRESH, refresh),
+        (IE.APPARENT_ADDR, ("198.51.100.7", apparent_port)),
+    ]
+    ack = FullFrame(
+        FrameType.IAX, IaxSubclass.REGACK, scall=777, dcall=req.scall, ts=req.ts, oseq=0, iseq=1,
+        ies=ies,
+    )  # fmt: skip
+    reg.receive(ack, clock[0])
+    assert reg.registered
+    return reg, calls, clock
+
+
+def test_a_port_rewritten_by_a_nat_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "node.registration.service"):
+        reg, _, _ = registered_service(apparent_port=61234)
+    status = reg.status()
+    assert status["perceived_addr"] == "198.51.100.7:61234"
+    assert "port 61234 but we are bound to port 4570" in status["warning"]
+    assert "a NAT rewrites the port" in caplog.text
+
+
+def test_the_same_port_and_timely_refreshes_warn_of_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, "node.registration.service"):
+        reg, calls, clock = registered_service(apparent_port=4570)
+        assert reg.status()["warning"] is None
+        # The refresh goes out at 5/6 of 60 s: within a NAT binding's likely lifetime.
+        clock[0] = reg.next_deadline() or 0.0
+        assert clock[0] - 10.05 == pytest.approx(50)
+        reg.timer(clock[0])
+        assert calls.sent[-1].subclass == IaxSubclass.REGREQ
+        assert reg.status()["warning"] is None
+    assert caplog.text == ""
+
+
+def test_a_refresh_later_than_a_nat_binding_lives_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, "node.registration.service"):
+        reg, _, clock = registered_service(apparent_port=4570, refresh=300)
+        clock[0] += NAT_BINDING_LIFETIME - 1
+        assert reg.status()["warning"] is None
+        clock[0] += 2
+        warning = reg.status()["warning"]
+        assert "nothing went to the registrar for 61 s (refresh every 300 s" in warning
+        assert "lower [register] refresh" in warning
+        clock[0] = reg.next_deadline() or 0.0  # the refresh, 250 s after the last frame
+        reg.timer(clock[0])
+    assert "nothing went to the registrar for 250 s" in caplog.text
+    # It went out: the binding is fresh again.
+    assert reg.status()["warning"] is None

@@ -6,6 +6,7 @@ to a second, real `node serve` process. Assertions read the 80x24 screen as the 
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import RichLog
 
+from node.events import Health, Snapshot
+from node.iax2 import call as call_module
 from node.tui.app import NodeApp
 from node.tui.dialogs import BridgeDialog, ConfirmDialog, NodePrompt
 from tests.in_process import NO_DNS, in_process_node, node_config
@@ -64,6 +67,11 @@ async def until(
 def row_of(app: NodeApp, node: str) -> str | None:
     """The screen line of the links table row for `node`."""
     return next((line for line in screen_lines(app) if line.split()[:1] == [node]), None)
+
+
+def screen_text(app: NodeApp) -> str:
+    """The screen as one line of text (wrapped lines joined, runs of spaces as one)."""
+    return re.sub(r"\s+", " ", " ".join(screen_lines(app)))
 
 
 def assert_fits(lines: list[str]) -> None:
@@ -311,5 +319,89 @@ def test_a_screen_that_falls_behind_catches_up(tmp_path: Path) -> None:
                 await until(pilot, "subscribed again", lambda: a.bus.subscriber_count == 1)
                 a.controller.set_listening(True)
                 await until(pilot, "Inbound: ON", lambda: "Inbound: ON" in screen_lines(app)[0])
+
+    asyncio.run(scenario())
+
+
+def test_a_link_shows_its_measured_health(
+    tmp_path: Path, node_b: NodeProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The detail line of the highlighted link shows its round-trip time once a LAGRQ round
+    measured one (every 0.5 s here instead of 10 s), and what our jitter buffer receives."""
+    monkeypatch.setattr(call_module, "LAGRQ_INTERVAL", 0.5)
+    b_port = node_b.udp_addr[1]
+
+    async def scenario() -> None:
+        async with in_process_node(node_config(tmp_path / "a.toml", node_sections(NODE_A))) as a:
+            app = NodeApp(a.controller)
+            async with app.run_test(size=SIZE) as pilot:
+                await a.controller.link("connect", NODE_B, f"127.0.0.1:{b_port}")
+                await until(pilot, "the link up", lambda: " up " in (row_of(app, NODE_B) or ""))
+                # The detail line wraps: read the screen as one text.
+                measured = re.compile(
+                    r"RTT \d+ ms · in: jitter \d+ ms, loss [\d.]+ %, buffer \d+ ms"
+                )
+                await until(
+                    pilot, "the RTT on the detail line", lambda: measured.search(screen_text(app))
+                )
+                assert_fits(screen_lines(app))
+
+    asyncio.run(scenario())
+
+
+def test_the_health_event_refreshes_the_screen_between_snapshots(tmp_path: Path) -> None:
+    """Health changes without a state change: the screen takes the figures of the `health`
+    event into the rows it shows (the once-a-second repaint is off here, to see that alone)."""
+
+    class BusOnly(NodeApp):
+        def _repaint(self) -> None:
+            pass
+
+    link = {
+        "node": NODE_B,
+        "call": 5,
+        "mode": "transceive",
+        "direction": "outbound",
+        "state": "up",
+        "keyed": False,
+        "last_keyed_s": None,
+        "connected_s": 3.0,
+        "codec": "ulaw",
+        "nodes": [],
+        "permanent": False,
+        "addr": "127.0.0.1:4570",
+        "newkey": "newkey",
+        "health": None,
+    }
+    figures = {
+        "rtt_ms": 612,
+        "rx": {
+            "jitter_ms": 9,
+            "loss_pct": 6.5,
+            "lost": 13,
+            "late": 0,
+            "frames_in": 187,
+            "delay_ms": 80,
+            "target_ms": 60,
+        },
+        "peer": None,
+        "degraded": True,
+    }
+
+    async def scenario() -> None:
+        async with in_process_node(node_config(tmp_path / "a.toml", node_sections(NODE_A))) as a:
+            app = BusOnly(a.controller)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, "subscribed", lambda: a.bus.subscriber_count == 1)
+                snap = {**a.controller.snapshot(), "links": [link]}
+                a.bus.publish(Snapshot(snap))
+                await until(pilot, "the link row", lambda: row_of(app, NODE_B))
+                assert any("no figures yet" in ln for ln in screen_lines(app))
+                a.bus.publish(Health(links=({"node": NODE_B, "call": 5, "health": figures},)))
+                await until(pilot, "degraded", lambda: "DEGRADED" in (row_of(app, NODE_B) or ""))
+                row = row_of(app, NODE_B)
+                assert row is not None and row.split()[:3] == [NODE_B, "transceive", "DEGRADED"]
+                text = screen_text(app)
+                assert "DEGRADED · RTT 612 ms · in: jitter 9 ms, loss 6.5 %, buffer 80 ms" in text
 
     asyncio.run(scenario())

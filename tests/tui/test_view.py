@@ -56,6 +56,7 @@ WORST = {
             "codec": "slin16",
             "duration_s": 400000.0,
             "keyed": True,
+            "health": {"rtt_ms": 59999, "rx": {"loss_pct": 100.0}, "peer": None},
         }
     ],
     "links": [
@@ -178,3 +179,55 @@ def test_the_worst_case_on_an_80x24_screen(tmp_path: Path) -> None:
                 )
 
     asyncio.run(scenario())
+
+
+HEALTH = {
+    "rtt_ms": 42,
+    "rx": {
+        "jitter_ms": 3,
+        "loss_pct": 0.3,
+        "lost": 3,
+        "late": 0,
+        "frames_in": 997,
+        "delay_ms": 60,
+        "target_ms": 60,
+    },
+    "peer": {"jitter_ms": 7, "loss_pct": 1, "lost": 9, "packets": 900, "delay_ms": 40},
+    "degraded": False,
+}
+
+
+def test_health_in_words() -> None:
+    assert view.health_text(HEALTH) == (
+        "RTT 42 ms · in: jitter 3 ms, loss 0.3 %, buffer 60 ms · out: jitter 7 ms, loss 1 %"
+    )
+    fresh = {"rtt_ms": None, "rx": None, "peer": None}
+    assert view.health_text(fresh) == "RTT -"
+    assert view.health_text(None) == "no figures yet"
+    assert view.health_text({**HEALTH, "peer": None, "degraded": True}) == (
+        "DEGRADED · RTT 42 ms · in: jitter 3 ms, loss 0.3 %, buffer 60 ms"
+    )
+    assert view.health_cell(HEALTH) == "42ms 0.3%"
+    assert view.health_cell(fresh) == "- -"
+    assert view.health_cell(None) == "-"
+    # The detail line of a link with a call carries its health; a degraded link says so in
+    # its State column.
+    assert "RTT 42 ms · in: jitter 3 ms" in view.link_detail(link("2000", health=HEALTH))
+    assert "RTT" not in view.link_detail(link("2000", call=None, health=None))
+    assert view.link_row(link("2000", health={**HEALTH, "degraded": True}))[2] == "DEGRADED"
+    assert view.link_row(link("2000", health=HEALTH))[2] == "up"
+
+
+def test_the_health_event_patches_the_rows_it_names() -> None:
+    snap = {
+        "calls": [{"id": 3, "health": None}, {"id": 4, "health": None}],
+        "links": [link("2000", call=7), link("2001", call=8)],
+    }
+    patched = view.with_health(
+        snap,
+        [{"id": 3, "health": HEALTH}],
+        [{"node": "2001", "call": 8, "health": HEALTH}, {"node": "2002", "call": 9, "health": {}}],
+    )
+    assert [c["health"] for c in patched["calls"]] == [HEALTH, None]
+    assert [li.get("health") for li in patched["links"]] == [None, HEALTH]
+    assert snap["calls"][0]["health"] is None  # the snapshot itself is left alone

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import secrets as pysecrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ __all__ = [
     "Digits",
     "LinkCalls",
     "end_reason",
+    "health_json",
 ]
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,42 @@ class CallInfo:
             "duration_s": round(now - (self.answered or self.started), 1),
             "keyed": self.keyed,
         }
+
+
+def health_json(call: c.Call | None, rx: dict[str, int] | None) -> dict[str, Any]:
+    """The `health` object of a call or link: the round-trip time (None until a PING/PONG or
+    LAGRQ/LAGRP round measured one), what our jitter buffer sees of the peer's stream (`rx`,
+    None without a media leg), and what the peer says of ours in its PONG's RR IEs (`peer`,
+    None until one came)."""
+    rtt = call.measured_rtt if call is not None else None
+    body: dict[str, Any] = {
+        "rtt_ms": None if rtt is None else round(rtt * 1000),
+        "rx": None,
+        "peer": None,
+    }
+    if rx is not None:
+        total = rx["frames_in"] + rx["lost"]
+        body["rx"] = {
+            "jitter_ms": rx["jitter_ms"],
+            "loss_pct": round(100 * rx["lost"] / total, 1) if total else 0.0,
+            "lost": rx["lost"],
+            "late": rx["late"],
+            "frames_in": rx["frames_in"],
+            "delay_ms": rx["delay_ms"],
+            "target_ms": rx["target_ms"],
+        }
+    rr = call.peer_rr if call is not None else None
+    if rr is not None:
+        body["peer"] = {
+            "jitter_ms": rr.jitter,
+            "loss_pct": rr.loss_percent,
+            "lost": rr.lost,
+            "packets": rr.packets,
+            "delay_ms": rr.delay,
+            "dropped": rr.dropped,
+            "out_of_order": rr.out_of_order,
+        }
+    return body
 
 
 class LinkCalls(Protocol):
@@ -206,6 +243,26 @@ class CallService:
             dropped=s["dropped"] + s["late"],
             out_of_order=s["reordered"],
         )
+
+    def leg_stats(self) -> dict[int, dict[str, int]]:
+        """Every media leg's jitter-buffer figures by call number, in one call to the engine
+        (a snapshot of a hub's thousands of calls must not ask for each leg on its own)."""
+        if self.transport is None:
+            return {}
+        return dict(self.transport.engine.jitter_stats())
+
+    def health(
+        self, callno: int, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any]:
+        """The `health` object of call `callno` (a plain call or a link's), see `health_json`;
+        `legs` is `leg_stats()` when the caller reports many calls at once."""
+        if legs is not None:
+            rx = legs.get(callno)
+        elif self.transport is not None:
+            rx = self.transport.engine.leg_jitter_stats(callno)
+        else:
+            rx = None
+        return health_json(self.endpoint.call(callno), rx)
 
     def _is_link_caller(self, calling_number: str, username: str) -> bool:
         return self._links is not None and self._links.is_link_caller(calling_number, username)
@@ -444,8 +501,23 @@ class CallService:
         self.endpoint.set_listening(enabled)
         self._ctx.changed()
 
-    def snapshot(self, now: float) -> list[dict[str, Any]]:
-        return [info.to_json(now) for info in self.calls.values()]
+    def snapshot(
+        self, now: float, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
+        if legs is None and self.calls:
+            legs = self.leg_stats()
+        return [
+            {**info.to_json(now), "health": self.health(info.callno, legs)}
+            for info in self.calls.values()
+        ]
+
+    def health_snapshot(
+        self, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
+        """The `health` event's `calls`: each plain call's id and health."""
+        if legs is None and self.calls:
+            legs = self.leg_stats()
+        return [{"id": callno, "health": self.health(callno, legs)} for callno in self.calls]
 
     def close(self, now: float) -> None:
         """Shutdown: hang up every plain call (frames only: nothing is waited for)."""

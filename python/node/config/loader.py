@@ -161,6 +161,8 @@ class _Loader:
             "nodes_file": own.nodes_file,
             "verify_source_ip": own.verify_source_ip,
             "dns": own.dns_config(),
+            "link_warn_loss_pct": float(own.warn_loss_pct),
+            "link_warn_rtt_ms": own.warn_rtt_ms,
         }
 
 

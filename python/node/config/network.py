@@ -531,6 +531,28 @@ class LinksKeys:
             ext=True,
         ),
     ] = False
+    warn_loss_pct: Annotated[
+        float,
+        key(
+            "A link is reported degraded (a link event of kind degraded, and a log line) when "
+            "the frames lost in either direction over the last few seconds reach this share in "
+            "percent (0-100), or its round-trip time reaches warn_rtt_ms; recovered once both "
+            "stayed below 70 % of their threshold for 15 s. 0 turns that check off.",
+            ext=True,
+            ge=0,
+            le=100,
+        ),
+    ] = 5.0
+    warn_rtt_ms: Annotated[
+        int,
+        key(
+            "Round-trip time in milliseconds (0-60000) at which a link is reported degraded "
+            "(LAGRQ/LAGRP and PING/PONG rounds). 0 turns that check off.",
+            ext=True,
+            ge=0,
+            le=60000,
+        ),
+    ] = 500
 
     def dns_config(self) -> DnsConfig:
         return DnsConfig(

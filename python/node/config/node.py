@@ -107,6 +107,9 @@ class NodeConfig:
     nodes_file: Path | None = None
     #: *Extension* (`[links] dns`, `dns_domain`, `dns_servers`, `dns_timeout_ms`).
     dns: net.DnsConfig = field(default_factory=net.DnsConfig)
+    #: *Extension* (`[links] warn_loss_pct`, `warn_rtt_ms`): when a link is reported degraded.
+    link_warn_loss_pct: float = 5.0
+    link_warn_rtt_ms: int = 500
     #: *Extension* (`[statpost]`): None when the section is absent (no status posts).
     statpost: net.StatpostConfig | None = None
     portal: net.PortalConfig | None = None

@@ -75,6 +75,7 @@ from node.iax2.call_ies import (
     format_of,
     new_ies,
     rr_ies,
+    rr_of,
 )
 from node.iax2.call_state import (
     LIVE_STATES,
@@ -200,6 +201,8 @@ class Call(ReliableDelivery):
         #: echo ours, PONG, LAGRP and CALLTOKEN, excluded): the base for unwrapping mini frames.
         self.peer_last_ts = 0
         self._rr_stats = rr_stats
+        #: The peer's view of our stream: the RR IEs of its latest PONG (None until one came).
+        self.peer_rr: RrStats | None = None
         self._timers: DeadlineTable[CallTimer] = DeadlineTable()
         # outbound
         self._dial: DialParams | None = None
@@ -620,6 +623,8 @@ class Call(ReliableDelivery):
             self._send(now, FrameType.IAX, IaxSubclass.LAGRP, ts=frame.ts)
         elif sub in (IaxSubclass.PONG, IaxSubclass.LAGRP):
             self._rtt_sample(frame.ts, now)
+            if sub == IaxSubclass.PONG and (rr := rr_of(frame)) is not None:
+                self.peer_rr = rr
         elif sub == IaxSubclass.HANGUP:
             self._ack(frame)
             self._replied = True

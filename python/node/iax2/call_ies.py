@@ -31,6 +31,7 @@ __all__ = [
     "format_of",
     "new_ies",
     "rr_ies",
+    "rr_of",
 ]
 
 
@@ -130,6 +131,32 @@ def rr_ies(s: RrStats) -> IeList:
         (IE.RR_DROPPED, _u32(s.dropped)),
         (IE.RR_OOO, _u32(s.out_of_order)),
     ]
+
+
+#: The RR IEs of a PONG, in the order `rr_ies` writes them.
+_RR_IES = (IE.RR_JITTER, IE.RR_LOSS, IE.RR_PKTS, IE.RR_DELAY, IE.RR_DROPPED, IE.RR_OOO)
+
+
+def rr_of(frame: FullFrame) -> RrStats | None:
+    """The peer's receive statistics from the RR IEs of its PONG, or None when it sent none
+    (a PONG that answers a POKE, or a peer that keeps no figures). An IE that is missing or
+    not a number reads as 0; RR_LOSS packs the loss percent in its top byte and the count of
+    lost frames in the low 24 bits, as `rr_ies` writes it."""
+    values = {ie: frame.ie(ie) for ie in _RR_IES}
+    numbers = {ie: v for ie, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+    if not numbers:
+        return None
+    loss = numbers.get(IE.RR_LOSS, 0) & 0xFFFFFFFF
+    return RrStats(
+        jitter=max(numbers.get(IE.RR_JITTER, 0), 0),
+        # A peer may write garbage in the top byte: a percentage above 100 means nothing.
+        loss_percent=min(loss >> 24, 100),
+        lost=loss & 0xFFFFFF,
+        packets=max(numbers.get(IE.RR_PKTS, 0), 0),
+        delay=max(numbers.get(IE.RR_DELAY, 0), 0),
+        dropped=max(numbers.get(IE.RR_DROPPED, 0), 0),
+        out_of_order=max(numbers.get(IE.RR_OOO, 0), 0),
+    )
 
 
 def cause_ies(cause: str | None, causecode: int) -> IeList:

@@ -116,6 +116,8 @@ class ReliableDelivery:
         #: Round-trip time in seconds: the latest PING/PONG or LAGRQ/LAGRP sample, as
         #: Asterisk's `pingtime` (it sets the first retransmission delay).
         self.rtt = INITIAL_RTT
+        #: Whether `rtt` is a measurement (False while it is still the assumed `INITIAL_RTT`).
+        self.rtt_sampled = False
         self.clock = CallClock()
         self.oseq = 0
         self.iseq = 0
@@ -133,6 +135,12 @@ class ReliableDelivery:
     def unacked(self) -> int:
         """How many reliable frames wait for acknowledgement."""
         return len(self._queue)
+
+    @property
+    def measured_rtt(self) -> float | None:
+        """The latest RTT sample in seconds, or None before the first echo came back (what
+        the status shows: the assumed 1 s of `INITIAL_RTT` is no figure of the path)."""
+        return self.rtt if self.rtt_sampled else None
 
     def _retry_deadline(self) -> float | None:
         """When the next retransmission is due, or None with nothing unacknowledged."""
@@ -277,3 +285,4 @@ class ReliableDelivery:
         sample = now - probe[0]
         if 0 <= sample < 60.0:
             self.rtt = max(sample, 0.001)
+            self.rtt_sampled = True

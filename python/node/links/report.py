@@ -15,6 +15,7 @@ from node.calls.service import Announce, Digits
 from node.context import NodeContext
 from node.events import Link
 from node.links import network as ln
+from node.links.health import HealthChanged
 
 __all__ = ["LinkReporter", "Telemetry"]
 
@@ -37,6 +38,33 @@ class LinkReporter:
         self._digits = digits
         #: Called when a link comes up or goes down (`[statpost]`).
         self.links_changed: Callable[[], None] | None = None
+
+    def health(self, event: HealthChanged) -> None:
+        """A link's loss or RTT crossed a threshold (`[links] warn_loss_pct`, `warn_rtt_ms`)."""
+        loss = "unknown" if event.loss_pct is None else f"{event.loss_pct:g} %"
+        rtt = "unknown" if event.rtt_ms is None else f"{event.rtt_ms} ms"
+        if event.degraded:
+            log.warning(
+                "link to node %s degraded: %s (loss %s, RTT %s)",
+                event.node,
+                event.reason,
+                loss,
+                rtt,
+            )
+        else:
+            log.info("link to node %s recovered (loss %s, RTT %s)", event.node, loss, rtt)
+        self._bus.publish(
+            Link(
+                kind="degraded" if event.degraded else "recovered",
+                node=event.node,
+                call=event.callno,
+                reason=event.reason,
+                loss_pct=event.loss_pct,
+                rtt_ms=event.rtt_ms,
+                warn_loss_pct=event.thresholds.loss_pct,
+                warn_rtt_ms=event.thresholds.rtt_ms,
+            )
+        )
 
     def report(self, event: ln.LinkEvent) -> None:
         if self.links_changed is not None and isinstance(

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from node.calls.service import CODEC_NAMES, end_reason
@@ -27,6 +27,7 @@ from node.iax2.transport import Address
 from node.links import network as ln
 from node.links.dialer import CallPort as DialerCalls
 from node.links.dialer import LinkDialer
+from node.links.health import HealthChanged, HealthWatch, Sample, Thresholds
 from node.media.bridge import MediaBridge
 
 __all__ = ["LINK_ACTIONS", "CallPort", "LinkService"]
@@ -45,6 +46,12 @@ class CallPort(DialerCalls, Protocol):
     engine (for frames alone, at shutdown)."""
 
     def send(self, frames: Iterable[tuple[Address, Any]]) -> None: ...
+
+    def health(
+        self, callno: int, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any]: ...
+
+    def leg_stats(self) -> dict[int, dict[str, int]]: ...
 
 
 class LinkService:
@@ -74,12 +81,23 @@ class LinkService:
         # Wired at start-up (`wire`).
         self._calls: CallPort | None = None
         self._report: Callable[[ln.LinkEvent], None] = lambda event: None
+        #: Each link's degraded/recovered state (`[links] warn_loss_pct`, `warn_rtt_ms`).
+        self.health_watch = HealthWatch()
+        self._report_health: Callable[[HealthChanged], None] = lambda event: None
 
-    def wire(self, calls: CallPort, report: Callable[[ln.LinkEvent], None]) -> None:
-        """Connect the calls' endpoint and where the machine's events go (`LinkReporter`)."""
+    def wire(
+        self,
+        calls: CallPort,
+        report: Callable[[ln.LinkEvent], None],
+        report_health: Callable[[HealthChanged], None] | None = None,
+    ) -> None:
+        """Connect the calls' endpoint and where the machine's events go (`LinkReporter`), and
+        where a link's crossing of the health thresholds goes."""
         self._calls = calls
         self.dialer.wire(calls, self)
         self._report = report
+        if report_health is not None:
+            self._report_health = report_health
 
     def _port(self) -> CallPort:
         assert self._calls is not None, "wire() first"
@@ -171,6 +189,65 @@ class LinkService:
     def rx_keyed(self, callno: int, keyed: bool, now: float) -> None:
         """A link's received voice keyed or unkeyed."""
         self.apply(self.network.rx_keyed(callno, keyed, now))
+
+    # --- network health -----------------------------------------------------------------------
+
+    def health(
+        self, callno: int | None, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any] | None:
+        """A link call's `health` object (None without a call), with whether it is degraded;
+        `legs` as `CallService.leg_stats` (fetched once for many links)."""
+        if callno is None:
+            return None
+        body = self._port().health(callno, legs)
+        link = self.network.link_for_call(callno)
+        body["degraded"] = link is not None and self.health_watch.degraded(link.node)
+        return body
+
+    def snapshot(
+        self, now: float, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
+        """The snapshot's `links`: the machine's entries, each with its `health`."""
+        if legs is None and self.network.links:
+            legs = self._port().leg_stats()
+        return [
+            {**entry, "health": self.health(entry["call"], legs)}
+            for entry in self.network.snapshot(now)
+        ]
+
+    def health_snapshot(
+        self, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> list[dict[str, Any]]:
+        """The `health` event's `links`: node, call and health of every link with a call."""
+        if legs is None and self.network.links:
+            legs = self._port().leg_stats()
+        return [
+            {"node": link.node, "call": link.callno, "health": self.health(link.callno, legs)}
+            for link in self.network.links.values()
+            if link.callno is not None
+        ]
+
+    def check_health(self, now: float) -> None:
+        """Judge every up link's loss and RTT against the thresholds; report the crossings."""
+        config = self._ctx.config
+        limits = Thresholds(config.link_warn_loss_pct, config.link_warn_rtt_ms)
+        up = [link for link in self.network.links.values() if link.up and link.callno is not None]
+        self.health_watch.forget({link.node for link in up})
+        legs = self._port().leg_stats() if up else {}
+        for link in up:
+            assert link.callno is not None
+            body = self._port().health(link.callno, legs)
+            rx, peer = body["rx"], body["peer"]
+            sample = Sample(
+                rtt_ms=body["rtt_ms"],
+                rx_lost=rx["lost"] if rx else 0,
+                rx_frames=rx["frames_in"] if rx else 0,
+                peer_lost=peer["lost"] if peer else None,
+                peer_packets=peer["packets"] if peer else None,
+            )
+            event = self.health_watch.check(link.node, link.callno, sample, limits, now)
+            if event is not None:
+                self._report_health(event)
 
     # --- the machine's output -----------------------------------------------------------------
 

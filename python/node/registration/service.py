@@ -28,9 +28,13 @@ from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address
 from node.registration.status import format_addr, registration_json
 
-__all__ = ["CallNumbers", "RegistrationService"]
+__all__ = ["NAT_BINDING_LIFETIME", "CallNumbers", "RegistrationService"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds a NAT is likely to keep an idle UDP binding. RFC 4787 asks for at least 2 minutes,
+#: but many home routers drop one after 60 s; a registrar's refresh is what keeps ours open.
+NAT_BINDING_LIFETIME = 60.0
 
 
 class CallNumbers(Protocol):
@@ -56,6 +60,11 @@ class RegistrationService:
         # Wired at start-up (`wire`).
         self._calls: CallNumbers | None = None
         self._announce: Announce | None = None
+        #: Our bound UDP port (set when the transport is attached): a registrar that sees
+        #: another one is behind a NAT that rewrites ports.
+        self.bound_port: int | None = None
+        # When a frame last went to the registrar (it refreshes the NAT binding).
+        self._last_sent: float | None = None
 
     def wire(self, calls: CallNumbers, announce: Announce) -> None:
         """Connect the calls (frames out, call numbers) and the announcements."""
@@ -71,10 +80,46 @@ class RegistrationService:
         return self.machine is not None and self.machine.registered
 
     def status(self) -> dict[str, Any]:
-        """The snapshot's `registration` object."""
+        """The snapshot's `registration` object, with a `warning` (None when all is well)."""
         reg = self._ctx.config.register
         machine = self.http.core if self.http is not None else self.machine
-        return registration_json(reg.method if reg is not None else None, machine)
+        body = registration_json(reg.method if reg is not None else None, machine)
+        warnings = self.warnings(self._ctx.clock())
+        body["warning"] = "; ".join(warnings) if warnings else None
+        return body
+
+    def warnings(self, now: float) -> list[str]:
+        """What may keep peers from reaching us through a NAT (IAX2 registration only): the
+        registrar saw another port than the one we are bound to (a NAT rewrote it, as in
+        ASL3 issue 177), or no refresh went out within the NAT binding's likely lifetime."""
+        return [w for w in (self._port_warning(), self._binding_warning(now)) if w is not None]
+
+    def _registered_iax2(self) -> Registration | None:
+        reg = self.machine
+        return reg if self.http is None and reg is not None and reg.registered else None
+
+    def _port_warning(self) -> str | None:
+        reg = self._registered_iax2()
+        apparent = reg.apparent_addr if reg is not None else None
+        bound = self.bound_port
+        if apparent is None or not apparent[1] or not bound or apparent[1] == bound:
+            return None
+        return (
+            f"the registrar sees us at port {apparent[1]} but we are bound to port {bound}: a "
+            "NAT rewrites the port, so nodes that dial the registered address reach us only "
+            "while the NAT keeps that mapping (forward the port, or give the NAT a fixed "
+            "mapping for it)"
+        )
+
+    def _binding_warning(self, now: float) -> str | None:
+        reg = self._registered_iax2()
+        if reg is None or self._last_sent is None or now - self._last_sent <= NAT_BINDING_LIFETIME:
+            return None
+        return (
+            f"nothing went to the registrar for {now - self._last_sent:.0f} s (refresh every "
+            f"{reg.granted_refresh} s, re-sent at 5/6 of it); a NAT may drop an idle UDP "
+            f"binding after {NAT_BINDING_LIFETIME:.0f} s: lower [register] refresh"
+        )
 
     def owns(self, addr: Address, frame: Any) -> bool:
         """Whether a received frame belongs to the IAX2 registration."""
@@ -99,8 +144,13 @@ class RegistrationService:
         calls = self._calls
         if reg is None or calls is None:
             return
-        calls.send((reg.peer, f) for f in out.frames)
         now = self._ctx.clock()
+        if out.frames:
+            # A refresh that goes out later than a NAT binding likely lives: say so once.
+            if (late := self._binding_warning(now)) is not None:
+                log.warning("registration: %s", late)
+            self._last_sent = now
+        calls.send((reg.peer, f) for f in out.frames)
         for callno in self._callnos - reg.callnos:
             calls.release_callno(callno, now)
         self._callnos = set(reg.callnos)
@@ -113,6 +163,8 @@ class RegistrationService:
             if isinstance(event, RegistrationSucceeded):
                 seen = format_addr(event.apparent_addr) or "an address it did not say"
                 log.info("registered; the registrar sees us at %s", seen)
+                if (rewritten := self._port_warning()) is not None:
+                    log.warning("registration: %s", rewritten)
                 self._ctx.bus.publish(Registered())
                 self._event("registered")
             elif isinstance(event, RegistrationFailed):

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, RichLog, Static
 
 from node.controller import Controller
 from node.errors import CommandError
-from node.events import Event, IncomingCall, Snapshot
+from node.events import Event, Health, IncomingCall, Snapshot
 from node.tui import view
 from node.tui.dialogs import BridgeDialog, ConfirmDialog, NodePrompt
 
@@ -220,6 +220,9 @@ class NodeApp(App[None]):
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Snapshot):
             self._paint(event.status)
+        elif isinstance(event, Health):
+            # Fresh figures every few seconds, between the snapshots of state changes.
+            self._paint(view.with_health(self.snap, event.calls, event.links))
         elif isinstance(event, IncomingCall):
             self.bell()
 

@@ -21,12 +21,15 @@ __all__ = [
     "clock",
     "dropped_on_quit",
     "fit",
+    "health_cell",
+    "health_text",
     "link_detail",
     "link_row",
     "nodes_behind",
     "registration_text",
     "status_line",
     "tx_line",
+    "with_health",
 ]
 
 Snapshot = Mapping[str, Any]
@@ -52,6 +55,7 @@ CALL_COLUMNS: tuple[tuple[str, int], ...] = (
     ("Codec", 6),
     ("Time", 8),
     ("RX", 5),
+    ("Net", 12),
 )
 
 #: The menu, two lines of at most 80 columns; the key is the first word of each entry.
@@ -107,6 +111,9 @@ def registration_text(snap: Snapshot) -> str:
         text = f"registered ({reg['method']})" if reg.get("method") else "registered"
         if reg.get("perceived_addr"):
             text += f" as {reg['perceived_addr']}"
+        if reg.get("warning"):
+            # The whole warning goes to the log; the status line only flags it.
+            text = "NAT WARNING · " + text
         return text
     if state == "failed" and reg.get("last_failure"):
         return f"failed: {reg['last_failure']}"
@@ -183,6 +190,64 @@ def nodes_behind(nodes: Sequence[str], width: int) -> str:
     return " ".join(shown) + (f" +{left}" if left else "")
 
 
+def _num(value: object) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def health_text(health: Mapping[str, Any] | None) -> str:
+    """A call's or link's network health in words: `RTT 42 ms · in: jitter 3 ms, loss 0.3 %,
+    buffer 60 ms · out: jitter 7 ms, loss 1 %` (out: what the far end says it receives)."""
+    if not isinstance(health, Mapping):
+        return "no figures yet"
+    rtt = health.get("rtt_ms")
+    parts = [f"RTT {'-' if rtt is None else f'{rtt} ms'}"]
+    rx = health.get("rx")
+    if isinstance(rx, Mapping):
+        parts.append(
+            f"in: jitter {_num(rx.get('jitter_ms'))} ms, loss {_num(rx.get('loss_pct'))} %, "
+            f"buffer {_num(rx.get('delay_ms'))} ms"
+        )
+    peer = health.get("peer")
+    if isinstance(peer, Mapping):
+        parts.append(
+            f"out: jitter {_num(peer.get('jitter_ms'))} ms, loss {_num(peer.get('loss_pct'))} %"
+        )
+    text = " · ".join(parts)
+    return f"DEGRADED · {text}" if health.get("degraded") else text
+
+
+def health_cell(health: Mapping[str, Any] | None) -> str:
+    """The calls table's `Net` column: round-trip time and receive loss, `42ms 0.3%`."""
+    if not isinstance(health, Mapping):
+        return "-"
+    rtt = health.get("rtt_ms")
+    rx = health.get("rx")
+    loss = rx.get("loss_pct") if isinstance(rx, Mapping) else None
+    text = f"{'-' if rtt is None else f'{rtt}ms'} {'-' if loss is None else f'{_num(loss)}%'}"
+    return fit(text, CALL_COLUMNS[-1][1])
+
+
+def with_health(
+    snap: Snapshot, calls: Sequence[Mapping[str, Any]], links: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """`snap` with the `health` objects of a `health` event in its calls and links."""
+    by_call = {h.get("id"): h.get("health") for h in calls}
+    by_link = {(h.get("node"), h.get("call")): h.get("health") for h in links}
+    return {
+        **snap,
+        "calls": [
+            {**c, "health": by_call[c.get("id")]} if c.get("id") in by_call else c
+            for c in snap.get("calls") or ()
+        ],
+        "links": [
+            {**li, "health": by_link[(li.get("node"), li.get("call"))]}
+            if (li.get("node"), li.get("call")) in by_link
+            else li
+            for li in snap.get("links") or ()
+        ],
+    }
+
+
 def link_row(link: Mapping[str, Any]) -> tuple[str, ...]:
     keyed = bool(link.get("keyed"))
     if keyed:
@@ -191,10 +256,14 @@ def link_row(link: Mapping[str, Any]) -> tuple[str, ...]:
         last = "never"
     else:
         last = clock(link.get("last_keyed_s"))
+    health = link.get("health")
+    state = str(link.get("state") or "-")
+    if state == "up" and isinstance(health, Mapping) and health.get("degraded"):
+        state = "DEGRADED"  # up, but its loss or RTT is over the operator's threshold
     return (
         str(link.get("node", "?")),
         str(link.get("mode") or "-"),
-        str(link.get("state") or "-"),
+        state,
         "KEYED" if keyed else "-",
         last,
         clock(link.get("connected_s")),
@@ -214,6 +283,8 @@ def link_detail(link: Mapping[str, Any] | None) -> str:
     ]
     if link.get("permanent"):
         parts.append("permanent")
+    if link.get("call") is not None:
+        parts.append(health_text(link.get("health")))
     nodes = list(link.get("nodes") or ())
     parts.append("behind: " + (" ".join(nodes) if nodes else "none"))
     return " · ".join(parts)
@@ -229,6 +300,7 @@ def call_row(call: Mapping[str, Any]) -> tuple[str, ...]:
         str(call.get("codec") or "-"),
         clock(call.get("duration_s")),
         "KEYED" if call.get("keyed") else "-",
+        health_cell(call.get("health")),
     )
 
 

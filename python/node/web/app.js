@@ -94,6 +94,9 @@
       state = fromSnapshot(ev, t);
       if (state.registered) failedSinceSuccess = false;
       setLive(true);
+    } else if (ev.event === "health") {
+      // Every few seconds: fresh figures for the rows, not worth a line in the event list.
+      if (state) patchHealth(ev);
     } else {
       patch(ev, t);
       listEvent(ev);
@@ -121,6 +124,17 @@
     }
   }
 
+  function patchHealth(ev) {
+    for (const h of Array.isArray(ev.links) ? ev.links : []) {
+      const link = findLink(h);
+      if (link) link.health = h.health;
+    }
+    for (const h of Array.isArray(ev.calls) ? ev.calls : []) {
+      const call = state.calls.find((c) => c.id === h.id);
+      if (call) call.health = h.health;
+    }
+  }
+
   function findLink(ev) {
     return state.links.find((l) => (ev.call != null && l.call != null ? l.call === ev.call : l.node === ev.node));
   }
@@ -141,6 +155,8 @@
       else state.links.push({ ...fields, keyed: false, upAt: t, recvAt: null, nodes: [] });
     } else if (ev.kind === "disconnected" && link) {
       state.links.splice(state.links.indexOf(link), 1);
+    } else if ((ev.kind === "degraded" || ev.kind === "recovered") && link && link.health) {
+      link.health = { ...link.health, degraded: ev.kind === "degraded", rtt_ms: ev.rtt_ms ?? link.health.rtt_ms };
     }
   }
 
@@ -173,6 +189,8 @@
           return `Link ${ev.node} connected (${word(MODES, ev.mode)}, ${ev.direction || "?"})`;
         }
         if (ev.kind === "disconnected") return `Link ${ev.node} disconnected${reason(ev.reason)}`;
+        if (ev.kind === "degraded") return `Link ${ev.node} degraded${reason(ev.reason)}`;
+        if (ev.kind === "recovered") return `Link ${ev.node} recovered${reason(ev.reason)}`;
         break;
       default:
         break;
@@ -224,6 +242,7 @@
       let text = word(REG_STATES, r.state);
       if (r.method) text += ` (${r.method === "iax2" ? "IAX2" : String(r.method).toUpperCase()})`;
       if (r.perceived_addr) text += `, seen as ${r.perceived_addr}`;
+      if (r.warning) text += ` — warning: ${r.warning}`;
       return [text, r.state === "failed", r.last_failure || null];
     }
     if (s.registered) return ["Registered", false, lastFailure];
@@ -279,7 +298,24 @@
     return td;
   }
 
-  function row(kind, name, keyed, pending, values) {
+  // One compact line of a call's or link's network health (the `health` object): round-trip
+  // time, what we receive (jitter, loss, jitter-buffer depth) and what the far end says it
+  // receives of ours (from its PONG's RR figures).
+  function healthText(h) {
+    if (!h || typeof h !== "object") return "";
+    const parts = [];
+    const rtt = num(h.rtt_ms);
+    parts.push(`RTT ${rtt === null ? "—" : `${rtt} ms`}`);
+    const rx = h.rx && typeof h.rx === "object" ? h.rx : null;
+    if (rx) {
+      parts.push(`in: jitter ${num(rx.jitter_ms) ?? "—"} ms, loss ${num(rx.loss_pct) ?? "—"} %, buffer ${num(rx.delay_ms) ?? "—"} ms`);
+    }
+    const peer = h.peer && typeof h.peer === "object" ? h.peer : null;
+    if (peer) parts.push(`out: jitter ${num(peer.jitter_ms) ?? "—"} ms, loss ${num(peer.loss_pct) ?? "—"} %`);
+    return (h.degraded === true ? "Degraded · " : "") + parts.join(" · ");
+  }
+
+  function row(kind, name, keyed, pending, values, health) {
     const tr = document.createElement("tr");
     tr.setAttribute("role", "row");
     tr.dataset.kind = kind;
@@ -289,6 +325,14 @@
     th.scope = "row";
     th.setAttribute("role", "rowheader");
     th.textContent = name;
+    const line = healthText(health);
+    if (line) {
+      const small = document.createElement("span");
+      small.className = "health";
+      small.classList.toggle("degraded", health.degraded === true);
+      small.textContent = line;
+      th.append(small);
+    }
     tr.append(th);
     values.forEach(([text, cls, at], i) => {
       const td = cell(COLUMNS[i], text, cls);
@@ -321,7 +365,7 @@
       [mode],
       [word(CODECS, l.codec)],
       [behind, "behind"],
-    ]);
+    ], l.health);
     tr.dataset.node = String(l.node);
     if (l.call != null) tr.dataset.call = String(l.call);
     return tr;
@@ -336,7 +380,7 @@
       ["Call"],
       [word(CODECS, c.codec)],
       ["—", "behind"],
-    ]);
+    ], c.health);
     tr.dataset.call = String(c.id);
     return tr;
   }
