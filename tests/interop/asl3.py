@@ -122,7 +122,10 @@ class Asl3Node:
         starts its node threads on a loaded host (its log stops after the first node's init):
         such a start is retried from scratch, a few times."""
         for attempt in range(1, attempts + 1):
-            subprocess.run([self.aslpeer, "start", "asterisk"], check=True, timeout=60)
+            # Asterisk runs with -g: a crash dumps core in its working directory, the copy.
+            subprocess.run(
+                [self.aslpeer, "start", "asterisk"], check=True, timeout=60, cwd=self.root
+            )
             try:
                 wait_until("app_rpt's nodes", self._nodes_ready, 60)
                 return
