@@ -31,7 +31,15 @@ from node.links.text import DISCONNECT
 from tests.iax2.peer import Address, LoopbackPeer
 from tests.pcap import udp_datagrams
 
-__all__ = ["GAP", "Operator", "Script", "ScriptedNode", "load_script", "significant"]
+__all__ = [
+    "GAP",
+    "JitterBufferedNode",
+    "Operator",
+    "Script",
+    "ScriptedNode",
+    "load_script",
+    "significant",
+]
 
 #: Longest idle stretch kept as it was in the capture (seconds).
 GAP = 1.5
@@ -338,9 +346,39 @@ class ScriptedNode(LoopbackPeer):
             self.received.append(name)
         super()._on_full(addr, frame, now)
         if name == f"TEXT {DISCONNECT}":
-            # What app_rpt does on reading the text: hang the link's call up (cause 0). The
-            # node under test waits for this HANGUP instead of sending its own.
-            call = self.endpoint.call(frame.dcall)
-            if call is not None and call.state is CallState.UP:
-                self._stop_spurt()
-                self._apply(self.endpoint.hangup(frame.dcall, now, None, 0))
+            self._read_disconnect(frame.dcall, now)
+
+    def _read_disconnect(self, callno: int, now: float) -> None:
+        """The node reads `!!DISCONNECT!!`."""
+        # What app_rpt does on reading the text: hang the link's call up (cause 0). The
+        # node under test waits for this HANGUP instead of sending its own.
+        call = self.endpoint.call(callno)
+        if call is not None and call.state is CallState.UP:
+            self._stop_spurt()
+            self._apply(self.endpoint.hangup(callno, now, None, 0))
+
+
+class JitterBufferedNode(ScriptedNode):
+    """A scripted node that reads texts only `hold` seconds after they arrive (an IAX2 jitter
+    buffer forced on, as ASL3 ships it), while a HANGUP ends its call at once: the order in
+    which app_rpt sees `!!DISCONNECT!!` and a HANGUP sent right behind it."""
+
+    def __init__(self, name: str, *, hold: float) -> None:
+        super().__init__(name)
+        self.hold = hold
+        self._held: list[tuple[float, int]] = []
+        #: When the node read `!!DISCONNECT!!` (monotonic), and whether its call was still up.
+        self.read_disconnect: tuple[float, bool] | None = None
+
+    def _read_disconnect(self, callno: int, now: float) -> None:
+        self._held.append((now + self.hold, callno))
+
+    def _wake_times(self) -> list[float]:
+        return [at for at, _ in self._held]
+
+    def _tick(self, now: float) -> None:
+        for at, callno in [h for h in self._held if h[0] <= now]:
+            self._held.remove((at, callno))
+            call = self.endpoint.call(callno)
+            self.read_disconnect = (now, call is not None and call.state is CallState.UP)
+            super()._read_disconnect(callno, now)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import node as node_package
 from node.controller import DSTAR_REFUSAL
+from node.iax2.call import CallState
 from tests.interop.harness import EventWatcher, running_node, wait_until
-from tests.links.replay import ScriptedNode, Step
+from tests.links.replay import JitterBufferedNode, ScriptedNode, Step
 from tests.node_process import NodeProcess
 
 
@@ -172,3 +173,33 @@ def test_only_controller_key_keys_the_local_source() -> None:
     source = (root / "radio" / "transmit.py").read_text()
     key_body = source[source.index("    def key(self") : source.index("    def unkey(")]
     assert key_body.index("dstar_active()") < key_body.index("set_local_keyed(True)")
+
+
+def test_our_disconnect_waits_for_a_peer_whose_jitter_buffer_holds_the_text(
+    tmp_path: Path,
+) -> None:
+    """The peer reads texts 0.8 s late and ends its call at once on a HANGUP (ASL3 with its
+    jitter buffer forced on). Had we hung up right behind `!!DISCONNECT!!`, the peer would
+    have lost the call before reading the text and taken it for a lost link; we let it read
+    the text and hang up first."""
+    with JitterBufferedNode("1998", hold=0.8) as peer, node_1999(tmp_path, peer) as node:
+        assert node.post("/link", json={"action": "connect", "node": "1998"}).status_code == 200
+        callno = peer.wait_call()
+        wait_until("the link up", lambda: link(node)["state"] == "up")
+        start = len(peer.received)
+        assert node.post("/link", json={"action": "disconnect", "node": "1998"}).status_code == 200
+        read = wait_until("the peer reads the text", lambda: peer.read_disconnect, timeout=5)
+        assert read[1], "the call was gone before the peer read !!DISCONNECT!!"
+        wait_until(
+            "the peer's call over",
+            lambda: (
+                peer.endpoint.call(callno) is None
+                or peer.endpoint.call(callno).state is not CallState.UP
+            ),
+        )
+        wait_until("our link gone", lambda: not node.get("/status").json()["links"])
+        time.sleep(0.3)
+        # We sent the text and never a HANGUP of our own: the peer's ended the call.
+        sent = received_since(peer, start)
+        assert "TEXT !!DISCONNECT!!" in sent
+        assert not [n for n in sent if n.startswith("HANGUP")], sent
