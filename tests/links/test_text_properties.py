@@ -32,7 +32,7 @@ def dialect_like(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@settings(max_examples=1500)
+@settings(max_examples=700)
 @given(st.one_of(dialect_like(), st.text(max_size=200)))
 def test_parse_of_any_text_never_raises(text: str) -> None:
     item = t.parse(text)
