@@ -51,7 +51,8 @@ fn payload(id: u32, len: usize) -> Vec<u8> {
     p
 }
 
-fn take(pending: &mut Pending, ts: u32, bytes: &[u8]) -> u32 {
+/// Checks a frame that came out against what was put; returns its id and epoch.
+fn take(pending: &mut Pending, ts: u32, bytes: &[u8]) -> (u32, u32) {
     let id_bytes: [u8; 4] = bytes
         .get(..4)
         .and_then(|b| b.try_into().ok())
@@ -62,7 +63,7 @@ fn take(pending: &mut Pending, ts: u32, bytes: &[u8]) -> u32 {
         .unwrap_or_else(|| panic!("frame {id} came out but was not queued (or came out twice)"));
     assert_eq!(ts, put_ts, "frame {id} timestamp");
     assert_eq!(bytes, payload(id, len).as_slice(), "frame {id} payload");
-    epoch
+    (id, epoch)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -87,6 +88,7 @@ fuzz_target!(|data: &[u8]| {
     let mut ts = 0u32;
     let mut next_id = 0u32;
     let mut epoch = 0u32;
+    let mut seen_resyncs = 0u64;
     let mut voice: Pending = HashMap::new();
     let mut control: HashMap<u32, (u32, usize, u32)> = HashMap::new();
     let mut control_kind: HashMap<u32, ControlKind> = HashMap::new();
@@ -110,12 +112,16 @@ fuzz_target!(|data: &[u8]| {
                 let id = next_id;
                 next_id += 1;
                 let p = payload(id, len);
-                match jb.put_voice(ts, &p, now) {
-                    PutResult::Queued => {
-                        voice.insert(id, (ts, p.len(), epoch));
-                    }
-                    PutResult::Resynced => {
-                        epoch += 1;
+                let put = jb.put_voice(ts, &p, now);
+                // A resync starts a new timeline even when the frame that caused it is then
+                // refused (too far from the frames still queued), so count them, not results.
+                let resyncs = jb.stats().resyncs;
+                if resyncs != seen_resyncs {
+                    seen_resyncs = resyncs;
+                    epoch += 1;
+                }
+                match put {
+                    PutResult::Queued | PutResult::Resynced => {
                         voice.insert(id, (ts, p.len(), epoch));
                     }
                     PutResult::Dropped(DropReason::Oversize) => {
@@ -145,7 +151,7 @@ fuzz_target!(|data: &[u8]| {
                     let ends = item.ends_tick();
                     match item {
                         GetResult::Voice { ts, payload } => {
-                            let e = take(&mut voice, ts, payload);
+                            let (_, e) = take(&mut voice, ts, payload);
                             if let Some((prev_epoch, prev)) = last_voice {
                                 let d = ts.wrapping_sub(prev) as i32;
                                 assert!(
@@ -156,8 +162,7 @@ fuzz_target!(|data: &[u8]| {
                             last_voice = Some((e, ts));
                         }
                         GetResult::Control { ts, kind, payload } => {
-                            let id = u32::from_le_bytes(payload[..4].try_into().unwrap());
-                            take(&mut control, ts, payload);
+                            let (id, _) = take(&mut control, ts, payload);
                             assert_eq!(control_kind.remove(&id), Some(kind), "control kind");
                         }
                         GetResult::Dropped { .. }
@@ -185,6 +190,7 @@ fuzz_target!(|data: &[u8]| {
                     control.clear();
                     control_kind.clear();
                     epoch += 1;
+                    seen_resyncs = 0;
                     assert_eq!(jb.stats().queued, 0);
                 }
                 _ => {
