@@ -2,8 +2,9 @@
 //!
 //! Every frame put carries a unique id in its payload, so what comes out can be traced to
 //! what went in: nothing comes out that was not queued, nothing comes out twice (so never
-//! more than was given), payloads and timestamps are intact, voice frames of one timeline
-//! come out in timestamp order, and one tick never takes more items than were queued.
+//! more than was given), payloads and timestamps are intact, two voice frames of one timeline
+//! that were queued together come out in timestamp order and less than `max_jitterbuf_ms`
+//! apart, and one tick never takes more items than were queued.
 #![no_main]
 
 use std::collections::HashMap;
@@ -42,8 +43,19 @@ const KINDS: [ControlKind; 8] = [
     ControlKind::Key,
 ];
 
-/// What was queued and not yet seen coming out: id -> (ts, payload length, timeline epoch).
-type Pending = HashMap<u32, (u32, usize, u32)>;
+/// A frame the buffer accepted.
+#[derive(Clone, Copy)]
+struct Put {
+    ts: u32,
+    len: usize,
+    /// Resyncs and resets start a new timeline; order holds only within one.
+    epoch: u32,
+    /// Step of the input at which it went in (or, for the last frame out, came out).
+    at: u32,
+}
+
+/// What was queued and not yet seen coming out, by id.
+type Pending = HashMap<u32, Put>;
 
 fn payload(id: u32, len: usize) -> Vec<u8> {
     let mut p = id.to_le_bytes().to_vec();
@@ -51,19 +63,19 @@ fn payload(id: u32, len: usize) -> Vec<u8> {
     p
 }
 
-/// Checks a frame that came out against what was put; returns its id and epoch.
-fn take(pending: &mut Pending, ts: u32, bytes: &[u8]) -> (u32, u32) {
+/// Checks a frame that came out against what was put; returns its id and how it went in.
+fn take(pending: &mut Pending, ts: u32, bytes: &[u8]) -> (u32, Put) {
     let id_bytes: [u8; 4] = bytes
         .get(..4)
         .and_then(|b| b.try_into().ok())
         .expect("a payload we put carries its id");
     let id = u32::from_le_bytes(id_bytes);
-    let (put_ts, len, epoch) = pending
+    let put = pending
         .remove(&id)
         .unwrap_or_else(|| panic!("frame {id} came out but was not queued (or came out twice)"));
-    assert_eq!(ts, put_ts, "frame {id} timestamp");
-    assert_eq!(bytes, payload(id, len).as_slice(), "frame {id} payload");
-    (id, epoch)
+    assert_eq!(ts, put.ts, "frame {id} timestamp");
+    assert_eq!(bytes, payload(id, put.len).as_slice(), "frame {id} payload");
+    (id, put)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -90,11 +102,12 @@ fuzz_target!(|data: &[u8]| {
     let mut epoch = 0u32;
     let mut seen_resyncs = 0u64;
     let mut voice: Pending = HashMap::new();
-    let mut control: HashMap<u32, (u32, usize, u32)> = HashMap::new();
+    let mut control: Pending = HashMap::new();
     let mut control_kind: HashMap<u32, ControlKind> = HashMap::new();
-    let mut last_voice: Option<(u32, u32)> = None;
+    // The last voice frame out, with `at` the step at which it came out.
+    let mut last_voice: Option<Put> = None;
 
-    for _ in 0..2000 {
+    for step in 0..2000u32 {
         if inp.0.is_empty() {
             break;
         }
@@ -122,7 +135,13 @@ fuzz_target!(|data: &[u8]| {
                 }
                 match put {
                     PutResult::Queued | PutResult::Resynced => {
-                        voice.insert(id, (ts, p.len(), epoch));
+                        let put = Put {
+                            ts,
+                            len: p.len(),
+                            epoch,
+                            at: step,
+                        };
+                        voice.insert(id, put);
                     }
                     PutResult::Dropped(DropReason::Oversize) => {
                         assert!(p.len() > cfg.max_payload)
@@ -138,7 +157,13 @@ fuzz_target!(|data: &[u8]| {
                 next_id += 1;
                 let p = payload(id, len);
                 if jb.put_control(cts, kind, &p, now) == PutResult::Queued {
-                    control.insert(id, (cts, p.len(), epoch));
+                    let put = Put {
+                        ts: cts,
+                        len: p.len(),
+                        epoch,
+                        at: step,
+                    };
+                    control.insert(id, put);
                     control_kind.insert(id, kind);
                 }
             }
@@ -151,15 +176,20 @@ fuzz_target!(|data: &[u8]| {
                     let ends = item.ends_tick();
                     match item {
                         GetResult::Voice { ts, payload } => {
-                            let (_, e) = take(&mut voice, ts, payload);
-                            if let Some((prev_epoch, prev)) = last_voice {
-                                let d = ts.wrapping_sub(prev) as i32;
-                                assert!(
-                                    e != prev_epoch || !(-(1 << 30)..0).contains(&d),
-                                    "voice out of order: {prev} then {ts}"
-                                );
+                            let (_, put) = take(&mut voice, ts, payload);
+                            if let Some(prev) = last_voice {
+                                // Queued together: this one went in before the last one came out.
+                                if put.epoch == prev.epoch && put.at < prev.at {
+                                    let d = ts.wrapping_sub(prev.ts) as i32;
+                                    assert!(
+                                        (0..i64::from(cfg.max_jitterbuf_ms))
+                                            .contains(&i64::from(d)),
+                                        "voice out of order: {} then {ts}",
+                                        prev.ts
+                                    );
+                                }
                             }
-                            last_voice = Some((e, ts));
+                            last_voice = Some(Put { at: step, ..put });
                         }
                         GetResult::Control { ts, kind, payload } => {
                             let (id, _) = take(&mut control, ts, payload);
