@@ -58,6 +58,31 @@ cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q --all-targets --features python -- -D warnings
 cargo test -q
 
+# Each cargo-fuzz target (fuzz/, its own workspace) for 10 s, seeded with its committed corpus:
+# every committed input is replayed through its checks, then libFuzzer mutates from there.
+# New inputs go to a scratch directory so the run leaves the tree untouched. cargo-fuzz needs a
+# nightly toolchain; its install from crates.io takes about a minute.
+echo "== Rust: fuzz targets, 10 s each"
+cargo fmt --check --manifest-path fuzz/Cargo.toml
+if cargo +nightly --version >/dev/null 2>&1; then
+  command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
+  scratch=$(mktemp -d)
+  for target in $(cd fuzz && cargo +nightly fuzz list); do
+    mkdir -p "$scratch/$target"
+    log="$scratch/$target.log"
+    if ! (cd fuzz && cargo +nightly fuzz run -O "$target" "$scratch/$target" "corpus/$target" -- \
+      -max_total_time=10 -max_len=2048 -print_final_stats=1) >"$log" 2>&1; then
+      tail -n 60 "$log" >&2
+      echo "fuzz target $target failed; the input is under fuzz/artifacts/$target/" >&2
+      exit 1
+    fi
+    echo "$target: $(grep -m1 '^stat::number_of_executed_units' "$log" | tr -dc 0-9) executions"
+  done
+  rm -rf "$scratch"
+else
+  echo "== note: no nightly Rust toolchain; fuzz targets not run" >&2
+fi
+
 echo "== Python: lint and stubs"
 python3 -m ruff check python tests benches
 python3 -m ruff format --check python tests benches

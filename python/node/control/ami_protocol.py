@@ -137,7 +137,8 @@ def response(status: str, action_id: str, lines: Iterable[str]) -> bytes:
     out = [f"Response: {status}"]
     if action_id:
         out.append(f"ActionID: {_clean(action_id)}")
-    out.extend(_clean(line) for line in lines)
+    # An empty line would end the response early: dropped, like a line end inside a value.
+    out.extend(clean for clean in map(_clean, lines) if clean)
     return ("\r\n".join(out) + "\r\n\r\n").encode("latin-1", "replace")
 
 

@@ -10,6 +10,7 @@ builders here, in app_rpt's exact spelling.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -199,6 +200,10 @@ LinkText: TypeAlias = (
 )
 
 _DTMF = frozenset("0123456789*#ABCDabcd")
+#: app_rpt reads these fields with sscanf's %d: ASCII digits only. str.isdigit() also admits
+#: "²" or "٣", which int() then refuses (or reads as another number).
+_UNSIGNED = re.compile(r"[0-9]+")
+_SIGNED = re.compile(r"-?[0-9]+")
 
 
 def _fields(text: str, n: int) -> list[str] | None:
@@ -253,12 +258,12 @@ def parse(text: str) -> LinkText:
         return Message(f[1], f[2], f[3]) if f else Malformed("M")
     if head == "D":
         f = _fields(text, 5)
-        if f is None or not f[3].isdigit() or len(f[4]) != 1 or f[4] not in _DTMF:
+        if f is None or not _UNSIGNED.fullmatch(f[3]) or len(f[4]) != 1 or f[4] not in _DTMF:
             return Malformed("D")
         return RemoteDtmf(f[1], f[2], int(f[3]), f[4].upper())
     if head == "K":
         f = _fields(text, 5)
-        if f is None or f[3] not in ("0", "1") or not f[4].lstrip("-").isdigit():
+        if f is None or f[3] not in ("0", "1") or not _SIGNED.fullmatch(f[4]):
             return Malformed("K")
         return KeyReply(f[1], f[2], f[3] == "1", int(f[4]))
     if head == "I":
