@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from node.errors import CommandError
-from node.links import link_output
+from node.links import link_output, lists
 from node.links import text as t
 from node.links.link import (
     Handshake,
@@ -64,6 +64,13 @@ from node.links.link_output import (
     TelemetryReceived,
     VerifySource,
 )
+from node.links.lists import (
+    LIST_EXPIRY,
+    LIST_INTERVAL,
+    LIST_KICK,
+    LIST_KICK_SPREAD,
+    MAX_LIST_BYTES,
+)
 from node.machine import DeadlineTable, Outbox
 
 __all__ = [
@@ -86,22 +93,6 @@ log = logging.getLogger(__name__)
 NEWKEY_TIMEOUT = 2.0
 #: RADIO_KEY is repeated this often while we talk to a `!NEWKEY!` peer (REDUNDANT_TX_TIME).
 REDUNDANT_KEY_INTERVAL = 2.0
-#: Every link gets our `L` list this often (app_rpt linkpost_time default; HamVoIP needs <= 40).
-LIST_INTERVAL = 30.0
-#: What a neighbour's list is held for when no newer one comes. app_rpt's linkpost_time is
-#: 30 s by default and at most 40 s (its config clamps it to 10-40), so a live app_rpt (or us)
-#: sends at least one list every 40 s; two missed lists in a row, plus slack for a late one,
-#: mean the neighbour no longer speaks for the network behind it.
-LIST_EXPIRY = 2 * 40.0 + 10.0
-#: The longest `L` text we send, in bytes without the NUL. Asterisk's chan_iax2 reads each
-#: datagram into a 4,096-byte buffer (a longer one is cut) and builds each frame it sends in a
-#: 4,096-byte buffer (a longer TEXT loses its end), and the full-frame header takes 12 of them:
-#: 4,084 bytes of payload, NUL included. app_rpt sends its list as one TEXT, never split, and a
-#: received list replaces the whole previous one, so a longer list cannot be split either.
-MAX_LIST_BYTES = 4096 - 12 - 1
-#: After a change of links, lists go out within 150 ms + random(0-100 ms) (__kickshort).
-LIST_KICK = 0.15
-LIST_KICK_SPREAD = 0.10
 #: Retries of a lost or failed outbound link: first after RETRY_FIRST, doubling up to RETRY_MAX
 #: (app_rpt redials every 5 s); at most MAX_RETRIES unless the link is permanent.
 RETRY_FIRST = 5.0
@@ -165,11 +156,8 @@ class LinkNetwork:
         self._local_key_change: float | None = None
         #: Texts received by kind ("L", "T", ..., "unknown"), for /stats.
         self.text_counts: dict[str, int] = {}
-        #: Entries left out of the lists we sent to keep them within `MAX_LIST_BYTES`, over
-        #: all lists (each link's last cut is its `list_dropped`).
-        self.list_entries_dropped = 0
-        #: Each link's entries as lists show them (see `_segment`), by node.
-        self._segments: dict[str, tuple[Any, tuple[tuple[str, ...], str, int]]] = {}
+        #: Builds the lists we send (and counts what did not fit in one).
+        self._lists = lists.ListBuilder(MAX_LIST_BYTES)
         #: Neighbours' lists forgotten because no newer one came within `LIST_EXPIRY`.
         self.lists_expired = 0
         #: The links the last `disconnect_all` dropped, for `*74` (app_rpt's savednodes).
@@ -205,35 +193,10 @@ class LinkNetwork:
         return frozenset(nodes)
 
     def graph(self) -> dict[str, Any]:
-        """The network as a graph for the snapshot: every node once, with how far it is and
-        the mode in which we reach it, and the edges: our own links (`adjacent`), and for
-        each link the nodes its list says stand behind it. An `L` list is flat (app_rpt sends
-        no hops), so a node two or more hops away hangs off the neighbour it is behind."""
-        nodes: list[dict[str, Any]] = [{"node": self.me, "hops": 0, "mode": None, "via": None}]
-        edges: list[dict[str, Any]] = []
-        seen = {self.me}
-        for link in self._links.values():
-            mode = link.mode.value if link.up else "connecting"
-            if link.node not in seen:
-                seen.add(link.node)
-                nodes.append({"node": link.node, "hops": 1, "mode": mode, "via": None})
-            edges.append({"from": self.me, "to": link.node, "mode": mode, "adjacent": True})
-            for e in link.listed()[1:]:
-                if e.node in seen:
-                    continue
-                seen.add(e.node)
-                emode = _MODE_NAMES.get(e.mode, "connecting")
-                nodes.append({"node": e.node, "hops": 2, "mode": emode, "via": link.node})
-                edges.append({"from": link.node, "to": e.node, "mode": emode, "adjacent": False})
-        return {
-            "nodes": nodes,
-            "edges": edges,
-            "lists": {
-                "entries_dropped": self.list_entries_dropped,
-                "cut": sum(1 for link in self._links.values() if link.list_dropped),
-                "expired": self.lists_expired,
-            },
-        }
+        """The network as a graph for the snapshot (`lists.graph`)."""
+        return lists.graph(
+            self.me, self._links.values(), self._lists.entries_dropped, self.lists_expired
+        )
 
     def dstar_active(self) -> bool:
         """Whether a D-Star session is active: a link to a node declared `network = "dstar"`
@@ -256,20 +219,14 @@ class LinkNetwork:
         """Every node of our network as an `L` list shows it: each link and everything behind
         it, except `recipient` (app_rpt's __mklinklist, also AMI's LinkedNodes)."""
         entries: list[t.LinkEntry] = []
-        for link in self._listed_links(recipient):
+        for link in lists.listed_links(self._links.values(), recipient):
             entries.extend(link.listed())
         return entries
 
-    def _listed_links(self, recipient: Link | None) -> list[Link]:
-        """The links a list to `recipient` shows: not itself, no link whose number starts
-        with 0 (no node), no local monitor link."""
-        return [
-            link
-            for link in self._links.values()
-            if link is not recipient
-            and not link.node.startswith("0")
-            and link.mode is not LinkMode.LOCAL_MONITOR
-        ]
+    @property
+    def list_entries_dropped(self) -> int:
+        """Nodes left out of the lists we sent, as no TEXT frame carried them all."""
+        return self._lists.entries_dropped
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:
         return [link.to_json(now) for link in self._links.values()]
@@ -307,54 +264,16 @@ class LinkNetwork:
         elif skip is None:
             self._kick_skip.clear()
 
-    def _segment(self, link: Link) -> tuple[tuple[str, ...], str, int]:
-        """The link and everything behind it as its neighbours' lists show it: the entries,
-        joined, and their length in bytes. Kept until the link's list or state changes, as a
-        kick builds one list per link out of all the others' segments."""
-        key = (link.list_letter, link.behind)
-        cached = self._segments.get(link.node)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        entries = tuple(str(e) for e in link.listed())
-        joined = ",".join(entries)
-        segment = (entries, joined, len(joined.encode()))
-        self._segments[link.node] = (key, segment)
-        return segment
-
-    def _all_segments(self) -> list[tuple[Link, tuple[tuple[str, ...], str, int]]]:
-        """Every listed link with its segment: a kick builds them once for all its lists."""
-        return [(link, self._segment(link)) for link in self._listed_links(None)]
-
-    def _list_for(
-        self,
-        recipient: Link,
-        every: list[tuple[Link, tuple[tuple[str, ...], str, int]]] | None = None,
-    ) -> str:
+    def _list_for(self, recipient: Link, every: lists.Segments | None = None) -> str:
         if every is None:
-            every = self._all_segments()
-        segments = [seg for link, seg in every if link is not recipient]
-        size = len("L ") + sum(seg[2] for seg in segments) + max(0, len(segments) - 1)
-        if size <= MAX_LIST_BYTES:
-            recipient.list_dropped = 0
-            return "L " + ",".join(seg[1] for seg in segments)
-        text, dropped = t.link_list_within([seg[0] for seg in segments], MAX_LIST_BYTES)
-        if not any(link.list_dropped for link in self._links.values()):
-            log.warning(
-                "our link list holds %d nodes, more than one TEXT frame carries (%d bytes): "
-                "%d of the nodes behind our links are left out of it",
-                sum(len(seg[0]) for seg in segments),
-                MAX_LIST_BYTES,
-                dropped,
-            )
-        recipient.list_dropped = dropped
-        self.list_entries_dropped += dropped
-        return text
+            every = self._lists.all_segments(self._links.values())
+        return self._lists.list_for(recipient, every, self._links.values())
 
     def _send_list(
         self,
         link: Link,
         now: float,
-        every: list[tuple[Link, tuple[tuple[str, ...], str, int]]] | None = None,
+        every: lists.Segments | None = None,
     ) -> None:
         self._send(link, self._list_for(link, every))
         link.timers.set(LinkTimer.LIST, now + LIST_INTERVAL)
@@ -393,7 +312,7 @@ class LinkNetwork:
     def _drop(self, link: Link) -> None:
         """Forget the link (its call, if any, is ended by whoever called this)."""
         self._links.pop(link.node, None)
-        self._segments.pop(link.node, None)
+        self._lists.forget(link.node)
         if link.callno is not None:
             self._by_call.pop(link.callno, None)
         self._changed = True
@@ -752,7 +671,7 @@ class LinkNetwork:
         if link is None or not link.up:
             return self._output()
         item = t.parse(text)
-        kind = _kind(item)
+        kind = t.kind_of(item)
         self.text_counts[kind] = self.text_counts.get(kind, 0) + 1
         if link.guest and isinstance(item, t.NewKey1 | t.NewKey | t.Disconnect):
             pass  # the host treats us as a web transceiver: no handshake, and it just hangs up
@@ -769,7 +688,7 @@ class LinkNetwork:
             # and holds until a newer list, or until none came for too long.
             link.list_at = now
             link.timers.set(LinkTimer.LIST_EXPIRY, now + LIST_EXPIRY)
-            behind = _own_view(item.entries, self.me, link.node)
+            behind = lists.own_view(item.entries, self.me, link.node)
             if behind != link.behind:
                 link.behind = behind
                 self._changed = True
@@ -869,7 +788,7 @@ class LinkNetwork:
         if self._kick_at is not None and self._kick_at <= now:
             self._kick_at = None
             skip, self._kick_skip = self._kick_skip, set()
-            every = self._all_segments()
+            every = self._lists.all_segments(self._links.values())
             for link in self._links.values():
                 if link.up and link.node not in skip:
                     self._send_list(link, now, every)
@@ -915,40 +834,3 @@ class LinkNetwork:
         if link.permanent:
             link.timers.set(LinkTimer.ATTEMPT, now + PERMANENT_ATTEMPT)
         self._out.send(Dial(link.node, link.mode))
-
-
-_MODE_NAMES = {"T": "transceive", "R": "monitor", "C": "connecting"}
-
-
-def _own_view(
-    entries: tuple[t.LinkEntry, ...], me: str | None, sender: str
-) -> tuple[t.LinkEntry, ...]:
-    """A neighbour's list as we hold it: without us and the neighbour itself (a list that
-    comes back round a loop names them), and each node once. This keeps our lists, and the
-    lists built from them by the next node, from growing round a loop."""
-    out: list[t.LinkEntry] = []
-    seen = {me, sender}
-    for e in entries:
-        if e.node not in seen:
-            seen.add(e.node)
-            out.append(e)
-    return tuple(out)
-
-
-def _kind(item: t.LinkText) -> str:
-    if isinstance(item, t.Ignored | t.Malformed):
-        return f"{item.kind} ({type(item).__name__.lower()})"
-    return {
-        t.NewKey1: "newkey1",
-        t.NewKey: "newkey",
-        t.Disconnect: "disconnect",
-        t.LinkList: "L",
-        t.Telemetry: "T",
-        t.Message: "M",
-        t.RemoteDtmf: "D",
-        t.KeyQuery: "K?",
-        t.KeyReply: "K",
-        t.MdcId: "I",
-        t.Gps: "G",
-        t.CtcssGroup: "C",
-    }.get(type(item), "unknown")

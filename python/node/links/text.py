@@ -327,3 +327,23 @@ def remote_dtmf(dest: str, source: str, seq: int, digit: str) -> str:
 
 def key_reply(dest: str, source: str, keyed: bool, seconds: int) -> str:
     return f"K {dest} {source} {int(keyed)} {max(0, seconds)}"
+
+
+def kind_of(item: LinkText) -> str:
+    """The kind of a parsed text, as `/stats` counts received texts."""
+    if isinstance(item, Ignored | Malformed):
+        return f"{item.kind} ({type(item).__name__.lower()})"
+    return {
+        NewKey1: "newkey1",
+        NewKey: "newkey",
+        Disconnect: "disconnect",
+        LinkList: "L",
+        Telemetry: "T",
+        Message: "M",
+        RemoteDtmf: "D",
+        KeyQuery: "K?",
+        KeyReply: "K",
+        MdcId: "I",
+        Gps: "G",
+        CtcssGroup: "C",
+    }.get(type(item), "unknown")
