@@ -89,16 +89,19 @@ def test_the_dstar_guard_refuses_a_carrier_too(tmp_path: Path) -> None:
         events = EventWatcher(node)
         start = len(peer.received)
         for _ in range(2):  # checked on every carrier
+            # Count before the input: on a busy host the event can arrive before the next line.
+            mark = len(events.events)
             hid.send_input(VOL_DOWN)
             refused = events.wait_for(
                 lambda e: e["event"] == "radio" and e["kind"] == "carrier" and e["on"],
-                since=len(events.events),
+                since=mark,
             )
             assert refused["reason"] == DSTAR_REFUSAL
+            mark = len(events.events)
             hid.send_input(0)
             events.wait_for(
                 lambda e: e["event"] == "radio" and e["kind"] == "carrier" and not e["on"],
-                since=len(events.events),
+                since=mark,
             )
         assert node.get("/status").json()["tx"]["keyed"] is False
         time.sleep(0.3)
