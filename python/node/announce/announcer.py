@@ -193,6 +193,10 @@ class Announcer:
         item = _Item(kind, Phrase(label, ""), destination, False, CW_DBFS, keys, pcm, done)
         self._enqueue(item)
 
+    @property
+    def rate(self) -> int:
+        return self._bridge.rate
+
     def stop_kind(self, kind: str) -> bool:
         """Cut short the playing item if it is a `kind` (a tail message a talker keyed over);
         whether one was."""

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from node.announce.announcer import Announcer
@@ -24,8 +25,10 @@ from node.announce.phrases import (
     time_phrase,
     version_phrase,
 )
+from node.announce.play import DESTINATIONS, read_sound
 from node.announce.tail import TailMessages
 from node.context import NodeContext
+from node.errors import CommandError
 from node.events import AnnouncementFinished, AnnouncementStarted
 from node.media.bridge import Destination, MediaBridge
 
@@ -62,8 +65,6 @@ class Announcements:
             rpt.tailsquashedtime / 1000,
             ctx.clock(),
         )
-        #: Reads a file for a tail message (the control API's reader: WAV / mu-law).
-        self.read_file: Callable[[str], bytes] | None = None
         #: The wall clock, local time (tests inject one).
         self.wall: Callable[[], float] = time.time
 
@@ -143,6 +144,40 @@ class Announcements:
     def flush(self) -> int:
         return self.player.flush() if self.player is not None else 0
 
+    # --- POST /play -------------------------------------------------------------------------
+
+    def read_sound(self, path: str) -> bytes:
+        """A sound file as PCM at the station rate (CommandError when it cannot be)."""
+        bridge = self._bridge
+        if bridge is None:
+            raise CommandError("the media bridge is not running", 503)
+        return read_sound(path, bridge.rate, lambda pcm, rate: bridge.to_station_rate(pcm, rate))
+
+    def play(self, *, text: str | None, file: str | None, to: str) -> dict[str, Any]:
+        """Queue `text` (spoken, CW without TTS) or the sound `file` to `to` ("local", "air",
+        "air_and_links"), after the announcements already waiting. The caller checked the
+        D-Star guard for anything that keys."""
+        destination = DESTINATIONS.get(to)
+        if destination is None:
+            raise CommandError(f"field 'to' must be one of {', '.join(DESTINATIONS)}", 400)
+        if (text is None) == (file is None):
+            raise CommandError("give exactly one of 'text' and 'file'", 400)
+        if self.player is None:
+            raise CommandError("the media bridge is not running", 503)
+        keys = to != "local"
+        if file is not None:
+            pcm = self.read_sound(file)
+            self.play_pcm(Path(file).name, pcm, destination, keys=keys)
+            seconds = round(len(pcm) / 2 / self.player.rate, 2)
+            log.info("playing %s to %s (%.1f s)", file, to, seconds)
+            return {"queued": "file", "to": to, "seconds": seconds}
+        assert text is not None
+        if not text.strip() or len(text) > 400:
+            raise CommandError("field 'text' must be 1-400 characters", 400)
+        self.say(Phrase(text, text.upper()), destination, keys=keys)
+        log.info("speaking to %s: %s", to, text)
+        return {"queued": "text", "to": to}
+
     def event(self, name: str, *, peer: str = "", node: str = "") -> None:
         """`[announce.events.<name>]`: the announcer plays it when enabled."""
         if self.announcer is not None:
@@ -188,10 +223,10 @@ class Announcements:
             else:
                 tail.squash(self._ctx.clock())
 
-        if message.lower().endswith((".wav", ".ul", ".ulaw")) and self.read_file is not None:
+        if message.lower().endswith((".wav", ".ul", ".ulaw", ".pcm")):
             try:
-                pcm = self.read_file(message)
-            except (OSError, ValueError) as exc:
+                pcm = self.read_sound(message)
+            except CommandError as exc:
                 log.warning("tail message %s not played: %s", message, exc)
                 tail.ended(now)
                 return

@@ -139,6 +139,22 @@ class CommandRunner:
         #: cop 15/16 switch the scheduler.
         self.scheduler_switch: Callable[[bool], None] | None = None
 
+    def start(self) -> None:
+        """After start: `[rpt] startup_macro` runs once (the operator's own digits, so whatever
+        `[dtmf] enabled` says)."""
+        if self._ctx.config.rpt.startup_macro:
+            task = asyncio.get_running_loop().create_task(self._startup())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _startup(self) -> None:
+        try:
+            result = await self.run_macro("0", "startup macro")
+        except CommandError as exc:
+            log.warning("startup macro refused: %s", exc)
+        else:
+            log.info("startup macro: %s", result)
+
     @property
     def enabled(self) -> bool:
         """`[dtmf] enabled`: whether digits from calls and links run commands."""
