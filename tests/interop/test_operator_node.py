@@ -329,3 +329,37 @@ def _ulaw(pcm: np.ndarray) -> bytes:
     exponent = np.floor(np.log2(mag)).astype(np.int32) - 7
     mantissa = (mag >> (exponent + 3)) & 0x0F
     return (~(sign | (exponent << 4) | mantissa) & 0xFF).astype(np.uint8).tobytes()
+
+
+def test_play_to_the_air_is_refused_while_a_dstar_session_is_up(
+    tmp_path: Path, registrar: Registrar
+) -> None:
+    plain = "[links]\ndns = false\n\n"
+    with running_node(
+        tmp_path,
+        B,
+        codec_policy="ulaw_only",
+        sections=register_section(registrar, B) + plain,
+        env={"NET_NODE": B, "NET_SECRET": SECRETS[B], f"NET_PEER_{A}": LINK_SECRET},
+    ) as b:
+        host, port = b.udp_addr
+        dstar = plain + f'[links.{B}]\naddr = "{host}:{port}"\nnetwork = "dstar"\n'
+        with (
+            running_node(
+                tmp_path,
+                A,
+                codec_policy="ulaw_only",
+                sections=register_section(registrar, A) + dstar,
+                env={"NET_NODE": A, "NET_SECRET": SECRETS[A], f"NET_PEER_{B}": LINK_SECRET},
+            ) as a,
+            httpx.Client(base_url=a.base_url, timeout=10) as http,
+        ):
+            assert http.post("/link", json={"action": "connect", "node": B}).status_code == 200
+            wait_until("the D-Star link up", lambda: link_state(a, B) == "up")
+            for to in ("air", "air_and_links"):
+                r = http.post("/play", json={"text": "alert", "to": to})
+                assert r.status_code == 409 and "D-Star" in r.json()["error"]
+            # The local radio alone keys nothing.
+            r = http.post("/play", json={"text": "alert", "to": "local"})
+            assert r.status_code == 200
+        assert "Traceback" not in node_log(a)
