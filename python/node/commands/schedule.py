@@ -61,12 +61,9 @@ class Scheduler:
         local: Callable[[float], time.struct_time] = time.localtime,
         macros: dict[str, str] | None = None,
     ) -> None:
-        self._entries = tuple(entries)
-        self._run_macro = run_macro
-        self._bus = bus
-        self._wall = wall
-        self._local = local
-        self._macros = macros or {}
+        self._entries, self._macros = tuple(entries), macros or {}
+        self._run_macro, self._bus = run_macro, bus
+        self._wall, self._local = wall, local
         #: cop 15/16.
         self.enabled = True
         #: The last minute (wall seconds // 60) looked at.

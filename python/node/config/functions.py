@@ -11,12 +11,13 @@ and answer "not available here" when typed. docs/dtmf.md lists every function.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, NoReturn, Protocol
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, NoReturn, Protocol
 
 from node.config.schema import key
 from node.config.values import Context, Invalid, array, string, toml_type
@@ -106,21 +107,19 @@ _ACCEPTED_FUNCTION = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Function:
+class Function(NamedTuple):
     """One function table entry: the digits after `*` and what they do."""
 
+    # `kind`: disconnect, monitor, connect, remote, local_monitor (a node follows; ilink
+    # 11/12/13/18 link `permanent`ly); status, full_status, restore, disconnect_all,
+    # last_keyed (ilink); announce (status,N); cop (cop,N); macro (a macro number follows, or
+    # `arg` names it); unavailable. `arg`: the status or cop number, the macro of `macro,N`, or
+    # why an entry is unavailable. `spec`: the app_rpt function string ("ilink,3").
     code: str
-    #: disconnect, monitor, connect, remote, local_monitor (a node follows); status,
-    #: full_status, restore, disconnect_all, last_keyed (ilink); announce (status,N);
-    #: cop (cop,N); macro (a macro number follows, or `arg` names it); unavailable.
     kind: str
     takes_node: bool = False
-    #: ilink 11/12/13/18.
     permanent: bool = False
-    #: The status or cop number, the macro of `macro,N`, or why an entry is unavailable.
     arg: str | None = None
-    #: The app_rpt function string it came from ("ilink,3").
     spec: str = ""
 
 
@@ -317,49 +316,39 @@ def read_schedule(raw: object, fail: Fail) -> tuple[ScheduleEntry, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionsSection:
-    """`[functions]`: read by `read_functions` (its keys are DTMF codes)."""
-
-    NOTE: ClassVar[str] = (
-        "The DTMF function table, as rpt.conf's [functions]: the digits after * = an app_rpt "
-        "function string. Absent: ASL3's shipped table (1 2 3 4 70 99 5 721-725 711-714) plus "
-        "73 full status, 74 restore, 75 local monitor, 76 disconnect all. Present: exactly what "
-        "is written, in its order (the first code that begins the digits typed wins). "
-        "docs/dtmf.md lists every function. E.g.\n"
-        '  "1" = "ilink,1"\n'
-        '  "3" = "ilink,3"\n'
-        '  "5" = "macro"\n'
-        '  "722" = "status,2"\n'
-        '  "830" = "cop,34"'
-    )
-    EXAMPLE: ClassVar[str] = "[functions]"
+def _free_section(name: str, note: str) -> type:
+    """The section type of a table whose keys are the operator's: it declares no keys (the
+    loader reads the table with its own reader) and carries the template's note."""
+    return dataclasses.make_dataclass(name, [], namespace={"NOTE": note}, frozen=True)
 
 
-@dataclass(frozen=True, slots=True)
-class MacroSection:
-    """`[macro]`: read by `read_macros`."""
-
-    NOTE: ClassVar[str] = (
-        "Macros, as rpt.conf's [macro]: a number = DTMF digits, run through the function table "
-        'as if typed (the "macro" function runs them: *5<number> in the shipped table). A macro '
-        "that runs itself, directly or through others, is refused. E.g.\n"
-        '  "1" = "*32000*32001"'
-    )
-    EXAMPLE: ClassVar[str] = "[macro]"
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleSection:
-    """`[schedule]`: read by `read_schedule`."""
-
-    NOTE: ClassVar[str] = (
-        'The scheduler, as rpt.conf\'s [schedule]: a macro number = "m h dom mon dow" (cron '
-        "fields, missing trailing ones are *), in local time, checked once a minute; a minute "
-        "missed while the host was suspended is not made up. E.g.\n"
-        '  "2" = "00 00 * * *"'
-    )
-    EXAMPLE: ClassVar[str] = "[schedule]"
+FunctionsSection = _free_section(
+    "FunctionsSection",
+    "The DTMF function table, as rpt.conf's [functions]: the digits after * = an app_rpt "
+    "function string. Absent: ASL3's shipped table (1 2 3 4 70 99 5 721-725 711-714) plus "
+    "73 full status, 74 restore, 75 local monitor, 76 disconnect all. Present: exactly what "
+    "is written, in its order (the first code that begins the digits typed wins). "
+    "docs/dtmf.md lists every function. E.g.\n"
+    '  "1" = "ilink,1"\n'
+    '  "3" = "ilink,3"\n'
+    '  "5" = "macro"\n'
+    '  "722" = "status,2"\n'
+    '  "830" = "cop,34"',
+)
+MacroSection = _free_section(
+    "MacroSection",
+    "Macros, as rpt.conf's [macro]: a number = DTMF digits, run through the function table "
+    'as if typed (the "macro" function runs them: *5<number> in the shipped table). A macro '
+    "that runs itself, directly or through others, is refused. E.g.\n"
+    '  "1" = "*32000*32001"',
+)
+ScheduleSection = _free_section(
+    "ScheduleSection",
+    'The scheduler, as rpt.conf\'s [schedule]: a macro number = "m h dom mon dow" (cron '
+    "fields, missing trailing ones are *), in local time, checked once a minute; a minute "
+    "missed while the host was suspended is not made up. E.g.\n"
+    '  "2" = "00 00 * * *"',
+)
 
 
 LinkTelemetry = Literal["full", "short"]
@@ -391,18 +380,6 @@ def _startup_macro(raw: object, ctx: Context) -> str:
 class RptConfig:
     """`[rpt]`: the node-stanza keys of rpt.conf this node takes, under their app_rpt names."""
 
-    NOTE: ClassVar[str] = (
-        "EXTENSION. Keys of rpt.conf's node stanza, under their app_rpt names (docs/dtmf.md)."
-    )
-
-    startup_macro: Annotated[
-        str,
-        key(
-            "DTMF digits run once after start, as a macro (e.g. *32000); empty for none.",
-            ext=True,
-            parse=_startup_macro,
-        ),
-    ] = ""
     telemdefault: Annotated[
         int,
         key(
@@ -453,3 +430,14 @@ class RptConfig:
             parse=_tail_messages,
         ),
     ] = ()
+    startup_macro: Annotated[
+        str,
+        key(
+            "DTMF digits run once after start, as a macro (e.g. *32000); empty for none.",
+            ext=True,
+            parse=_startup_macro,
+        ),
+    ] = ""
+
+    #: The template's note on the section.
+    NOTE: ClassVar[str] = "EXTENSION. Keys of rpt.conf's node stanza, under their app_rpt names."

@@ -214,41 +214,42 @@ class CommandMapper:
                 return self._done(Command("unavailable", typed, reason=reason, spec=fn.spec))
             return self._done(Command(fn.kind, typed, arg=fn.arg, spec=fn.spec))
         node = buf[len(fn.code) :]
-        if not node:
-            if final:
-                return self._done(Command("unknown", typed, reason="no node number"))
-            return None
-        if not node.isdigit():
-            return self._done(Command("unknown", typed, reason="a node number has only digits"))
+        refused = self._number(typed, node, "node", final=final)
+        if refused is not None or not node:
+            return refused
+        target: str | None = node
         if node == "0":
-            last = self.last.node
-            if last is None:
+            target = self.last.node
+            if target is None:
                 return self._done(Command("unknown", typed, reason="no last node yet"))
-            return self._done(
-                Command(fn.kind, typed, node=last, permanent=fn.permanent, spec=fn.spec)
-            )
-        if final or len(node) >= MAX_NODE_DIGITS or self._unambiguous(fn.kind, node):
-            return self._done(
-                Command(fn.kind, typed, node=node, permanent=fn.permanent, spec=fn.spec)
-            )
+        elif not (final or len(node) >= MAX_NODE_DIGITS or self._unambiguous(fn.kind, node)):
+            return None
+        return self._done(
+            Command(fn.kind, typed, node=target, permanent=fn.permanent, spec=fn.spec)
+        )
+
+    def _number(self, typed: str, number: str, what: str, *, final: bool) -> Command | None:
+        """The end of a sequence whose number (after the code) is wrong: none typed by the
+        end, or not all digits; None while it may still be right."""
+        if not number and final:
+            return self._done(Command("unknown", typed, reason=f"no {what} number"))
+        if number and not number.isdigit():
+            reason = f"a {what} number has only digits"
+            return self._done(Command("unknown", typed, reason=reason))
         return None
 
     def _macro(self, fn: Function, number: str, typed: str, *, final: bool) -> Command | None:
         """app_rpt's `macro`: the macro number follows; it is complete once it names a macro,
         or has as many digits as the longest macro number (then: not found); `0` is the
         startup macro."""
-        if not number:
-            if final:
-                return self._done(Command("unknown", typed, reason="no macro number"))
-            return None
-        if not number.isdigit():
-            return self._done(Command("unknown", typed, reason="a macro number has only digits"))
+        refused = self._number(typed, number, "macro", final=final)
+        if refused is not None or not number:
+            return refused
         if number == "0" or number in self._macros:
             return self._done(Command("macro", typed, arg=number, spec=fn.spec))
         if final or len(number) >= self._macro_longest:
-            return self._done(
-                Command("unknown", typed, reason=f"macro {number} not found", spec=fn.spec)
-            )
+            reason = f"macro {number} not found"
+            return self._done(Command("unknown", typed, reason=reason, spec=fn.spec))
         return None
 
     def _unambiguous(self, kind: str, node: str) -> bool:
