@@ -105,9 +105,11 @@ class Announcements:
 
     # --- status messages (app_rpt status,N) ---------------------------------------------------
 
-    def status_message(self, number: int, *, last_user: str | None, entries: list[str]) -> str:
-        """`status,N`: say it (1-3, 5 to the air and the links; 11-14 the local radio only);
-        what was said."""
+    def status_message(
+        self, number: int, *, last_user: str | None, entries: list[str], speak: bool = True
+    ) -> str:
+        """`status,N`: say it (1-3, 5 to the air and the links; 11-14 the local radio only;
+        nothing when not `speak`); what it says."""
         from node import __version__
 
         config = self._ctx.config
@@ -128,7 +130,8 @@ class Announcements:
             phrase = last_user_phrase(last_user)
         else:
             phrase = status_phrase(entries)
-        self.say(phrase, "to_monitor" if local else "to_air_and_links")
+        if speak:
+            self.say(phrase, "to_monitor" if local else "to_air_and_links")
         return phrase.speech
 
     def say(self, phrase: Phrase, destination: Destination, *, keys: bool = False) -> None:

@@ -91,7 +91,9 @@ class StatusAnnouncer(Protocol):
 
     def last_keyed(self, node: str | None) -> None: ...
 
-    def status_message(self, number: int, *, last_user: str | None, entries: list[str]) -> str: ...
+    def status_message(
+        self, number: int, *, last_user: str | None, entries: list[str], speak: bool = True
+    ) -> str: ...
 
     def set_telemetry(self, mode: str) -> None: ...
 
@@ -193,7 +195,7 @@ class CommandRunner:
     def _completed(self, source: str, call: int | None, command: Command) -> None:
         self.last_user = self._user_of(source, call)
         if command.kind != "remote":
-            self._launch(source, command)
+            self._launch(source, command, speak=not self._from_link(source, call))
             return
         # At once, not in a task: the very next digit must already go to the remote node.
         assert command.node is not None
@@ -206,6 +208,13 @@ class CommandRunner:
         self._arm_remote(source, call)
         self._count(command)
         log.info("DTMF %s from %s: digits go to node %s until #", command, source, command.node)
+
+    def _from_link(self, source: str, call: int | None) -> bool:
+        """Digits that came over a link (frames on a link call, `D` texts): another node's
+        user typed them, so what they ask is not said on this node's radio (app_rpt 1065)."""
+        return source.startswith("remote ") or (
+            call is not None and self._links.network.is_link_call(call)
+        )
 
     def _user_of(self, source: str, call: int | None) -> str:
         link = self._links.network.link_for_call(call) if call is not None else None
@@ -314,14 +323,14 @@ class CommandRunner:
             self._bus.publish(Dtmf(call=call, digit="", command=str(command)))
             self._completed(source, call, command)
 
-    def _launch(self, source: str, command: Command) -> None:
-        task = asyncio.get_running_loop().create_task(self._run_logged(source, command))
+    def _launch(self, source: str, command: Command, *, speak: bool = True) -> None:
+        task = asyncio.get_running_loop().create_task(self._run_logged(source, command, speak))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run_logged(self, source: str, command: Command) -> None:
+    async def _run_logged(self, source: str, command: Command, speak: bool) -> None:
         try:
-            result = await self.execute(command)
+            result = await self.execute(command, speak=speak)
         except CommandError as exc:
             log.warning("DTMF %s from %s refused: %s", command, source, exc)
         else:
@@ -391,8 +400,9 @@ class CommandRunner:
 
     # --- execution ----------------------------------------------------------------------------
 
-    async def execute(self, command: Command) -> str:
-        """Run one command; returns what happened, raises CommandError when refused."""
+    async def execute(self, command: Command, *, speak: bool = True) -> str:
+        """Run one command; returns what happened, raises CommandError when refused. With
+        `speak` false (a command from another node) nothing is said aloud here."""
         links, net = self._links, self._links.network
         kind, node = command.kind, command.node
         if kind == "unknown":
@@ -402,7 +412,7 @@ class CommandRunner:
         if kind in _LINK_KINDS and not self.links_enabled:
             raise CommandError("link commands are disabled (cop,11 enables them)", 409)
         if kind in ("announce", "cop", "macro"):
-            result = await self._function(command)
+            result = await self._function(command, speak)
             self._count(command)
             self._announce.command_ran()
             return result
@@ -440,11 +450,13 @@ class CommandRunner:
             else:
                 entries = [str(e) for e in net.network_entries()]
             result = f"links: {', '.join(entries)}" if entries else "no links"
-            self._announce.status(entries)
+            if speak:
+                self._announce.status(entries)
         elif kind == "last_keyed":
             last = net.last_keyed_node
             result = f"last keyed by node {last}" if last is not None else "no node has keyed"
-            self._announce.last_keyed(last)
+            if speak:
+                self._announce.last_keyed(last)
         elif kind == "remote":
             raise CommandError(
                 "remote command mode needs a DTMF source (*4 typed on a call, "
@@ -457,7 +469,7 @@ class CommandRunner:
         self._announce.command_ran()
         return result
 
-    async def _function(self, command: Command) -> str:
+    async def _function(self, command: Command, speak: bool) -> str:
         """app_rpt's status, cop and macro functions."""
         arg = command.arg or ""
         net = self._links.network
