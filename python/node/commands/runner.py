@@ -479,7 +479,9 @@ class CommandRunner:
                 entries = [str(e) for e in net.network_entries()]
             else:
                 entries = net.list_entries()
-            said = self._announce.status_message(number, last_user=self.last_user, entries=entries)
+            said = self._announce.status_message(
+                number, last_user=self.last_user, entries=entries, speak=speak
+            )
             return f"status {number}: {said}"
         if command.kind == "macro":
             return await self.run_macro(arg)
