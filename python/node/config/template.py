@@ -136,7 +136,7 @@ def render_template() -> str:
     for section in SECTIONS:
         if section.free:
             # Its keys are the operator's: an example in prose, never a setting.
-            lines += ["", *_comment(getattr(section.model, "NOTE", "")), f"# [{section.name}]"]
+            lines += ["", f"# [{section.name}]", *_comment(getattr(section.model, "NOTE", ""))]
             continue
         lines += ["", *_table(section.model, section.name, on=section.written)]
         if section.model is LinksKeys:
