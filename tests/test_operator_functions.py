@@ -9,15 +9,7 @@ from typing import Any
 
 import pytest
 
-from node.config import (
-    Address,
-    DnsConfig,
-    DtmfConfig,
-    LinkConfig,
-    NodeConfig,
-    RegisterConfig,
-    SecretsConfig,
-)
+from node import config as cfg
 from node.config.functions import RptConfig, parse_function
 from node.controller import Controller
 from node.errors import CommandError
@@ -37,12 +29,12 @@ class Said:
 
 
 def controller(**rpt: Any) -> tuple[Controller, Said]:
-    config = NodeConfig(
-        register=RegisterConfig(peer=Address("127.0.0.1", 9), node_id="2000"),
-        dns=DnsConfig(enabled=False),
-        secrets=SecretsConfig(source="control"),
-        dtmf=DtmfConfig(enabled=True),
-        links={"2001": LinkConfig(addr=Address("127.0.0.1", 14569))},
+    config = cfg.NodeConfig(
+        register=cfg.RegisterConfig(peer=cfg.Address("127.0.0.1", 9), node_id="2000"),
+        dns=cfg.DnsConfig(enabled=False),
+        secrets=cfg.SecretsConfig(source="control"),
+        dtmf=cfg.DtmfConfig(enabled=True),
+        links={"2001": cfg.LinkConfig(addr=cfg.Address("127.0.0.1", 14569))},
         functions=(
             parse_function("3", "ilink,3"),
             parse_function("5", "macro"),

@@ -9,6 +9,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -391,6 +392,29 @@ def test_iax2_listings_without_calls() -> None:
         assert lines[2] == "1 IAX2 registrations."
         ok, text = await server.command("iax2 show channels")
         assert ok and text.endswith("\n0 active IAX channels\n")
+
+    run(scenario)
+
+
+def test_rpt_cmd_status_cop_macro_and_playback(tmp_path: Path) -> None:
+    async def scenario(server: AmiServer, controller: Controller) -> None:
+        # status and cop run as the function table's entries; GPS and phone PTT do not apply.
+        assert await server.command("rpt cmd 2000 status 2") == (True, "")
+        assert await server.command("rpt cmd 2000 cop 34") == (True, "")
+        assert controller.announcements.telemetry_mode == "off"
+        refused = {
+            "rpt cmd 2000 status 4": "status,4 is not available here\n",
+            "rpt cmd 2000 cop 6": "cop,6 is not available here\n",
+            "rpt cmd 2000 macro x 7": "macro: macro 7 not found\n",
+            # playback / localplay play files as POST /play does.
+            f"rpt playback 2000 {tmp_path / 'none.ul'}": "rpt playback: no such file\n",
+            f"rpt cmd 2000 localplay {tmp_path / 'x.mp3'}": "rpt localplay: file must be a .wav",
+            "rpt localplay 2000": "Usage: rpt localplay <nodename>",
+        }
+        for cmd, prefix in refused.items():
+            ok, text = await server.command(cmd)
+            assert not ok and text.startswith(prefix), (cmd, text)
+        assert await server.command("rpt playback 1999 /x.ul") == (True, "")
 
     run(scenario)
 

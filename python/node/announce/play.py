@@ -19,7 +19,7 @@ from pathlib import Path
 from node.errors import CommandError
 from node.media.bridge import Destination
 
-__all__ = ["DESTINATIONS", "MAX_PLAY_S", "decode_ulaw", "read_sound"]
+__all__ = ["DESTINATIONS", "MAX_PLAY_S", "decode_ulaw", "read_sound", "sound_path"]
 
 #: The player takes at most two minutes per playback.
 MAX_PLAY_S = 120
@@ -47,14 +47,24 @@ def decode_ulaw(data: bytes) -> bytes:
     return array.array("h", (_ULAW[b] for b in data)).tobytes()
 
 
-def read_sound(path_text: str, rate: int, resample: Callable[[bytes, int], bytes]) -> bytes:
-    """The file at `path_text` as native int16 PCM at `rate` (`resample(pcm, from_rate)`
-    converts); CommandError 404 when it cannot be read, 415 when it is no sound this reads,
-    413 when it is too long."""
+def sound_path(path_text: str) -> Path:
+    """The path of a sound file this reads; CommandError 415 for another kind, 404 when there
+    is no such file."""
     path = Path(path_text).expanduser()
     suffix = path.suffix.lower()
     if suffix != ".wav" and suffix not in _ULAW_SUFFIXES:
         raise CommandError("file must be a .wav or a .ul / .ulaw / .pcm (8 kHz mu-law) file", 415)
+    if not path.is_file():
+        raise CommandError("no such file", 404)
+    return path
+
+
+def read_sound(path_text: str, rate: int, resample: Callable[[bytes, int], bytes]) -> bytes:
+    """The file at `path_text` as native int16 PCM at `rate` (`resample(pcm, from_rate)`
+    converts); CommandError 404 when it cannot be read, 415 when it is no sound this reads,
+    413 when it is too long."""
+    path = sound_path(path_text)
+    suffix = path.suffix.lower()
     try:
         if suffix == ".wav":
             with wave.open(str(path), "rb") as w:

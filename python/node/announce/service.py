@@ -25,7 +25,7 @@ from node.announce.phrases import (
     time_phrase,
     version_phrase,
 )
-from node.announce.play import DESTINATIONS, read_sound
+from node.announce.play import DESTINATIONS, read_sound, sound_path
 from node.announce.tail import TailMessages
 from node.context import NodeContext
 from node.errors import CommandError
@@ -165,6 +165,8 @@ class Announcements:
             raise CommandError(f"field 'to' must be one of {', '.join(DESTINATIONS)}", 400)
         if (text is None) == (file is None):
             raise CommandError("give exactly one of 'text' and 'file'", 400)
+        if file is not None:
+            sound_path(file)
         if self.player is None:
             raise CommandError("the media bridge is not running", 503)
         keys = to != "local"
