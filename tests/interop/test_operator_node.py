@@ -221,14 +221,15 @@ def test_the_operators_functions_macros_telemetry_tail_and_play(
         # A tail message after P's transmission, never over it: P talks, falls silent, the
         # tail message starts only then; P talks over it and it is cut off.
         since = len(events.events)
+        talk_started = time.time()
+        # Sent in real time: the transmission lasts at least 1.5 s from here, however late.
         talk(p, cp, tone(1500))
-        talk_ended = time.time()
         started = events.wait_for(
             lambda e: e["event"] == "announcement_started" and e["kind"] == "tail",
             since=since,
             timeout=30,
         )
-        assert events.arrival(started) >= talk_ended
+        assert events.arrival(started) >= talk_started + 1.5
         p.send_pcm(cp, tone(3000))
         cut = events.wait_for(
             lambda e: e["event"] == "announcement_finished" and e["kind"] == "tail",
