@@ -287,9 +287,12 @@ def test_the_operators_functions_macros_telemetry_tail_and_play(
     assert LINK_SECRET not in log and AMI_PASS not in log
 
 
-def test_a_scheduled_macro_runs_at_its_minute(tmp_path: Path, registrar: Registrar) -> None:
+def test_the_startup_macro_and_a_scheduled_macro_at_its_minute(
+    tmp_path: Path, registrar: Registrar
+) -> None:
     sections = (
         register_section(registrar, A)
+        + '[rpt]\nstartup_macro = "*723"\n\n'
         + '[macro]\n"2" = "*722"\n\n[schedule]\n"2" = "*"\n\n[links]\ndns = false\n\n'
     )
     with (
@@ -319,6 +322,8 @@ def test_a_scheduled_macro_runs_at_its_minute(tmp_path: Path, registrar: Registr
         assert p.heard_ms(cp) > 0
     log = node_log(a)
     assert "scheduled macro 2 (* * * * *) ran: macro 2:" in log
+    # The startup macro ran once, after start.
+    assert log.count("startup macro: macro 0: *723: status 3: version ") == 1
     assert "Traceback" not in log
 
 
