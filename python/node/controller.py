@@ -30,6 +30,7 @@ from node.allstar.statpost import StatReport, link_list
 from node.announce.service import Announcements
 from node.calls.service import CODEC_NAMES, CallInfo, CallService
 from node.commands import CommandRunner, Outcome
+from node.commands.schedule import Scheduler
 from node.config import NodeConfig
 from node.context import NodeContext
 from node.errors import CommandError, NodeLookupError
@@ -106,6 +107,11 @@ class Controller:
         self.transmit = TransmitService(ctx, self.link_service.network)
         #: DTMF digit sources and the link commands they complete.
         self.commands = CommandRunner(ctx, self.link_service, self.announcements)
+        self.scheduler = Scheduler(
+            config.schedule, self.commands.run_macro, bus, macros=dict(config.macro)
+        )
+        self.commands.scheduler_switch = self.scheduler.switch
+        self.commands.tot_switch = self._tot_switch
         self.link_reporter = LinkReporter(ctx, self.announcements, self.commands)
         self.call_service.wire(self.link_service, self.commands, self.announcements)
         self.link_service.wire(
@@ -160,6 +166,12 @@ class Controller:
         self.registration_service.start()
         self.link_service.start(self.now())
         self.announcements.start()
+        self.scheduler.start()
+        self.commands.start()
+
+    def _tot_switch(self, on: bool) -> None:
+        """cop 7/8: the TX time-out on or off (from the next keying)."""
+        self.transmit.tot_enabled = on
 
     # --- what the callers read ----------------------------------------------------------------
 
@@ -415,6 +427,13 @@ class Controller:
         self.transmit.key(source)
         return self.snapshot()
 
+    def play(self, *, text: str | None = None, file: str | None = None, to: str) -> dict[str, Any]:
+        """POST /play (AMI rpt playback / localplay): queue text or a sound file with the
+        announcements; anything that keys is refused while the D-Star guard is up."""
+        if to != "local":
+            self.transmit.dstar_guard()
+        return self.announcements.play(text=text, file=file, to=to)
+
     def unkey(self, reason: str | None = None, source: str | None = None) -> dict[str, Any]:
         """POST /unkey, the TX time-out and shutdown (`source` None: every hold is released)."""
         self.transmit.unkey(reason, source)
@@ -542,6 +561,7 @@ class Controller:
         # The transmitter first: nothing that fails below may leave it keyed.
         self.transmit.close_radio()
         self.commands.close()
+        self.scheduler.close()
         self.announcements.close()
         self.transmit.unkey("node shutting down")
         now = self.now()

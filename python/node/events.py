@@ -27,6 +27,7 @@ __all__ = [
     "Radio",
     "RegisterFailed",
     "Registered",
+    "Scheduled",
     "Shutdown",
     "Snapshot",
     "Subscription",
@@ -115,6 +116,18 @@ class Dtmf(Event):
         if self.command is not None:
             body["command"] = self.command
         return body
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduled(Event):
+    """*Extension*: `[schedule]` ran a macro at its minute."""
+
+    name: ClassVar[str] = "schedule"
+    #: The macro's number and its digits.
+    macro: str = ""
+    digits: str = ""
+    #: What its commands did (or why it was refused).
+    result: str = ""
 
 
 @dataclass(frozen=True, slots=True)

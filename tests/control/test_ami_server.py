@@ -9,6 +9,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -395,12 +396,36 @@ def test_iax2_listings_without_calls() -> None:
     run(scenario)
 
 
+def test_rpt_cmd_status_cop_macro_and_playback(tmp_path: Path) -> None:
+    async def scenario(server: AmiServer, controller: Controller) -> None:
+        # status and cop run as the function table's entries; GPS and phone PTT do not apply.
+        assert await server.command("rpt cmd 2000 status 2") == (True, "")
+        assert await server.command("rpt cmd 2000 cop 34") == (True, "")
+        assert controller.announcements.telemetry_mode == "off"
+        refused = {
+            "rpt cmd 2000 status 4": "status,4 is not available here\n",
+            "rpt cmd 2000 cop 6": "cop,6 is not available here\n",
+            "rpt cmd 2000 macro x 7": "macro: macro 7 not found\n",
+            # playback / localplay play files as POST /play does.
+            f"rpt playback 2000 {tmp_path / 'none.ul'}": "rpt playback: no such file\n",
+            f"rpt cmd 2000 localplay {tmp_path / 'x.mp3'}": "rpt localplay: file must be a .wav",
+            "rpt localplay 2000": "Usage: rpt localplay <nodename>",
+        }
+        for cmd, prefix in refused.items():
+            ok, text = await server.command(cmd)
+            assert not ok and text.startswith(prefix), (cmd, text)
+        assert await server.command("rpt playback 1999 /x.ul") == (True, "")
+
+    run(scenario)
+
+
 def test_rpt_fun_reports_what_it_refused() -> None:
     async def scenario(server: AmiServer, controller: Controller) -> None:
         sub = controller.bus.subscribe()
-        ok, text = await server.command("rpt fun 2000 *9")
+        # *8: nothing in ASL3's shipped table begins with 8 (*9 now begins *99, cop,6).
+        ok, text = await server.command("rpt fun 2000 *8")
         assert not ok
-        assert text == "*9 unknown: no such command\nCommand 'rpt fun 2000 *9' failed.\n"
+        assert text == "*8 unknown: no such command\nCommand 'rpt fun 2000 *8' failed.\n"
         digits = []
         while not sub.queue.empty():
             event = sub.queue.get_nowait()
@@ -408,7 +433,7 @@ def test_rpt_fun_reports_what_it_refused() -> None:
                 digits.append(event.to_json())
         assert digits == [
             {"event": "dtmf", "call": None, "digit": "*"},
-            {"event": "dtmf", "call": None, "digit": "9", "command": "*9 unknown"},
+            {"event": "dtmf", "call": None, "digit": "8", "command": "*8 unknown"},
         ]
 
     run(scenario)

@@ -177,11 +177,14 @@ def test_the_last_node_is_shared_between_sources() -> None:
 @pytest.mark.parametrize(
     ("digits", "expected"),
     [
-        ("*5", Command("unknown", "*5", reason="no such command")),
-        ("*9", Command("unknown", "*9", reason="no such command")),
+        # ASL3's table: *5 is the macro function (a number must follow), *71 begins *711.
+        ("*5#", Command("unknown", "*5", reason="no macro number")),
+        ("*59#", Command("unknown", "*59", reason="macro 9 not found")),
+        ("*9#", Command("unknown", "*9", reason="no such command")),
         ("*0", Command("unknown", "*0", reason="no such command")),
         ("*A", Command("unknown", "*A", reason="no such command")),
-        ("*71", Command("unknown", "*71", reason="no such command")),
+        ("*71#", Command("unknown", "*71", reason="no such command")),
+        ("*8", Command("unknown", "*8", reason="no such command")),
         ("*3A", Command("unknown", "*3A", reason="a node number has only digits")),
     ],
 )
@@ -236,11 +239,15 @@ def test_any_digit_stream_yields_well_formed_commands(digits: list[str]) -> None
                 "local_monitor",
                 "disconnect_all",
                 "unknown",
+                # ASL3's shipped table: status messages, cop,6 (unavailable), macros.
+                "announce",
+                "unavailable",
+                "macro",
             )
             if command.kind in ("disconnect", "monitor", "connect", "remote", "local_monitor"):
                 assert command.node is not None and command.node.isdigit()
                 assert 1 <= len(command.node) <= MAX_NODE_DIGITS
-            assert (command.reason is not None) == (command.kind == "unknown")
+            assert (command.reason is not None) == (command.kind in ("unknown", "unavailable"))
     deadline = mapper.next_deadline()
     if deadline is not None:
         mapper.timer(deadline)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from node.announce.phrases import (
     Phrase,
     event_phrase,
+    link_phrase,
     station_id,
     status_phrase,
     telemetry_phrase,
@@ -69,8 +70,12 @@ class _Item:
     #: Render with the TTS binary (CW when it fails); else CW.
     speak: bool
     cw_dbfs: float
-    #: May key the local transmitter (the ID under cw_keys_when_idle only).
+    #: May key the local transmitter (the ID under cw_keys_when_idle only; POST /play).
     keys: bool = False
+    #: Audio already at the station rate (POST /play of a file): played as it is.
+    pcm: bytes | None = None
+    #: Called once it ended: True when it played out (tail messages).
+    done: Callable[[bool], None] | None = None
 
 
 def _peak_dbfs(pcm: bytes) -> float:
@@ -104,6 +109,12 @@ class Announcer:
         self.dropped = 0
         self.tts_failures = 0
         self.last_tts_failure: str | None = None
+        #: `[rpt] link_telemetry = "short"`: "1 9 9 9 connected".
+        self.short_links = False
+        #: Whether link telemetry is heard now (`[rpt] telemdefault`, cop 33-35).
+        self.telemetry_on: Callable[[], bool] = lambda: True
+        #: The item playing and its playback id.
+        self._current: tuple[_Item, int] | None = None
 
     # --- inputs (the controller) --------------------------------------------------------------
 
@@ -122,15 +133,25 @@ class Announcer:
         cfg = self.config.events.get(name)
         if cfg is None or not cfg.enabled:
             return
-        phrase = event_phrase(name, peer=peer, node=node, me=self._me or "")
+        if name in ("link_connected", "link_disconnected"):
+            if not self.telemetry_on():
+                return
+            phrase = link_phrase(name, node, short=True) if self.short_links else None
+        else:
+            phrase = None
+        if phrase is None:
+            phrase = event_phrase(name, peer=peer, node=node, me=self._me or "")
         self._announce("event", phrase, self._destination(cfg.destination, name))
 
     def telemetry(self, token: str, args: Iterable[str]) -> None:
         """`T` telemetry another node sent over a link (CONNECTED, REMDISC, CONNFAIL)."""
         found = telemetry_phrase(token, args, self._me)
-        if found is None:
+        if found is None or not self.telemetry_on():
             return
         name, phrase = found
+        if self.short_links:
+            nodes = [a for a in args if a.isdigit()]
+            phrase = link_phrase(name, nodes[-1], short=True)
         cfg = self.config.events.get(name)
         if cfg is not None and cfg.enabled:
             self._announce("event", phrase, self._destination(cfg.destination, name))
@@ -139,9 +160,59 @@ class Announcer:
         """`*70` / `*73`: say which nodes are linked."""
         self.command(status_phrase(entries))
 
-    def command(self, phrase: Phrase) -> None:
-        """What a DTMF or AMI command reports aloud (kind `command`)."""
-        self._announce("command", phrase, self._destination("to_air", "command"))
+    def command(self, phrase: Phrase, destination: Destination | None = None) -> None:
+        """What a DTMF or AMI command reports aloud (kind `command`); `destination` overrides
+        the usual one (a local-only status message: "to_monitor")."""
+        where = destination or self._destination("to_air", "command")
+        self._announce("command", phrase, where)
+
+    def say(
+        self,
+        kind: str,
+        phrase: Phrase,
+        destination: Destination,
+        *,
+        keys: bool = False,
+        done: Callable[[bool], None] | None = None,
+    ) -> None:
+        """Queue `phrase` (speech with TTS, else CW) as `kind` to `destination`."""
+        speak = self.config.tts.enabled
+        self._enqueue(_Item(kind, phrase, destination, speak, CW_DBFS, keys, done=done))
+
+    def play_pcm(
+        self,
+        kind: str,
+        label: str,
+        pcm: bytes,
+        destination: Destination,
+        *,
+        keys: bool,
+        done: Callable[[bool], None] | None = None,
+    ) -> None:
+        """Queue audio already at the station rate (POST /play of a file)."""
+        item = _Item(kind, Phrase(label, ""), destination, False, CW_DBFS, keys, pcm, done)
+        self._enqueue(item)
+
+    @property
+    def rate(self) -> int:
+        return self._bridge.rate
+
+    def stop_kind(self, kind: str) -> bool:
+        """Cut short the playing item if it is a `kind` (a tail message a talker keyed over);
+        whether one was."""
+        current = self._current
+        if current is None or current[0].kind != kind:
+            return False
+        self._bridge.stop_playing(current[1])
+        return True
+
+    def flush(self) -> int:
+        """app_rpt's cop,24: drop every waiting announcement but the ID; how many."""
+        kept = [i for i in self._queue if i.kind == "id"]
+        dropped = len(self._queue) - len(kept)
+        self._queue.clear()
+        self._queue.extend(kept)
+        return dropped
 
     def stats(self) -> dict[str, object]:
         """For `GET /stats`: what played, what was dropped, TTS failures, the next ID."""
@@ -226,17 +297,22 @@ class Announcer:
     async def _run(self) -> None:
         while self._queue and not self._closed:
             item = self._queue.popleft()
+            completed = False
             try:
-                await self._play(item)
+                completed = await self._play(item)
             except asyncio.CancelledError:
                 raise
             except (NodeError, OSError, ValueError) as exc:
                 # The media path refused (engine stopped, bad audio): this announcement is
                 # lost, the next ones still play.
                 log.warning("announcement %r not played: %s", item.phrase.speech, exc)
+            if item.done is not None:
+                item.done(completed)
 
     async def _render(self, item: _Item) -> bytes:
         cfg = self.config
+        if item.pcm is not None:
+            return item.pcm
         if item.speak:
             try:
                 speech = await render(cfg.tts, item.phrase.speech)
@@ -251,10 +327,11 @@ class Announcer:
                 log.warning("TTS wrote only silence; sending %r in CW", item.phrase.cw)
         return self._bridge.cw_pcm(item.phrase.cw, cfg.cw_wpm, cfg.cw_tone_hz, item.cw_dbfs)
 
-    async def _play(self, item: _Item) -> None:
+    async def _play(self, item: _Item) -> bool:
+        """Play one item; whether it played out."""
         pcm = await self._render(item)
         if self._closed:
-            return
+            return False
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[bool] = loop.create_future()
 
@@ -268,11 +345,16 @@ class Announcer:
         playback = self._bridge.play(
             pcm, item.destination, item.kind, keys_transmitter=item.keys, on_ended=on_ended
         )
+        self._current = (item, playback)
         self.played += 1
         log.info("announcing (%s, %s): %s", item.kind, item.destination, item.phrase.speech)
         length = len(pcm) / 2 / self._bridge.rate
+        completed = False
         try:
-            await asyncio.wait_for(ended, length + PLAYBACK_GRACE_S)
+            completed = await asyncio.wait_for(ended, length + PLAYBACK_GRACE_S)
         except asyncio.TimeoutError:
             log.warning("announcement %d did not report its end; stopping it", playback)
             self._bridge.stop_playing(playback)
+        finally:
+            self._current = None
+        return completed

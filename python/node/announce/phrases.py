@@ -124,3 +124,52 @@ def last_keyed_phrase(node: str | None) -> Phrase:
     if node is None:
         return Phrase("no node has keyed", "NONE")
     return Phrase(f"last keyed by {_node(node)}", f"LAST {node}")
+
+
+def _clock_words(hour: int, minute: int) -> str:
+    """ "9 41 AM", "12 oh 5 PM", "12 AM" (midnight), as a speaking clock says it."""
+    h12 = hour % 12 or 12
+    half = "AM" if hour < 12 else "PM"
+    if minute == 0:
+        return f"{h12} {half}"
+    mins = f"oh {minute}" if minute < 10 else str(minute)
+    return f"{h12} {mins} {half}"
+
+
+def time_phrase(hour: int, minute: int) -> Phrase:
+    """app_rpt's time of day (`status,2`/`12`): the greeting of the part of the day (morning
+    to noon, afternoon to 18:00, evening after), then "the time is" and the 12-hour time."""
+    if hour < 12:
+        part = "morning"
+    elif hour < 18:
+        part = "afternoon"
+    else:
+        part = "evening"
+    return Phrase(
+        f"good {part}, the time is {_clock_words(hour, minute)}", f"{hour:02d}{minute:02d}"
+    )
+
+
+def version_phrase(version: str) -> Phrase:
+    """app_rpt's `status,3`: "version" and the version number."""
+    spoken = " point ".join(spell(part) for part in version.split(".")[:2] if part.isdigit())
+    return Phrase(f"version {spoken or spell(version)}", f"VER {version}")
+
+
+def last_user_phrase(user: str | None) -> Phrase:
+    """app_rpt's `status,5`: who typed the last DTMF command (a node, a callsign), spelled."""
+    if not user:
+        return Phrase("no user", "NONE")
+    words = _safe(user)
+    return Phrase(spell(words) if words else "no user", words.upper() or "NONE")
+
+
+def link_phrase(event: str, node: str, other: str | None = None, *, short: bool) -> Phrase:
+    """A link telemetry announcement in the long form ("node 1 9 9 9 connected to node 2 0 0 0")
+    or the short one ("1 9 9 9 connected"), `[rpt] link_telemetry`."""
+    word = {"link_connected": "connected", "link_disconnected": "disconnected"}.get(event, event)
+    if short:
+        return Phrase(f"{spell(node)} {word}", f"{node} {'CON' if word == 'connected' else 'DISC'}")
+    if other is not None:
+        return Phrase(f"{_node(node)} {word} to {_node(other)}", f"{node} CON {other}")
+    return event_phrase(event, node=node)

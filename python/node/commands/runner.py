@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Protocol
 
@@ -85,9 +85,27 @@ class LinkCommands(Protocol):
 class StatusAnnouncer(Protocol):
     """What commands say aloud (the announcements service)."""
 
+    telemetry_mode: str
+
     def status(self, entries: list[str]) -> None: ...
 
     def last_keyed(self, node: str | None) -> None: ...
+
+    def status_message(
+        self, number: int, *, last_user: str | None, entries: list[str], speak: bool = True
+    ) -> str: ...
+
+    def set_telemetry(self, mode: str) -> None: ...
+
+    def command_ran(self) -> None: ...
+
+    def flush(self) -> int: ...
+
+
+#: Link kinds that `cop,12` (link commands disabled) refuses.
+_LINK_KINDS = frozenset(
+    {"connect", "monitor", "local_monitor", "disconnect", "disconnect_all", "restore", "remote"}
+)
 
 
 class CommandRunner:
@@ -114,6 +132,30 @@ class CommandRunner:
         self.executed_total = 0
         self._executed_day: tuple[datetime.date, int] = (datetime.date.today(), 0)
         self.last_executed: str | None = None
+        #: app_rpt cop 11/12: whether link commands run.
+        self.links_enabled = True
+        #: Who typed the last command (app_rpt's DTMF user, `status,5`).
+        self.last_user: str | None = None
+        #: cop 7/8 switch the TX time-out (the transmit service's).
+        self.tot_switch: Callable[[bool], None] | None = None
+        #: cop 15/16 switch the scheduler.
+        self.scheduler_switch: Callable[[bool], None] | None = None
+
+    def start(self) -> None:
+        """After start: `[rpt] startup_macro` runs once (the operator's own digits, so whatever
+        `[dtmf] enabled` says)."""
+        if self._ctx.config.rpt.startup_macro:
+            task = asyncio.get_running_loop().create_task(self._startup())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _startup(self) -> None:
+        try:
+            result = await self.run_macro("0", "startup macro")
+        except CommandError as exc:
+            log.warning("startup macro refused: %s", exc)
+        else:
+            log.info("startup macro: %s", result)
 
     @property
     def enabled(self) -> bool:
@@ -151,8 +193,9 @@ class CommandRunner:
             self._completed(source, call, command)
 
     def _completed(self, source: str, call: int | None, command: Command) -> None:
+        self.last_user = self._user_of(source, call)
         if command.kind != "remote":
-            self._launch(source, command)
+            self._launch(source, command, speak=not self._from_link(source, call))
             return
         # At once, not in a task: the very next digit must already go to the remote node.
         assert command.node is not None
@@ -166,7 +209,24 @@ class CommandRunner:
         self._count(command)
         log.info("DTMF %s from %s: digits go to node %s until #", command, source, command.node)
 
+    def _from_link(self, source: str, call: int | None) -> bool:
+        """Digits that came over a link (frames on a link call, `D` texts): another node's
+        user typed them, so what they ask is not said on this node's radio (app_rpt 1065)."""
+        return source.startswith("remote ") or (
+            call is not None and self._links.network.is_link_call(call)
+        )
+
+    def _user_of(self, source: str, call: int | None) -> str:
+        link = self._links.network.link_for_call(call) if call is not None else None
+        if link is not None:
+            return link.node
+        if source.startswith("remote "):
+            return source.split(" ", 1)[1]
+        return source
+
     def _check_remote(self, source: str, call: int | None, node: str) -> None:
+        if not self.links_enabled:
+            raise CommandError("link commands are disabled (cop,11 enables them)", 409)
         net = self._links.network
         if source.startswith("remote ") or (call is not None and net.is_link_call(call)):
             # app_rpt allows command mode only from its own radio and phone users.
@@ -228,7 +288,14 @@ class CommandRunner:
         return self._remote.get(source)
 
     def _mapper(self) -> CommandMapper:
-        return CommandMapper(self._timeout, nodes=self._known, last=self.last)
+        config = self._ctx.config
+        return CommandMapper(
+            self._timeout,
+            nodes=self._known,
+            last=self.last,
+            table=config.function_table,
+            macros=config.macro,
+        )
 
     def _settle(self, source: str, call: int | None, mapper: CommandMapper) -> None:
         """Re-arm the source's time-out, or forget the source once its sequence is over."""
@@ -256,14 +323,14 @@ class CommandRunner:
             self._bus.publish(Dtmf(call=call, digit="", command=str(command)))
             self._completed(source, call, command)
 
-    def _launch(self, source: str, command: Command) -> None:
-        task = asyncio.get_running_loop().create_task(self._run_logged(source, command))
+    def _launch(self, source: str, command: Command, *, speak: bool = True) -> None:
+        task = asyncio.get_running_loop().create_task(self._run_logged(source, command, speak))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run_logged(self, source: str, command: Command) -> None:
+    async def _run_logged(self, source: str, command: Command, speak: bool) -> None:
         try:
-            result = await self.execute(command)
+            result = await self.execute(command, speak=speak)
         except CommandError as exc:
             log.warning("DTMF %s from %s refused: %s", command, source, exc)
         else:
@@ -333,12 +400,22 @@ class CommandRunner:
 
     # --- execution ----------------------------------------------------------------------------
 
-    async def execute(self, command: Command) -> str:
-        """Run one command; returns what happened, raises CommandError when refused."""
+    async def execute(self, command: Command, *, speak: bool = True) -> str:
+        """Run one command; returns what happened, raises CommandError when refused. With
+        `speak` false (a command from another node) nothing is said aloud here."""
         links, net = self._links, self._links.network
         kind, node = command.kind, command.node
         if kind == "unknown":
             raise CommandError(command.reason or "no such command", 400)
+        if kind == "unavailable":
+            raise CommandError(command.reason or "not available here", 400)
+        if kind in _LINK_KINDS and not self.links_enabled:
+            raise CommandError("link commands are disabled (cop,11 enables them)", 409)
+        if kind in ("announce", "cop", "macro"):
+            result = await self._function(command, speak)
+            self._count(command)
+            self._announce.command_ran()
+            return result
         if kind in ("connect", "monitor", "local_monitor", "disconnect"):
             assert node is not None
             # The node operated on, whatever comes of it (app_rpt lastlinknode).
@@ -373,11 +450,13 @@ class CommandRunner:
             else:
                 entries = [str(e) for e in net.network_entries()]
             result = f"links: {', '.join(entries)}" if entries else "no links"
-            self._announce.status(entries)
+            if speak:
+                self._announce.status(entries)
         elif kind == "last_keyed":
             last = net.last_keyed_node
             result = f"last keyed by node {last}" if last is not None else "no node has keyed"
-            self._announce.last_keyed(last)
+            if speak:
+                self._announce.last_keyed(last)
         elif kind == "remote":
             raise CommandError(
                 "remote command mode needs a DTMF source (*4 typed on a call, "
@@ -387,7 +466,62 @@ class CommandRunner:
         else:
             raise CommandError(f"unknown command kind {kind!r}", 400)
         self._count(command)
+        self._announce.command_ran()
         return result
+
+    async def _function(self, command: Command, speak: bool) -> str:
+        """app_rpt's status, cop and macro functions."""
+        arg = command.arg or ""
+        net = self._links.network
+        if command.kind == "announce":
+            number = int(arg)
+            if number == 14:
+                entries = [str(e) for e in net.network_entries()]
+            else:
+                entries = net.list_entries()
+            said = self._announce.status_message(
+                number, last_user=self.last_user, entries=entries, speak=speak
+            )
+            return f"status {number}: {said}"
+        if command.kind == "macro":
+            return await self.run_macro(arg)
+        return self._cop(int(arg))
+
+    def _cop(self, number: int) -> str:
+        rpt = self._ctx.config.rpt
+        if number in (33, 34, 35):
+            if not rpt.telemdynamic:
+                raise CommandError("[rpt] telemdynamic is off: the telemetry mode is fixed", 403)
+            mode = {33: "on", 34: "off", 35: "timed"}[number]
+            self._announce.set_telemetry(mode)
+            return f"telemetry {mode}"
+        if number in (11, 12):
+            self.links_enabled = number == 11
+            return f"link commands {'enabled' if self.links_enabled else 'disabled'}"
+        if number in (7, 8):
+            if self.tot_switch is not None:
+                self.tot_switch(number == 7)
+            return f"TX time-out {'enabled' if number == 7 else 'disabled'}"
+        if number in (15, 16):
+            if self.scheduler_switch is not None:
+                self.scheduler_switch(number == 15)
+            return f"scheduler {'enabled' if number == 15 else 'disabled'}"
+        if number == 24:
+            return f"flushed {self._announce.flush()} waiting announcements"
+        raise CommandError(f"cop {number} is not available here", 400)
+
+    async def run_macro(self, number: str, source: str | None = None) -> str:
+        """Run macro `number` (`0`: `[rpt] startup_macro`) as digits from a source of its own;
+        what its commands did."""
+        config = self._ctx.config
+        digits = config.rpt.startup_macro if number == "0" else config.macro.get(number)
+        if not digits:
+            raise CommandError(f"macro {number} not found", 404)
+        where = source or f"macro {number}"
+        log.info("%s runs %s", where, digits)
+        outcomes = await self.run_digits(where, digits, execute=True)
+        parts = [f"{cmd.digits or cmd}: {res}" for cmd, res in outcomes]
+        return f"macro {number}: " + ("; ".join(parts) if parts else "nothing ran")
 
     async def _restore(self) -> str:
         """`*74` (app_rpt's ilink 16): redial the links the last disconnect-all dropped, each

@@ -19,6 +19,7 @@ from typing import Any, NoReturn, get_args
 
 import msgspec
 
+from node.config.functions import read_functions, read_macros, read_schedule
 from node.config.network import LinkConfig, LinksKeys
 from node.config.node import SECTIONS, TOP_KEYS, NodeConfig
 from node.config.rules import SECTION_RULES, check_node, warn_risky
@@ -73,7 +74,9 @@ class _Loader:
             if section.name not in doc:
                 continue
             raw = doc[section.name]
-            if section.model is LinksKeys:
+            if section.free:
+                fields[section.name] = self.free(section.name, raw)
+            elif section.model is LinksKeys:
                 fields.update(self.links(raw))
             else:
                 fields[section.name] = self.table(raw, section.model, section.name)
@@ -138,6 +141,14 @@ class _Loader:
             pass
         # Only the key is taken from the fault; the words come from the declaration.
         self.fail(dotted, *_describe(key, raw))
+
+    def free(self, name: str, raw: object) -> Any:
+        """`[functions]`, `[macro]`, `[schedule]`: tables whose keys are the operator's."""
+        if name == "functions":
+            return read_functions(raw, self.fail, self.path)
+        if name == "macro":
+            return FrozenDict(read_macros(raw, self.fail))
+        return read_schedule(raw, self.fail)
 
     def links(self, raw: object) -> dict[str, Any]:
         """`[links]`: its own keys, spread over `NodeConfig`, and one table per node."""

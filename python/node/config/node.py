@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
+from node.config import functions as fn
 from node.config import network as net
 from node.config import station
 from node.config.schema import key
@@ -46,6 +47,9 @@ class Section:
     required: bool = False
     #: The template writes it switched on (its keys active), not as a commented-out block.
     written: bool = False
+    #: Its keys are the operator's (DTMF codes, macro numbers): read by its own reader in the
+    #: loader, shown in the template as prose (`[functions]`, `[macro]`, `[schedule]`).
+    free: bool = False
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -66,6 +70,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("portal", net.PortalConfig),
     Section("parrot", station.ParrotConfig),
     Section("wireguard", net.WireGuardConfig),
+    Section("rpt", fn.RptConfig),
+    Section("functions", fn.FunctionsSection, free=True),
+    Section("macro", fn.MacroSection, free=True),
+    Section("schedule", fn.ScheduleSection, free=True),
 )
 
 
@@ -116,6 +124,14 @@ class NodeConfig:
     parrot: station.ParrotConfig = field(default_factory=station.ParrotConfig)
     #: `[wireguard]`: None when the section is absent (plain UDP).
     wireguard: net.WireGuardConfig | None = None
+    #: *Extension* `[rpt]`: telemetry, tail messages, the startup macro.
+    rpt: fn.RptConfig = field(default_factory=fn.RptConfig)
+    #: `[functions]`: None when the section is absent (ASL3's shipped table applies).
+    functions: tuple[fn.Function, ...] | None = None
+    #: `[macro]`: macro number -> DTMF digits.
+    macro: Mapping[str, str] = field(default_factory=FrozenDict)
+    #: `[schedule]`: when macros run.
+    schedule: tuple[fn.ScheduleEntry, ...] = ()
     #: The file this was loaded from; None for a config built in code. Not part of equality.
     path: Path | None = field(default=None, compare=False)
 
@@ -123,6 +139,11 @@ class NodeConfig:
     def node_id(self) -> str | None:
         """This node's number (`[register].node_id`), None when registration is unconfigured."""
         return self.register.node_id if self.register is not None else None
+
+    @property
+    def function_table(self) -> tuple[fn.Function, ...]:
+        """The DTMF function table in force: `[functions]`, or ASL3's shipped one."""
+        return fn.DEFAULT_FUNCTIONS if self.functions is None else self.functions
 
     @property
     def station_rate(self) -> int:

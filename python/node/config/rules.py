@@ -209,8 +209,51 @@ SECTION_RULES: Mapping[str, Callable[[Any, Mapping[str, Any], Fail], Any]] = {
 }
 
 
+def _macro_calls(config: NodeConfig, digits: str) -> list[str]:
+    """The macros a DTMF string runs, read through the function table as typed digits."""
+    # Imported here: the mapper lives with the commands, which read the config.
+    from node.links.commands import CommandMapper
+
+    mapper = CommandMapper(1.0, table=config.function_table, macros=config.macro)
+    called = []
+    for d in digits:
+        command = mapper.feed(d, 0.0)
+        if command is not None and command.kind == "macro" and command.arg is not None:
+            called.append(command.arg)
+    command = mapper.end()
+    if command is not None and command.kind == "macro" and command.arg is not None:
+        called.append(command.arg)
+    return called
+
+
+def _check_macros(config: NodeConfig, fail: Fail) -> None:
+    """A macro that runs itself, directly or through others, would never end: refused."""
+    startup = config.rpt.startup_macro
+    calls = {n: _macro_calls(config, d) for n, d in config.macro.items()}
+    calls["0"] = _macro_calls(config, startup)  # `*50`: the startup macro, as app_rpt.
+
+    def walk(number: str, path: tuple[str, ...]) -> None:
+        for callee in calls.get(number, ()):
+            if callee in path or callee == number:
+                where = "rpt.startup_macro" if path[0] == "0" else f"macro.{path[0]}"
+                chain = " -> ".join((*path, callee))
+                fail(where, f"runs itself through the macros {chain}", "macros that end")
+            walk(callee, (*path, callee))
+
+    for number in calls:
+        walk(number, (number,))
+    for entry in config.schedule:
+        if entry.macro not in config.macro:
+            fail(
+                f"schedule.{entry.macro}",
+                f"names macro {entry.macro}, which [macro] does not have",
+                [f"[macro] {n}" for n in config.macro] or "a [macro] entry",
+            )
+
+
 def check_node(config: NodeConfig, fail: Fail) -> None:
     """The rules between sections, once the whole file is read."""
+    _check_macros(config, fail)
     rate = config.station_rate
     if config.audio.device_rate not in (0, rate, 48000):
         fail(

@@ -134,6 +134,10 @@ def render_template() -> str:
     for name in TOP_KEYS:
         lines += [*_comment(top[name].doc), _setting(top[name], on=True)]
     for section in SECTIONS:
+        if section.free:
+            # Its keys are the operator's: an example in prose, never a setting.
+            lines += ["", f"# [{section.name}]", *_comment(getattr(section.model, "NOTE", ""))]
+            continue
         lines += ["", *_table(section.model, section.name, on=section.written)]
         if section.model is LinksKeys:
             example = f"{section.name}.{LinkConfig.EXAMPLE_NODE}"

@@ -35,6 +35,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from node import __version__
+from node.config.functions import parse_function
+from node.config.values import Invalid
 from node.control import ami_protocol as p
 from node.control import ami_rpt as rpt
 from node.control.ami_guard import LoginGuard, source_of
@@ -83,7 +85,7 @@ class _Entry:
 
 
 # app_rpt's rpt cmd function names (rpt_functions.c function_table), with their minimum
-# argument counts; only `ilink` is carried out here.
+# argument counts; ilink, status, cop, macro, playback and localplay are carried out here.
 _RPT_FUNCTIONS = {
     "cop": 1,
     "autopatchup": 0,
@@ -208,6 +210,8 @@ class AmiServer:
             ),
             _Entry(("rpt", "fun"), _USAGE_FUN, self._rpt_fun, writes=True),
             _Entry(("rpt", "cmd"), _USAGE_CMD, self._rpt_cmd, writes=True),
+            _Entry(("rpt", "playback"), _USAGE_PLAYBACK, self._rpt_playback, writes=True),
+            _Entry(("rpt", "localplay"), _USAGE_LOCALPLAY, self._rpt_localplay, writes=True),
             _Entry(("iax2", "show", "registry"), _USAGE_REGISTRY, self._iax2_show_registry),
             _Entry(("iax2", "show", "channels"), _USAGE_CHANNELS, self._iax2_show_channels),
         ]
@@ -610,8 +614,12 @@ class AmiServer:
             return Cli.SUCCESS, f"Unknown action name {args[3]}.\n"
         if len(args) < 4 + _RPT_FUNCTIONS[function]:
             return Cli.SHOWUSAGE, ""
+        if function in ("playback", "localplay"):
+            return await self._play(args[2], args[4], function)
+        if function in ("status", "cop", "macro"):
+            return await self._function(function, args[4:])
         if function != "ilink":
-            return Cli.FAILURE, f"rpt cmd {function} is not supported by this node\n"
+            return Cli.FAILURE, f"rpt cmd {function} is not available here\n"
         number = _myatoi(args[4])
         target = args[5] if len(args) > 5 else ""
         if number == 4:
@@ -632,6 +640,44 @@ class AmiServer:
                     return Cli.FAILURE, "no last node yet (0 means the last node operated on)\n"
         await self._controller.run_command(Command(kind, node=node, permanent=permanent))
         return Cli.SUCCESS, ""
+
+    async def _function(self, function: str, params: list[str]) -> tuple[Cli, str]:
+        """`rpt cmd <node> status|cop|macro ...`: the function run as a table entry would."""
+        spec = f"{function},{params[0]}" if function != "macro" else "macro"
+        try:
+            fn = parse_function("", spec)
+        except Invalid:
+            return Cli.FAILURE, f"{function} {params[0]} is not available here\n"
+        if fn.kind == "unavailable":
+            return Cli.FAILURE, f"{spec} is not available here\n"
+        arg = fn.arg if function != "macro" else params[-1]
+        try:
+            await self._controller.run_command(Command(fn.kind, arg=arg, spec=spec))
+        except CommandError as exc:
+            return Cli.FAILURE, f"{spec}: {exc}\n"
+        return Cli.SUCCESS, ""
+
+    async def _play(self, node: str, file: str, how: str) -> tuple[Cli, str]:
+        """app_rpt's playback (the node and its links hear it) and localplay (the local radio
+        only), as POST /play of a file."""
+        if node != self._controller.node_id:
+            return Cli.SUCCESS, ""
+        to = "air_and_links" if how == "playback" else "local"
+        try:
+            self._controller.play(file=file, to=to)
+        except CommandError as exc:
+            return Cli.FAILURE, f"rpt {how}: {exc}\n"
+        return Cli.SUCCESS, ""
+
+    async def _rpt_playback(self, args: list[str]) -> tuple[Cli, str]:
+        if len(args) != 4:
+            return Cli.SHOWUSAGE, ""
+        return await self._play(args[2], args[3], "playback")
+
+    async def _rpt_localplay(self, args: list[str]) -> tuple[Cli, str]:
+        if len(args) != 4:
+            return Cli.SHOWUSAGE, ""
+        return await self._play(args[2], args[3], "localplay")
 
     async def _iax2_show_registry(self, args: list[str]) -> tuple[Cli, str]:
         if len(args) != 3:
@@ -739,6 +785,14 @@ _USAGE_VARIABLES = (
     "\tDisplay all the Asterisk channel variables for a node.\n"
 )
 _USAGE_FUN = "Usage: rpt fun <nodename> <command>\n\tSend a DTMF function to a node\n"
+_USAGE_PLAYBACK = (
+    "Usage: rpt playback <nodename> <sound_file_base_name>\n"
+    "\tSend an Audio File to a node, send to all other connected nodes (global)\n"
+)
+_USAGE_LOCALPLAY = (
+    "Usage: rpt localplay <nodename> <sound_file_base_name>\n"
+    "\tSend an Audio File to a node, do not send to other connected nodes (local)\n"
+)
 _USAGE_CMD = (
     "Usage: rpt cmd <nodename> <cmd-name> <cmd-index> <cmd-args>\n"
     "\tSend a command to a node.\n"

@@ -177,6 +177,13 @@ def create_app(controller: Controller) -> Starlette:
         log.error("control request %s %s failed", request.method, request.url.path, exc_info=exc)
         return error("internal error", 500)
 
+    async def play(request: Request) -> JSONResponse:
+        # Extension: text or a sound file, queued with the announcements.
+        body = await read_json_body(request)
+        to = required(body, "to", str)
+        text, file = optional(body, "text", str), optional(body, "file", str)
+        return JSONResponse(controller.play(text=text, file=file, to=to))
+
     enable_inbound = bare_command(partial(controller.set_listening, True))
     disable_inbound = bare_command(partial(controller.set_listening, False))
     routes = [
@@ -200,6 +207,7 @@ def create_app(controller: Controller) -> Starlette:
         Route("/secrets", secrets, methods=["POST"]),
         Route("/devices", devices, methods=["POST"]),
         Route("/levels", levels, methods=["POST"]),
+        Route("/play", play, methods=["POST"]),
     ]
     return Starlette(
         routes=routes,

@@ -6,17 +6,15 @@ after it are matched on every digit against `FUNCTIONS`, first entry whose code 
 the buffer (app_rpt `collect_function_digits`); `#` ends the sequence; so does the inter-digit
 time-out. research/allstar.md §3 has app_rpt's rules.
 
-The table (docs/commands.md):
+The table is the operator's `[functions]` (app_rpt function strings, read by
+`node.config.functions`), or ASL3's shipped table plus this node's extensions (`*73` full
+status, `*74` restore, `*75` local monitor, `*76` disconnect all); docs/dtmf.md lists every
+function. Entries are tried in table order, as app_rpt does: the first whose code begins the
+digits wins, so a code that an earlier one begins never runs. Status and cop entries are
+complete at once, `ilink` entries with a node wait for the node number, `macro` for a macro
+number.
 
-    *1<node>  disconnect      *2<node>  monitor      *3<node>  connect (transceive)
-    *4<node>  remote command mode: later digits go to <node> as `D` texts until `#`
-    *70       status (our links)        *73  full status (the whole network)
-    *74       restore the links *76 dropped             *76  disconnect all links
-    *75<node> local monitor: the local radio alone hears <node>
-
-`<node>` = `0` means the last node a `*1`/`*2`/`*3` named (from any source). `*76`, not the
-`*71` of the AllStarLink docs: ASL3's shipped rpt.conf has `711`..`714` (local status), and a
-`*711` typed from habit would otherwise drop every link at its third digit.
+`<node>` = `0` means the last node a `*1`/`*2`/`*3` named (from any source).
 
 When a node number is complete: app_rpt stops as soon as the digits resolve to a node (or reach
 the longest node number). Here the number is complete when
@@ -33,8 +31,10 @@ No I/O and no clock: inputs take `now` (monotonic seconds).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+
+from node.config.functions import DEFAULT_FUNCTIONS, Function
 
 __all__ = [
     "END_CHAR",
@@ -69,30 +69,15 @@ _WORDS = {
     "full_status": "full status",
     "restore": "restore links",
     "last_keyed": "last node keyed",
+    "announce": "status",
+    "cop": "cop",
+    "macro": "macro",
+    "unavailable": "not available here",
     "unknown": "unknown",
 }
 
-
-@dataclass(frozen=True, slots=True)
-class Function:
-    """One table entry: the digits after `*`, the command kind, and whether a node follows."""
-
-    code: str
-    kind: str
-    takes_node: bool
-
-
-FUNCTIONS: tuple[Function, ...] = (
-    Function("1", "disconnect", True),
-    Function("2", "monitor", True),
-    Function("3", "connect", True),
-    Function("4", "remote", True),
-    Function("70", "status", False),
-    Function("73", "full_status", False),
-    Function("74", "restore", False),
-    Function("75", "local_monitor", True),
-    Function("76", "disconnect_all", False),
-)
+#: The table when none is given: ASL3's shipped one plus the extensions (docs/dtmf.md).
+FUNCTIONS: tuple[Function, ...] = DEFAULT_FUNCTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +96,15 @@ class Command:
     permanent: bool = False
     #: Why an "unknown" sequence is not a command.
     reason: str | None = None
+    #: The status or cop number, the macro number, or what an "unavailable" entry is.
+    arg: str | None = None
+    #: The app_rpt function string of the table entry ("status,2"); "" when not typed.
+    spec: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         words = [self.digits, _WORDS.get(self.kind, self.kind)]
+        if self.arg is not None and self.kind != "unavailable":
+            words.append(self.arg)
         if self.node is not None:
             words.append(self.node)
         if self.permanent:
@@ -147,6 +138,7 @@ class CommandMapper:
         nodes: Callable[[str], Collection[str]] = _no_nodes,
         last: LastNode | None = None,
         table: tuple[Function, ...] = FUNCTIONS,
+        macros: Mapping[str, str] | None = None,
     ) -> None:
         if timeout <= 0:
             raise ValueError("the inter-digit time-out must be positive")
@@ -154,6 +146,8 @@ class CommandMapper:
         self._nodes = nodes
         self.last = last if last is not None else LastNode()
         self._table = table
+        self._macros = macros if macros is not None else {}
+        self._macro_longest = max((len(m) for m in self._macros), default=1)
         #: The digits after `*`; None outside a sequence.
         self._buffer: str | None = None
         self._deadline: float | None = None
@@ -212,22 +206,50 @@ class CommandMapper:
             if not final and any(f.code.startswith(buf) for f in self._table):
                 return None
             return self._done(Command("unknown", typed, reason="no such command"))
+        if fn.kind == "macro" and fn.arg is None:
+            return self._macro(fn, buf[len(fn.code) :], typed, final=final)
         if not fn.takes_node:
-            return self._done(Command(fn.kind, typed))
+            if fn.kind == "unavailable":
+                reason = f"{fn.spec} ({fn.arg}) is not available here"
+                return self._done(Command("unavailable", typed, reason=reason, spec=fn.spec))
+            return self._done(Command(fn.kind, typed, arg=fn.arg, spec=fn.spec))
         node = buf[len(fn.code) :]
-        if not node:
-            if final:
-                return self._done(Command("unknown", typed, reason="no node number"))
-            return None
-        if not node.isdigit():
-            return self._done(Command("unknown", typed, reason="a node number has only digits"))
+        refused = self._number(typed, node, "node", final=final)
+        if refused is not None or not node:
+            return refused
+        target: str | None = node
         if node == "0":
-            last = self.last.node
-            if last is None:
+            target = self.last.node
+            if target is None:
                 return self._done(Command("unknown", typed, reason="no last node yet"))
-            return self._done(Command(fn.kind, typed, node=last))
-        if final or len(node) >= MAX_NODE_DIGITS or self._unambiguous(fn.kind, node):
-            return self._done(Command(fn.kind, typed, node=node))
+        elif not (final or len(node) >= MAX_NODE_DIGITS or self._unambiguous(fn.kind, node)):
+            return None
+        return self._done(
+            Command(fn.kind, typed, node=target, permanent=fn.permanent, spec=fn.spec)
+        )
+
+    def _number(self, typed: str, number: str, what: str, *, final: bool) -> Command | None:
+        """The end of a sequence whose number (after the code) is wrong: none typed by the
+        end, or not all digits; None while it may still be right."""
+        if not number and final:
+            return self._done(Command("unknown", typed, reason=f"no {what} number"))
+        if number and not number.isdigit():
+            reason = f"a {what} number has only digits"
+            return self._done(Command("unknown", typed, reason=reason))
+        return None
+
+    def _macro(self, fn: Function, number: str, typed: str, *, final: bool) -> Command | None:
+        """app_rpt's `macro`: the macro number follows; it is complete once it names a macro,
+        or has as many digits as the longest macro number (then: not found); `0` is the
+        startup macro."""
+        refused = self._number(typed, number, "macro", final=final)
+        if refused is not None or not number:
+            return refused
+        if number == "0" or number in self._macros:
+            return self._done(Command("macro", typed, arg=number, spec=fn.spec))
+        if final or len(number) >= self._macro_longest:
+            reason = f"macro {number} not found"
+            return self._done(Command("unknown", typed, reason=reason, spec=fn.spec))
         return None
 
     def _unambiguous(self, kind: str, node: str) -> bool:

@@ -63,6 +63,8 @@ class TransmitService:
         self._bridge: MediaBridge | None = None
         #: `[radio]`: the PTT and carrier detect.
         self.radio: RadioEdge | None = None
+        #: app_rpt cop 7/8: whether the TX time-out runs (for the next keying).
+        self.tot_enabled = True
 
     def attach(self, bridge: MediaBridge, radio: RadioEdge | None) -> None:
         self._bridge = bridge
@@ -75,10 +77,9 @@ class TransmitService:
     def key(self, source: str = "operator") -> None:
         """Key the local source for `source` ("operator", or "carrier" for the radio's
         squelch); CommandError while a D-Star session is active."""
-        if self._links.dstar_active():
-            # Checked on every key command, before anything else: D-Star is never keyed
-            # remotely (spec Errors rule 3), by an operator or by a carrier.
-            raise CommandError(DSTAR_REFUSAL, 409)
+        # Checked on every key command, before anything else: D-Star is never keyed
+        # remotely (spec Errors rule 3), by an operator or by a carrier.
+        self.dstar_guard()
         keyed = bool(self._keyed_by)
         self._keyed_by.add(source)
         if keyed:
@@ -93,12 +94,19 @@ class TransmitService:
         if self.key_changed is not None:
             self.key_changed()
         timeout = self._ctx.config.keying.tx_timeout_secs
-        self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
-        log.info("keyed by the %s (TX time-out %d s)", source, timeout)
+        if self.tot_enabled:
+            self._tot = asyncio.get_running_loop().call_later(timeout, self._tx_timed_out)
+        log.info("keyed by the %s (TX time-out %s)", source, f"{timeout} s" if self._tot else "off")
         self._ctx.bus.publish(
             Link(kind="keyed", node=self._ctx.config.node_id, call=None, keyed=True)
         )
         self._ctx.changed()
+
+    def dstar_guard(self) -> None:
+        """CommandError (409) while a D-Star session is active: anything that would key
+        (POST /key, POST /play to the air) asks here first."""
+        if self._links.dstar_active():
+            raise CommandError(DSTAR_REFUSAL, 409)
 
     def unkey(self, reason: str | None = None, source: str | None = None) -> None:
         """Release `source`'s hold (None: every hold: POST /unkey, the TX time-out, shutdown);
