@@ -532,21 +532,17 @@ impl UsrpRadio {
         self.rx_frame.len()
     }
 
+    /// Gain on the received audio (toward the station), in dB.
     pub fn set_rx_gain_db(&mut self, db: f64) -> Result<(), UsrpConfigError> {
-        if !gain_db_valid(db) {
-            return Err(UsrpConfigError::Gain { db });
-        }
+        self.rx_gain = linear_gain(db)?;
         self.rx_gain_db = db;
-        self.rx_gain = gain_from_db(db);
         Ok(())
     }
 
+    /// Gain on the transmitted audio (toward the peer), in dB.
     pub fn set_tx_gain_db(&mut self, db: f64) -> Result<(), UsrpConfigError> {
-        if !gain_db_valid(db) {
-            return Err(UsrpConfigError::Gain { db });
-        }
+        self.tx_gain = linear_gain(db)?;
         self.tx_gain_db = db;
-        self.tx_gain = gain_from_db(db);
         Ok(())
     }
 
@@ -804,6 +800,14 @@ impl UsrpRadio {
         self.unkey_owed = true;
         self.counters.tx_voice += 1;
         (true, false)
+    }
+}
+
+fn linear_gain(db: f64) -> Result<f32, UsrpConfigError> {
+    if gain_db_valid(db) {
+        Ok(gain_from_db(db))
+    } else {
+        Err(UsrpConfigError::Gain { db })
     }
 }
 
