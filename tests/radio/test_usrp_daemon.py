@@ -184,7 +184,7 @@ def test_lost_peer_never_leaves_the_node_keyed(tmp_path: Path, peer: Peer) -> No
         wait_for(lambda: not node.get("/status").json()["tx"]["keyed"])
         status = node.get("/status").json()
         assert status["radio"]["carrier"]["present"] is False
-        assert status["audio"]["peer_lost"] == 1
+        assert status["audio"]["peer_lost"] >= 1
     finally:
         node.kill()
 
