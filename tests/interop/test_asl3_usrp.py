@@ -12,27 +12,19 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from tests.interop.asl3 import Asl3Node, require_asl3
+from tests.interop import test_asl3_live
+from tests.interop.asl3 import Asl3Node
 from tests.interop.harness import free_udp_port, wait_until
 from tests.interop.softphone import Softphone
 from tests.interop.test_asl3_live import key_asl3_receiver
 from tests.node_process import NodeProcess, free_port
 
-
-@pytest.fixture(scope="module")
-def asl3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Asl3Node]:
-    node = Asl3Node.install(tmp_path_factory.mktemp("asl3usrp"), require_asl3())
-    node.start()
-    try:
-        yield node
-    finally:
-        node.stop()
+#: The module-scoped ASL3 peer of the live tests (one running copy per test module).
+asl3 = test_asl3_live.asl3
 
 
 def dominant_hz(pcm: np.ndarray, rate: int) -> float:
