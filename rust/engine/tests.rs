@@ -255,11 +255,12 @@ fn usrp_voice(seq: u32) -> Vec<u8> {
 
 #[test]
 fn a_usrp_radio_is_the_local_radio_on_its_own_thread() {
+    let radio = crate::usrp::UsrpRadio::new(crate::usrp::UsrpConfig::default()).expect("radio");
     let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
     let peer = UdpSocket::bind(loopback()).expect("peer");
+    // Short reads: the test polls, the peer never blocks a wait_for long.
     peer.set_read_timeout(Some(Duration::from_millis(50)))
         .expect("timeout");
-    let radio = crate::usrp::UsrpRadio::new(crate::usrp::UsrpConfig::default()).expect("radio");
     let link = engine
         .attach_usrp(radio, loopback(), peer.local_addr().expect("addr"))
         .expect("attach");
