@@ -608,6 +608,21 @@ impl UsrpRadio {
         self.keyed = keyed;
     }
 
+    /// The radio is going away: release the transmitter (the next tick sends its keyup-0) and
+    /// end a transmission being received, so nothing is left keyed on either side.
+    pub fn stop(&mut self) {
+        self.keyed = false;
+        while let Some(slot) = self.queue.pop_front() {
+            self.spare.push(slot);
+        }
+        if self.carrier {
+            self.carrier = false;
+            self.playing = false;
+            self.ending = false;
+            self.emit(UsrpEvent::Carrier(false));
+        }
+    }
+
     /// One datagram from the peer. Garbage is counted and dropped (the error is returned for
     /// logging only).
     pub fn receive(&mut self, buf: &[u8], now_ms: u64) -> Result<(), UsrpError> {

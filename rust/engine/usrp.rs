@@ -175,8 +175,9 @@ fn run(engine: &Shared, shared: &UsrpShared, socket: &UdpSocket, peer: SocketAdd
             let _ = lock(&shared.radio).receive(buf.get(..n).unwrap_or_default(), now_ms);
         }
     }
-    // Never leave the peer keyed: release, and send the keyup-0 the release owes.
-    lock(&shared.radio).set_keyed(false);
+    // Never leave anything keyed: release the peer (the tick sends the keyup-0 the release
+    // owes) and end a transmission being received (its carrier-off event goes out too).
+    lock(&shared.radio).stop();
     tick(engine, shared, socket, peer, &mut spk);
 }
 

@@ -358,3 +358,16 @@ fn sequence_numbers_wrap() {
     assert_eq!(r.counters().rx_lost, 0);
     assert_eq!(r.counters().rx_late, 0);
 }
+
+#[test]
+fn stop_releases_both_sides() {
+    let mut r = radio(8000);
+    r.receive(&voice_packet(0, true, 1), 0).expect("voice");
+    r.set_keyed(true);
+    assert!(r.tick(0, |_| true).voice.is_some());
+    let _ = events(&mut r);
+    r.stop();
+    assert!(!r.carrier() && !r.keyed() && r.buffered() == 0);
+    assert_eq!(events(&mut r), vec![UsrpEvent::Carrier(false)]);
+    assert!(r.tick(20, |_| true).unkey.is_some());
+}

@@ -155,3 +155,31 @@ def test_bad_usrp_settings_name_the_file_key_and_values(
         load_config(path)
     message = str(err.value)
     assert str(path) in message and key in message and words in message
+
+
+@pytest.mark.parametrize(("network", "keys"), [("dmr", True), ("dstar", False)])
+def test_no_playback_keys_a_dstar_usrp_transmitter(network: str, keys: bool) -> None:
+    # The station ID under cw_keys_when_idle and the courtesy tone are the playbacks that key
+    # the transmitter: behind a dstar USRP radio none may (the engine reports no local_tx).
+    import time
+
+    from node._core import Engine
+    from node.media.bridge import MediaBridge, Topology
+
+    engine = Engine("127.0.0.1:0")
+    cfg = UsrpConfig(listen=Address("127.0.0.1", 0), peer=USRP.peer, network=network)
+    try:
+        bridge = MediaBridge(engine, Topology(), "usrp", usrp=cfg)
+        bridge.start_audio()
+        bridge.play(bridge.tone_pcm(880.0, 200, -20.0), "to_monitor", "id", keys_transmitter=True)
+        seen: list[tuple] = []
+        for _ in range(100):
+            seen += engine.drain_events()
+            if any(e[0] == "play_finished" for e in seen):
+                break
+            time.sleep(0.02)
+        assert any(e[0] == "play_finished" for e in seen)
+        assert (("local_tx", True) in seen) is keys, seen
+        bridge.close()
+    finally:
+        engine.stop()

@@ -123,6 +123,8 @@ class MediaBridge:
         self._input, self._output = input, output
         self._device_rate = device_rate
         self._usrp = usrp
+        #: The D-Star guard of a `dstar` USRP radio: no playback may key its transmitter.
+        self._dstar_guard = backend == "usrp" and usrp is not None and usrp.network == "dstar"
         self._gains = {"rx_gain_db": rx_gain_db, "tx_gain_db": tx_gain_db}
         self._device: AudioDevice | None = None
         self._port: DevicePort | UsrpPort | None = None
@@ -203,7 +205,10 @@ class MediaBridge:
             )
         playback = next(self._ids) & 0xFFFFFFFF
         self._playing[playback] = (kind, on_ended)
-        self._engine.play(playback, pcm, destination, keys_transmitter)
+        # A D-Star transmitter behind a USRP radio is never keyed from here (spec Errors rule
+        # 3): an ID still reaches the calls, and the radio only while something else keys it.
+        keys = keys_transmitter and not self._dstar_guard
+        self._engine.play(playback, pcm, destination, keys)
         return playback
 
     def stop_playing(self, playback: int) -> None:
