@@ -173,12 +173,15 @@ def test_no_playback_keys_a_dstar_usrp_transmitter(network: str, keys: bool) -> 
         bridge.start_audio()
         bridge.play(bridge.tone_pcm(880.0, 200, -20.0), "to_monitor", "id", keys_transmitter=True)
         seen: list[tuple] = []
-        for _ in range(100):
-            seen += engine.drain_events()
-            if any(e[0] == "play_finished" for e in seen):
-                break
+
+        def finished() -> bool:
+            seen.extend(engine.drain_events())
+            return any(e[0] == "play_finished" for e in seen)
+
+        deadline = time.monotonic() + 10
+        while not finished() and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert any(e[0] == "play_finished" for e in seen)
+        assert finished()
         assert (("local_tx", True) in seen) is keys, seen
         bridge.close()
     finally:
