@@ -10,7 +10,7 @@ import pytest
 
 from node.config import AudioConfig, UsrpConfig, load_config
 from node.config.values import Address
-from node.errors import CommandError, ConfigError
+from node.errors import CommandError, ConfigError, RadioError
 from node.events import Radio
 from node.radio.transmit import DSTAR_REFUSAL
 from node.radio.usrp import UsrpPtt
@@ -105,6 +105,16 @@ def test_usrp_ptt_keys_the_port_once_attached_and_releases_on_close() -> None:
     ptt.close()
     assert port.calls == [True, False, False]
     assert ptt.describe() == {"backend": "usrp", "network": "dmr"}
+
+    class Closed:
+        def set_keyed(self, keyed: bool) -> None:
+            raise RuntimeError("the USRP port is closed")
+
+    ptt.attach(None)
+    ptt.port = Closed()
+    with pytest.raises(RadioError):
+        ptt.set(True)
+    ptt.close()  # never raises: shutdown goes on
 
 
 BASE = """

@@ -8,7 +8,10 @@ radio as a hardware detector's edges.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Protocol
+
+from node.errors import RadioError
 
 __all__ = ["UsrpPtt"]
 
@@ -35,12 +38,18 @@ class UsrpPtt:
 
     def set(self, keyed: bool) -> None:
         self.keyed = keyed
-        if self.port is not None:
+        if self.port is None:
+            return
+        try:
             self.port.set_keyed(keyed)
+        except Exception as exc:  # the engine's EngineError: the port closed under us
+            raise RadioError(f"USRP radio: {exc}") from None
 
     def close(self) -> None:
         # Released before the port goes: the engine then sends the keyup-0 the release owes.
-        self.set(False)
+        # A port already closed has released itself (its thread sends the keyup-0 on stop).
+        with contextlib.suppress(RadioError):
+            self.set(False)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, "network": self.network}
