@@ -246,3 +246,62 @@ fn a_device_at_the_wrong_station_rate_is_refused() {
         Err(EngineError::Stopped)
     ));
 }
+
+fn usrp_voice(seq: u32) -> Vec<u8> {
+    let mut out = [0u8; crate::usrp::VOICE_PACKET_LEN];
+    crate::usrp::write_voice(&mut out, seq, 0, &[4000; 160]);
+    out.to_vec()
+}
+
+#[test]
+fn a_usrp_radio_is_the_local_radio_on_its_own_thread() {
+    let radio = crate::usrp::UsrpRadio::new(crate::usrp::UsrpConfig::default()).expect("radio");
+    let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+    let peer = UdpSocket::bind(loopback()).expect("peer");
+    // Short reads: the test polls, the peer never blocks a wait_for long.
+    peer.set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
+    let link = engine
+        .attach_usrp(radio, loopback(), peer.local_addr().expect("addr"))
+        .expect("attach");
+    let to = link.local_addr();
+    // Garbage is counted and dropped; keyup voice is the carrier and reaches the local port.
+    peer.send_to(b"not a usrp packet", to).expect("send");
+    for seq in 0..10 {
+        peer.send_to(&usrp_voice(seq), to).expect("send");
+    }
+    let mut end = [0u8; crate::usrp::HEADER_LEN];
+    crate::usrp::write_unkey(&mut end, 10, 0);
+    peer.send_to(&end, to).expect("send");
+    let mut carrier = Vec::new();
+    assert!(wait_for(|| {
+        carrier.extend(engine.drain_events().into_iter().filter_map(|e| match e {
+            EngineEvent::Usrp(crate::usrp::UsrpEvent::Carrier(on)) => Some(on),
+            _ => None,
+        }));
+        carrier.len() >= 2
+    }));
+    assert_eq!(carrier, vec![true, false]);
+    assert_eq!(lock_usrp(&link).counters().rx_garbage, 1);
+    assert!(engine.local_counters().rx_frames >= 10);
+    // Keyed, a voice packet goes out every 20 ms; dropping the link sends the keyup-0.
+    link.set_keyed(true);
+    let mut buf = [0u8; 512];
+    let mut keyed = 0;
+    assert!(wait_for(|| {
+        if let Ok((n, _)) = peer.recv_from(&mut buf) {
+            let p = crate::usrp::parse(&buf[..n]).expect("our packet parses");
+            keyed += usize::from(p.header.keyup);
+        }
+        keyed >= 5
+    }));
+    drop(link);
+    let mut ended = false;
+    assert!(wait_for(|| {
+        if let Ok((n, _)) = peer.recv_from(&mut buf) {
+            let p = crate::usrp::parse(&buf[..n]).expect("our packet parses");
+            ended = !p.header.keyup;
+        }
+        ended
+    }));
+}

@@ -231,3 +231,11 @@ def test_the_health_event_patches_the_rows_it_names() -> None:
     assert [c["health"] for c in patched["calls"]] == [HEALTH, None]
     assert [li.get("health") for li in patched["links"]] == [None, HEALTH]
     assert snap["calls"][0]["health"] is None  # the snapshot itself is left alone
+
+
+def test_a_usrp_caller_shows_on_the_tx_line_while_they_talk() -> None:
+    caller = {"callsign": "N0CALL", "source_id": 3112345, "talkgroup": 91}
+    snap = {"tx": {"keyed": False, "timeout_s": 180}, "radio": {"usrp": {"caller": caller}}}
+    assert view.tx_line(snap) == "TX: idle (time-out 180 s) · RX: N0CALL TG 91"
+    snap["radio"]["usrp"]["caller"] = None
+    assert view.tx_line(snap) == "TX: idle (time-out 180 s)"

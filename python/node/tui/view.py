@@ -166,6 +166,12 @@ def tx_line(snap: Snapshot) -> str:
         text = "TX: idle" + (f" (time-out {timeout} s)" if timeout is not None else "")
     rx = [str(link.get("node")) for link in snap.get("links") or () if link.get("keyed")]
     rx += [str(call.get("peer")) for call in snap.get("calls") or () if call.get("keyed")]
+    caller = ((snap.get("radio") or {}).get("usrp") or {}).get("caller")
+    if caller:
+        # A USRP radio's digital caller while they talk.
+        tg = caller.get("talkgroup")
+        who = caller.get("callsign") or f"id {caller.get('source_id')}"
+        rx.insert(0, f"{who} TG {tg}" if tg else str(who))
     if rx:
         prefix = " · RX: "
         text += prefix + nodes_behind(rx, max(2, LINE_WIDTH - len(text) - len(prefix)))

@@ -71,6 +71,7 @@
       registration: s.registration && typeof s.registration === "object" ? { ...s.registration } : null,
       bridge: s.bridge && typeof s.bridge === "object" ? s.bridge : null,
       audio: s.audio && typeof s.audio === "object" ? s.audio : null,
+      usrp: s.radio && s.radio.usrp && typeof s.radio.usrp === "object" ? s.radio.usrp : null,
       tunnel: s.tunnel && typeof s.tunnel === "object" ? s.tunnel : null,
       tx: tx && {
         keyed: tx.keyed === true,
@@ -259,9 +260,20 @@
     return parts.join(", ");
   }
 
-  function audioText(a) {
+  // A USRP radio's digital caller while they talk (callsign, talkgroup), from `radio.usrp`.
+  function callerText(c) {
+    const who = c.callsign || (num(c.source_id) ? `id ${c.source_id}` : "unknown caller");
+    return num(c.talkgroup) ? `${who} on TG ${c.talkgroup}` : who;
+  }
+
+  function audioText(a, usrp) {
     if (!a) return "—";
     const parts = [a.backend === "none" ? "null backend" : String(a.backend)];
+    if (usrp) {
+      parts.push(String(usrp.network));
+      if (usrp.dstar_guard) parts.push("D-Star guard on");
+      if (usrp.caller) parts.push(`talking: ${callerText(usrp.caller)}`);
+    }
     if (num(a.rate)) parts.push(`${a.rate / 1000} kHz`);
     // A card that does not take the station rate runs at 48 kHz, converted by the node.
     if (num(a.device_rate) && a.device_rate !== a.rate) {
@@ -470,7 +482,7 @@
     setText(el("reg-failure"), failure || "none");
     setText(el("listening"), s.listening ? "Accepting" : "Refusing");
     setText(el("bridge"), bridgeText(s.bridge));
-    setText(el("audio"), audioText(s.audio));
+    setText(el("audio"), audioText(s.audio, s.usrp));
     el("tunnel-fact").hidden = !s.tunnel;
     if (s.tunnel) setText(el("tunnel"), tunnelText(s.tunnel));
 
