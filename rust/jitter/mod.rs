@@ -23,6 +23,9 @@ use std::collections::VecDeque;
 mod config;
 mod history;
 mod item;
+mod plc;
+#[cfg(test)]
+mod plc_tests;
 mod queue;
 mod stats;
 #[cfg(test)]
@@ -30,6 +33,7 @@ mod tests;
 
 pub use config::{JitterConfig, JitterError};
 pub use item::{ControlKind, DropReason, GetResult, PutResult};
+pub use plc::{Concealer, Concealment};
 pub use stats::{JitterStats, RrValues};
 
 use history::{DelayHistory, Recent, Timeline};
