@@ -132,9 +132,11 @@ impl PyEngine {
     /// Bind `bind` ("host:port", port 0 for any) and start the engine thread. `legs` is how
     /// many legs the node is configured to carry: the socket buffers are sized for them. With
     /// `wireguard`, every datagram goes through that tunnel instead (`bind` is not used: the
-    /// tunnel binds its own outer socket).
+    /// tunnel binds its own outer socket). `concealment` is how legs conceal lost frames:
+    /// "pitch" (pitch-period repetition) or "fade" (the old repeat-and-fade).
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         bind: &str,
@@ -143,6 +145,7 @@ impl PyEngine {
         queue_limit: usize,
         legs: usize,
         wireguard: Option<PyRef<'_, PyWireGuard>>,
+        concealment: &str,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -154,6 +157,7 @@ impl PyEngine {
         cfg.mix_minus = mix_minus;
         cfg.queue_limit = queue_limit;
         cfg.legs = legs;
+        cfg.concealment = super::plc::concealment(concealment)?;
         let inner = match wireguard {
             None => py.detach(|| Engine::start(cfg))?,
             Some(wg) => {

@@ -110,6 +110,11 @@ impl Concealer {
         }
     }
 
+    /// Samples of storage held (for the media path's no-growth test).
+    pub fn capacity_samples(&self) -> usize {
+        self.hist.capacity() + self.pbuf.capacity() + self.last.capacity()
+    }
+
     pub fn mode(&self) -> Concealment {
         self.mode
     }

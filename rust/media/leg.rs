@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::frame::MiniFrame;
-use crate::jitter::{ControlKind, JitterBuffer};
+use crate::jitter::{Concealer, ControlKind, JitterBuffer};
 use crate::parrot::Parrot;
 use crate::resample::{Downsampler, Resample, Upsampler};
 
@@ -97,7 +97,7 @@ impl Station {
             jitter: JitterBuffer::new(self.jitter_cfg).map_err(|_| MediaError::Jitter)?,
             rx_codec: None,
             rx_last_full_ts: 0,
-            last_pcm: vec![0; self.frame_len],
+            plc: Concealer::new(self.rate, self.frame_len, self.concealment),
             pcm: vec![0; self.frame_len],
             talking_out: false,
             last_full_ts: None,

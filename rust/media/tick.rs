@@ -155,18 +155,20 @@ impl Station {
                         }
                         leg.rx_edge.run(&self.decoded, &mut self.resampled);
                         fit(&mut self.resampled, frame_len);
-                        leg.last_pcm.copy_from_slice(&self.resampled);
                         leg.pcm.copy_from_slice(&self.resampled);
+                        leg.plc.good(&mut leg.pcm);
                         ready = true;
                         fresh = true;
                         break;
                     }
-                    GetResult::Interpolate { nth } => {
-                        crate::jitter::conceal(&leg.last_pcm, &mut leg.pcm, nth);
-                        ready = nth < crate::jitter::CONCEAL_FADE_FRAMES;
+                    GetResult::Interpolate { .. } => {
+                        ready = leg.plc.conceal(&mut leg.pcm);
                         break;
                     }
-                    GetResult::Silence => break,
+                    GetResult::Silence => {
+                        leg.plc.reset();
+                        break;
+                    }
                 }
             }
             if ready {
