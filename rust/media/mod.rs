@@ -82,6 +82,10 @@ pub const RX_LINGER_MS: u64 = 50;
 /// enough for quiet speech, far above a phone's idle line or decoded µ-law silence.
 pub const VOX_OPEN_DBFS: f64 = -50.0;
 
+/// Queued frames the VOX gate looks ahead: it opens this many frames (60 ms) before the first
+/// one above the threshold, when the jitter buffer already holds them.
+pub const VOX_LOOKAHEAD_FRAMES: usize = 3;
+
 /// How long the VOX gate stays open after the last frame above the threshold: longer than the
 /// pauses between words, so a sentence is one talk spurt on the links.
 pub const VOX_HANG_MS: u64 = 800;

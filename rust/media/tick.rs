@@ -180,7 +180,14 @@ impl Station {
                     ready
                 }
                 RxKeying::Vox => {
-                    if fresh && frame_dbfs(&leg.pcm) >= VOX_OPEN_DBFS {
+                    // The gate also opens for the frames just before a word (what the jitter
+                    // buffer holds of it already), so a weak onset is not clipped.
+                    if fresh
+                        && (frame_dbfs(&leg.pcm) >= VOX_OPEN_DBFS
+                            || leg
+                                .jitter
+                                .loud_ahead(VOX_LOOKAHEAD_FRAMES, VOX_OPEN_DBFS as i16))
+                    {
                         leg.vox_until_ms = now_ms + VOX_HANG_MS;
                     }
                     let open = now_ms < leg.vox_until_ms;
