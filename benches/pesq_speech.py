@@ -27,18 +27,12 @@ Needs espeak-ng and the `pesq` package (in the `test` extras).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import heapq
-import itertools
 import json
-import random
-import select
 import subprocess
 import sys
 import tempfile
 import time
 import wave
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -48,19 +42,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.interop.harness import running_node, wait_until  # noqa: E402
+from tests.interop.impair import Condition, ImpairmentRelay  # noqa: E402
 from tests.interop.softphone import Softphone  # noqa: E402
-from tests.loopback import Address, ServiceThread, udp_socket  # noqa: E402
 
 from node._core import (  # noqa: E402
-    FrameError,
-    FullFrame,
-    MiniFrame,
     conceal_frames,
-    parse,
     ulaw_decode,
     ulaw_encode,
 )
-from node.iax2.constants import FrameType  # noqa: E402
 
 RATE = 8000
 FRAME = 160
@@ -72,23 +61,6 @@ TEXT = (
 )
 #: Silence the talker sends before the speech (as voice frames, as many phones do).
 LEAD_IN_S = 0.4
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One network: the delay distribution, Gilbert-Elliott loss and duplicates."""
-
-    name: str
-    base_ms: float = 0.0
-    jitter_sd_ms: float = 0.0
-    #: Mean frames between delay spikes (0: none); a spike delays a frame by `spike_ms` and
-    #: the frames after it by 20 ms less each (a queue that fills and drains).
-    spike_every: int = 0
-    spike_ms: float = 0.0
-    loss: float = 0.0
-    #: Mean length of a loss burst, in frames.
-    burst: float = 2.0
-    duplicate: float = 0.0
 
 
 CONDITIONS = {
@@ -104,130 +76,6 @@ CONDITIONS = {
         duplicate=0.01,
     ),
 }
-
-
-@dataclass
-class Fates:
-    """What the relay did to the talker's voice frames, by frame index (0 = first voice)."""
-
-    lost: set[int] = field(default_factory=set)
-    duplicated: int = 0
-    voice: int = 0
-
-
-class ImpairmentRelay(ServiceThread):
-    """Talker -> node with seeded impairment of voice frames; node -> talker untouched.
-
-    Control and signalling full frames pass with the base delay only, never lost (IAX2 would
-    retransmit them, which says nothing about audio). Every decision is drawn per voice frame
-    from the seed, so the same seed gives the same losses, delays and duplicates.
-    """
-
-    def __init__(self, server: Address, cond: Condition, seed: int) -> None:
-        super().__init__("impairment-relay")
-        self.server, self.cond = server, cond
-        self._rng = random.Random(seed)
-        self._bad = False
-        self._spike = 0.0
-        self.front = udp_socket()
-        self.back = udp_socket()
-        self.client: Address | None = None
-        self.fates = Fates()
-        self._first_ts: int | None = None
-        self._held: list[tuple[float, int, bytes]] = []
-        self._seq = itertools.count()
-
-    @property
-    def front_addr(self) -> Address:
-        return self.front.getsockname()[:2]
-
-    def _release(self) -> None:
-        self.front.close()
-        self.back.close()
-
-    def _voice_index(self, data: bytes) -> int | None:
-        try:
-            frame = parse(data)
-        except FrameError:
-            return None
-        if isinstance(frame, MiniFrame):
-            ts16 = frame.ts16
-        elif isinstance(frame, FullFrame) and frame.ftype == FrameType.VOICE and not frame.retrans:
-            ts16 = frame.ts & 0xFFFF
-        else:
-            return None
-        if self._first_ts is None:
-            self._first_ts = ts16
-        return ((ts16 - self._first_ts) & 0xFFFF) // 20
-
-    def _lost(self) -> bool:
-        c = self.cond
-        if c.loss <= 0:
-            return False
-        # Gilbert-Elliott with a lossless good state and a lossy bad state: the bad state
-        # lasts `burst` frames on average, and its share of time is `loss`.
-        leave = 1.0 / c.burst
-        enter = c.loss * leave / (1.0 - c.loss)
-        self._bad = self._rng.random() >= leave if self._bad else self._rng.random() < enter
-        return self._bad
-
-    def _delay(self) -> float:
-        c = self.cond
-        d = c.base_ms + (self._rng.gauss(0.0, c.jitter_sd_ms) if c.jitter_sd_ms else 0.0)
-        if c.spike_every and self._rng.random() < 1.0 / c.spike_every:
-            self._spike = c.spike_ms
-        d += self._spike
-        self._spike = max(0.0, self._spike - 20.0)
-        return max(0.0, d) / 1000.0
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            now = time.monotonic()
-            timeout = 0.05
-            if self._held:
-                timeout = max(0.0, min(timeout, self._held[0][0] - now))
-            try:
-                ready, _, _ = select.select([self.front, self.back], [], [], timeout)
-            except (OSError, ValueError):
-                return
-            for sock in ready:
-                try:
-                    data, addr = sock.recvfrom(65535)
-                except OSError:
-                    return
-                if sock is self.front:
-                    self.client = addr[:2]
-                    self._forward(data)
-                elif self.client is not None:
-                    with contextlib.suppress(OSError):
-                        self.front.sendto(data, self.client)
-            now = time.monotonic()
-            while self._held and self._held[0][0] <= now:
-                _, _, data = heapq.heappop(self._held)
-                with contextlib.suppress(OSError):
-                    self.back.sendto(data, self.server)
-
-    def _hold(self, delay: float, data: bytes) -> None:
-        heapq.heappush(self._held, (time.monotonic() + delay, next(self._seq), data))
-
-    def _forward(self, data: bytes) -> None:
-        index = self._voice_index(data)
-        if index is None:
-            self._hold(self.cond.base_ms / 1000.0, data)
-            return
-        with self._lock:
-            self.fates.voice += 1
-            # Every draw happens for every frame, so one decision never shifts the others.
-            lost, delay = self._lost(), self._delay()
-            dup = self._rng.random() < self.cond.duplicate
-            dup_delay = self._delay() if dup else 0.0
-            if lost:
-                self.fates.lost.add(index)
-                return
-            self._hold(delay, data)
-            if dup:
-                self.fates.duplicated += 1
-                self._hold(dup_delay, data)
 
 
 def speech(workdir: Path) -> np.ndarray:
@@ -324,6 +172,7 @@ def run_once(
             talker.send_pcm(p, ref)
             wait_until("the talker to finish", lambda: not talker.sending(p), 60)
             time.sleep(1.0 + 2 * cond.base_ms / 1000 + cond.spike_ms / 1000)
+            legs = node.get("/stats").json()["legs"].values()
             deg, arrived, first = received(listener, q)
             talker.hangup(p)
             listener.hangup(q)
@@ -338,6 +187,9 @@ def run_once(
             delays.append(at - (started + k * 0.02))
     added = 1000 * float(np.median(delays)) - cond.base_ms if delays else float("nan")
     fates = relay.fates
+    # The talker's leg is the one that received voice; its buffer's own account.
+    leg = max(legs, key=lambda s: s["frames_in"])
+    buffer = {k: leg[k] for k in ("lost", "late", "dropped", "interpolated", "duplicate")}
     return {
         "condition": cond.name,
         "seed": seed,
@@ -350,6 +202,7 @@ def run_once(
         "frames_sent": len(ref) // FRAME,
         "frames_heard": len(arrived),
         "duplicated": fates.duplicated,
+        "buffer": buffer,
     }
 
 

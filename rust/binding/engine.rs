@@ -105,6 +105,7 @@ fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, Py
     d.set_item("reordered", s.reordered)?;
     d.set_item("interpolated", s.interpolated)?;
     d.set_item("resyncs", s.resyncs)?;
+    d.set_item("stretched", s.stretched)?;
     d.set_item("delay_ms", s.delay_ms)?;
     d.set_item("target_ms", s.target_ms)?;
     d.set_item("jitter_ms", s.jitter_ms)?;

@@ -159,6 +159,7 @@ struct Counters {
     reordered: u64,
     interpolated: u64,
     resyncs: u64,
+    stretched: u64,
 }
 
 /// Adaptive jitter buffer for one leg. See the module documentation and docs/jitter.md.
@@ -505,6 +506,7 @@ impl JitterBuffer {
             reordered: c.reordered,
             interpolated: c.interpolated,
             resyncs: c.resyncs,
+            stretched: c.stretched,
             current_ms: self.current,
             target_ms: self.target,
             jitter_ms: self.jitter,
@@ -601,6 +603,9 @@ impl JitterBuffer {
             && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
             && (in_pause || !head_in_slot)
         {
+            if !in_pause {
+                self.counters.stretched += 1;
+            }
             self.current = self.current.saturating_add(frame);
             self.last_adjust = Some(now);
             return self.interpolate();
