@@ -189,7 +189,8 @@ def run_once(
     fates = relay.fates
     # The talker's leg is the one that received voice; its buffer's own account.
     leg = max(legs, key=lambda s: s["frames_in"])
-    buffer = {k: leg[k] for k in ("lost", "late", "dropped", "interpolated", "duplicate")}
+    keys = ("lost", "late", "dropped", "interpolated", "stretched", "duplicate")
+    buffer = {k: leg[k] for k in keys}
     return {
         "condition": cond.name,
         "seed": seed,
