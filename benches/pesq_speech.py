@@ -65,15 +65,9 @@ LEAD_IN_S = 0.4
 
 CONDITIONS = {
     "clean": Condition("clean"),
-    "moderate": Condition("moderate", base_ms=40, jitter_sd_ms=15, loss=0.01),
+    "moderate": Condition("moderate", base_ms=40, sd_ms=15, loss=0.01),
     "harsh": Condition(
-        "harsh",
-        base_ms=80,
-        jitter_sd_ms=40,
-        spike_every=250,
-        spike_ms=150,
-        loss=0.03,
-        duplicate=0.01,
+        "harsh", base_ms=80, sd_ms=40, spike_every=250, spike_ms=150, loss=0.03, duplicate=0.01
     ),
 }
 

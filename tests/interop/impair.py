@@ -13,17 +13,15 @@ reference with exactly those frames concealed.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
-import itertools
-import random
-import select
+import socket
 import time
 from dataclasses import dataclass, field
 
 from node._core import FrameError, FullFrame, MiniFrame, parse
 from node.iax2.constants import FrameType
-from tests.loopback import Address, ServiceThread, udp_socket
+from tests.interop.relay import REVERSE, LossyRelay, _Held
+from tests.loopback import Address
 
 __all__ = ["Condition", "Fates", "ImpairmentRelay"]
 
@@ -34,7 +32,8 @@ class Condition:
 
     name: str
     base_ms: float = 0.0
-    jitter_sd_ms: float = 0.0
+    #: Standard deviation of the normal delay around `base_ms` (clipped at 0).
+    sd_ms: float = 0.0
     #: Mean frames between delay spikes (0: none); a spike delays a frame by `spike_ms` and
     #: the frames after it by 20 ms less each (a queue that fills and drains).
     spike_every: int = 0
@@ -54,35 +53,22 @@ class Fates:
     voice: int = 0
 
 
-class ImpairmentRelay(ServiceThread):
+class ImpairmentRelay(LossyRelay):
     """Talker -> node with seeded impairment of voice frames; node -> talker untouched.
 
-    Control and signalling full frames pass with the base delay only, never lost (IAX2 would
-    retransmit them, which says nothing about audio). Every decision is drawn per voice frame
-    from the seed, so the same seed gives the same losses, delays and duplicates.
+    The sockets and the forwarding thread are `LossyRelay`'s; only the fate of each datagram
+    differs. Control and signalling full frames pass with the base delay only, never lost
+    (IAX2 would retransmit them, which says nothing about audio). Every decision is drawn per
+    voice frame from the seed, so the same seed gives the same losses, delays and duplicates.
     """
 
     def __init__(self, server: Address, cond: Condition, seed: int) -> None:
-        super().__init__("impairment-relay")
-        self.server, self.cond = server, cond
-        self._rng = random.Random(seed)
+        super().__init__(server, seed=seed, impair=False)
+        self.cond = cond
         self._bad = False
         self._spike = 0.0
-        self.front = udp_socket()
-        self.back = udp_socket()
-        self.client: Address | None = None
         self.fates = Fates()
         self._first_ts: int | None = None
-        self._held: list[tuple[float, int, bytes]] = []
-        self._seq = itertools.count()
-
-    @property
-    def front_addr(self) -> Address:
-        return self.front.getsockname()[:2]
-
-    def _release(self) -> None:
-        self.front.close()
-        self.back.close()
 
     def _voice_index(self, data: bytes) -> int | None:
         try:
@@ -112,47 +98,23 @@ class ImpairmentRelay(ServiceThread):
 
     def _delay(self) -> float:
         c = self.cond
-        d = c.base_ms + (self._rng.gauss(0.0, c.jitter_sd_ms) if c.jitter_sd_ms else 0.0)
+        d = c.base_ms + (self._rng.gauss(0.0, c.sd_ms) if c.sd_ms else 0.0)
         if c.spike_every and self._rng.random() < 1.0 / c.spike_every:
             self._spike = c.spike_ms
         d += self._spike
         self._spike = max(0.0, self._spike - 20.0)
         return max(0.0, d) / 1000.0
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            now = time.monotonic()
-            timeout = 0.05
-            if self._held:
-                timeout = max(0.0, min(timeout, self._held[0][0] - now))
-            try:
-                ready, _, _ = select.select([self.front, self.back], [], [], timeout)
-            except (OSError, ValueError):
-                return
-            for sock in ready:
-                try:
-                    data, addr = sock.recvfrom(65535)
-                except OSError:
-                    return
-                if sock is self.front:
-                    self.client = addr[:2]
-                    self._forward(data)
-                elif self.client is not None:
-                    with contextlib.suppress(OSError):
-                        self.front.sendto(data, self.client)
-            now = time.monotonic()
-            while self._held and self._held[0][0] <= now:
-                _, _, data = heapq.heappop(self._held)
-                with contextlib.suppress(OSError):
-                    self.back.sendto(data, self.server)
+    def _hold(self, delay: float, sock: socket.socket, data: bytes, to: Address) -> None:
+        heapq.heappush(self._held, _Held(time.monotonic() + delay, next(self._seq), sock, data, to))
 
-    def _hold(self, delay: float, data: bytes) -> None:
-        heapq.heappush(self._held, (time.monotonic() + delay, next(self._seq), data))
-
-    def _forward(self, data: bytes) -> None:
+    def _forward(self, direction: str, data: bytes, sock: socket.socket, to: Address) -> None:
+        if direction == REVERSE:
+            self._send(sock, data, to)
+            return
         index = self._voice_index(data)
         if index is None:
-            self._hold(self.cond.base_ms / 1000.0, data)
+            self._hold(self.cond.base_ms / 1000.0, sock, data, to)
             return
         with self._lock:
             self.fates.voice += 1
@@ -163,7 +125,7 @@ class ImpairmentRelay(ServiceThread):
             if lost:
                 self.fates.lost.add(index)
                 return
-            self._hold(delay, data)
+            self._hold(delay, sock, data, to)
             if dup:
                 self.fates.duplicated += 1
-                self._hold(dup_delay, data)
+                self._hold(dup_delay, sock, data, to)

@@ -53,7 +53,7 @@ def speech_like(seed: int) -> tuple[np.ndarray, dict[bytes, int], set[int]]:
 
 def test_no_frame_is_dropped_or_inserted_inside_speech(tmp_path: Path) -> None:
     pcm, index, speech = speech_like(3)
-    jitter = Condition("jitter", base_ms=20, jitter_sd_ms=25)
+    jitter = Condition("jitter", base_ms=20, sd_ms=25)
     with running_node(tmp_path, "node", codec_policy="ulaw_only", listener='auth = "off"') as node:
         relay = ImpairmentRelay(node.udp_addr, jitter, seed=5)
         with relay, Softphone(name="P") as talker, Softphone(name="Q") as listener:
