@@ -34,6 +34,7 @@ __all__ = [
     "alaw_decode_many",
     "alaw_encode",
     "compress_subclass",
+    "conceal_frames",
     "cw_pcm",
     "decode_codec_prefs",
     "dtmf_pcm",
@@ -233,6 +234,12 @@ def alaw_encode(pcm: _Buffer) -> bytes:
 def alaw_decode(data: _Buffer) -> bytes:
     """A-law to PCM (as audioop.alaw2lin(data, 2))."""
 
+def conceal_frames(
+    pcm: _Buffer, lost: _Iterable[bool], rate: int = 8000, method: str = "pitch"
+) -> bytes:
+    """PCM (native 16-bit, 20 ms frames) with the frames where `lost` is true concealed as a
+    leg conceals them: "pitch" (pitch-period repetition) or "fade" (repeat-and-fade)."""
+
 def ulaw_decode_many(frames: _Iterable[_Buffer]) -> list[bytes]:
     """Decode many µ-law frames in one call; one PCM bytes per frame."""
 
@@ -334,6 +341,7 @@ class Engine:
         queue_limit: int = 4096,
         legs: int = 64,
         wireguard: WireGuard | None = None,
+        concealment: str = "pitch",
     ) -> Engine: ...
     @property
     def local_addr(self) -> _Addr: ...

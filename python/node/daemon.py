@@ -274,6 +274,7 @@ class RunningNode:
                 # Inbound calls, plus the links and outbound calls the node places itself.
                 legs=config.listener.max_calls + len(config.links) + 16,
                 tunnel=tunnel,
+                concealment=config.bridge.concealment,
             )
         except EngineError as exc:
             if tunnel is not None:

@@ -105,6 +105,7 @@ fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, Py
     d.set_item("reordered", s.reordered)?;
     d.set_item("interpolated", s.interpolated)?;
     d.set_item("resyncs", s.resyncs)?;
+    d.set_item("stretched", s.stretched)?;
     d.set_item("delay_ms", s.delay_ms)?;
     d.set_item("target_ms", s.target_ms)?;
     d.set_item("jitter_ms", s.jitter_ms)?;
@@ -132,9 +133,11 @@ impl PyEngine {
     /// Bind `bind` ("host:port", port 0 for any) and start the engine thread. `legs` is how
     /// many legs the node is configured to carry: the socket buffers are sized for them. With
     /// `wireguard`, every datagram goes through that tunnel instead (`bind` is not used: the
-    /// tunnel binds its own outer socket).
+    /// tunnel binds its own outer socket). `concealment` is how legs conceal lost frames:
+    /// "pitch" (pitch-period repetition) or "fade" (the old repeat-and-fade).
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         bind: &str,
@@ -143,6 +146,7 @@ impl PyEngine {
         queue_limit: usize,
         legs: usize,
         wireguard: Option<PyRef<'_, PyWireGuard>>,
+        concealment: &str,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -154,6 +158,7 @@ impl PyEngine {
         cfg.mix_minus = mix_minus;
         cfg.queue_limit = queue_limit;
         cfg.legs = legs;
+        cfg.concealment = super::plc::concealment(concealment)?;
         let inner = match wireguard {
             None => py.detach(|| Engine::start(cfg))?,
             Some(wg) => {

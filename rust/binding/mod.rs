@@ -37,6 +37,7 @@ mod engine;
 mod errors;
 mod frame;
 mod mixer;
+mod plc;
 mod resampler;
 mod tones;
 mod usrp;
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     engine::register(m)?;
     mixer::register(m)?;
+    plc::register(m)?;
     resampler::register(m)?;
     device::register(m)?;
     tones::register(m)?;

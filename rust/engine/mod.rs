@@ -30,7 +30,7 @@ use std::time::Duration;
 use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
-use crate::jitter::{ControlKind, JitterStats};
+use crate::jitter::{Concealment, ControlKind, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
@@ -94,6 +94,8 @@ pub struct EngineConfig {
     pub queue_limit: usize,
     /// Legs the node is configured to carry: the socket buffers are sized for this many.
     pub legs: usize,
+    /// How legs conceal lost frames.
+    pub concealment: Concealment,
 }
 
 impl EngineConfig {
@@ -104,6 +106,7 @@ impl EngineConfig {
             mix_minus: true,
             queue_limit: 4096,
             legs: 64,
+            concealment: Concealment::default(),
         }
     }
 }
@@ -327,7 +330,8 @@ impl Engine {
         let (wake_tx, wake_rx) = UnixStream::pair()?;
         wake_tx.set_nonblocking(true)?;
         wake_rx.set_nonblocking(true)?;
-        let station = Station::new(cfg.rate, cfg.mix_minus);
+        let mut station = Station::new(cfg.rate, cfg.mix_minus);
+        station.set_concealment(cfg.concealment);
         let shared = Arc::new(Shared {
             transport,
             queue: Mutex::new(VecDeque::new()),

@@ -23,6 +23,9 @@ use std::collections::VecDeque;
 mod config;
 mod history;
 mod item;
+mod plc;
+#[cfg(test)]
+mod plc_tests;
 mod queue;
 mod stats;
 #[cfg(test)]
@@ -30,6 +33,7 @@ mod tests;
 
 pub use config::{JitterConfig, JitterError};
 pub use item::{ControlKind, DropReason, GetResult, PutResult};
+pub use plc::{Concealer, Concealment};
 pub use stats::{JitterStats, RrValues};
 
 use history::{DelayHistory, Recent, Timeline};
@@ -49,6 +53,32 @@ pub const CONTROL_SLOTS: usize = 16;
 pub const MINI_TS_WINDOW_MS: i32 = 50_000;
 /// Frames over which [`conceal`] fades the repeated frame out to silence.
 pub const CONCEAL_FADE_FRAMES: u32 = 3;
+/// The level of a voice frame offered without one ([`JitterBuffer::put_voice`]): it counts as
+/// quiet, so such a stream adapts wherever it must.
+pub const LEVEL_UNKNOWN: i16 = i16::MIN;
+/// Voice frames below this mean power (dBFS) are a pause: inside a talk spurt the delay grows
+/// and shrinks only there, where inserting or dropping 20 ms is not heard.
+pub const QUIET_DBFS: i16 = -50;
+
+/// Whether a frame of this level is a pause.
+pub fn is_quiet(level_dbfs: i16) -> bool {
+    level_dbfs < QUIET_DBFS
+}
+
+/// Mean power of linear PCM in whole dBFS (a full-scale sine is -3), clamped to -120..=0; the
+/// level [`JitterBuffer::put_voice_level`] takes.
+pub fn level_dbfs(pcm: &[i16]) -> i16 {
+    if pcm.is_empty() {
+        return -120;
+    }
+    let energy: i64 = pcm.iter().map(|&s| i64::from(s) * i64::from(s)).sum();
+    let ms = energy as f64 / pcm.len() as f64 / (32768.0 * 32768.0);
+    if ms <= 1e-12 {
+        return -120;
+    }
+    // Clamped before the cast, so it cannot saturate.
+    (10.0 * ms.log10()).round().clamp(-120.0, 0.0) as i16
+}
 
 /// Recently accepted voice timestamps remembered for duplicate detection (2.5 s at 20 ms).
 const SEEN_LEN: usize = 128;
@@ -129,6 +159,7 @@ struct Counters {
     reordered: u64,
     interpolated: u64,
     resyncs: u64,
+    stretched: u64,
 }
 
 /// Adaptive jitter buffer for one leg. See the module documentation and docs/jitter.md.
@@ -160,6 +191,8 @@ pub struct JitterBuffer {
     talking: bool,
     /// Adjusted timestamp of the next slot to play; in silence, the end of the last spurt.
     play: Option<i64>,
+    /// Level of the last voice frame played ([`LEVEL_UNKNOWN`] at the start of a spurt).
+    last_level: i16,
     last_adjust: Option<i64>,
     contig_interp: u32,
     highest_voice: Option<i64>,
@@ -195,6 +228,7 @@ impl JitterBuffer {
             ts: 0,
             len: 0,
             entry: Entry::Voice,
+            level: LEVEL_UNKNOWN,
         };
         let frame = i64::from(cfg.frame_ms);
         let extra = i64::from(cfg.target_extra_ms);
@@ -219,6 +253,7 @@ impl JitterBuffer {
             discontinuities: 0,
             talking: false,
             play: None,
+            last_level: LEVEL_UNKNOWN,
             last_adjust: None,
             contig_interp: 0,
             highest_voice: None,
@@ -252,6 +287,7 @@ impl JitterBuffer {
         self.discontinuities = 0;
         self.talking = false;
         self.play = None;
+        self.last_level = LEVEL_UNKNOWN;
         self.last_adjust = None;
         self.contig_interp = 0;
         self.highest_voice = None;
@@ -262,8 +298,23 @@ impl JitterBuffer {
         self.rr_mark_out = 0;
     }
 
-    /// Offers a voice frame with the peer's (unwrapped) timestamp `ts`, received at `now_ms`.
+    /// Offers a voice frame with the peer's (unwrapped) timestamp `ts`, received at `now_ms`,
+    /// without its level: the buffer may then grow or shrink at any frame.
     pub fn put_voice(&mut self, ts: u32, payload: &[u8], now_ms: u64) -> PutResult {
+        self.put_voice_level(ts, payload, LEVEL_UNKNOWN, now_ms)
+    }
+
+    /// [`put_voice`](Self::put_voice) with the frame's level in dBFS ([`level_dbfs`] of its
+    /// decoded audio). Inside a talk spurt the delay then changes only next to frames below
+    /// [`QUIET_DBFS`], or where a frame is missing anyway, never by dropping or inserting a
+    /// frame in the middle of speech.
+    pub fn put_voice_level(
+        &mut self,
+        ts: u32,
+        payload: &[u8],
+        level_dbfs: i16,
+        now_ms: u64,
+    ) -> PutResult {
         let now = clamp_now(now_ms);
         self.counters.frames_in += 1;
         if payload.len() > self.cfg.max_payload {
@@ -334,7 +385,9 @@ impl JitterBuffer {
                 return PutResult::Dropped(DropReason::TooFar);
             }
         }
-        if self.voice_queued >= self.voice_cap || !self.insert(ats, ts, Entry::Voice, payload) {
+        if self.voice_queued >= self.voice_cap
+            || !self.insert(ats, ts, Entry::Voice, payload, level_dbfs)
+        {
             self.counters.dropped += 1;
             return PutResult::Dropped(DropReason::Full);
         }
@@ -383,7 +436,7 @@ impl JitterBuffer {
         } else if let Some(t) = self.timeline.as_mut() {
             t.advance(ts, ext);
         }
-        if self.insert(ats, ts, Entry::Control(kind), payload) {
+        if self.insert(ats, ts, Entry::Control(kind), payload, LEVEL_UNKNOWN) {
             PutResult::Queued
         } else {
             self.counters.control_dropped += 1;
@@ -429,6 +482,14 @@ impl JitterBuffer {
         }
     }
 
+    /// Whether any of the next `n` queued voice frames is at or above `dbfs` (a VOX gate can
+    /// open a little before a word whose first frames are weak).
+    pub fn loud_ahead(&self, n: usize, dbfs: i16) -> bool {
+        self.queued_levels()
+            .take(n)
+            .any(|l| l != LEVEL_UNKNOWN && l >= dbfs)
+    }
+
     /// Counters and the estimates as of the last `get`.
     pub fn stats(&self) -> JitterStats {
         let c = &self.counters;
@@ -445,6 +506,7 @@ impl JitterBuffer {
             reordered: c.reordered,
             interpolated: c.interpolated,
             resyncs: c.resyncs,
+            stretched: c.stretched,
             current_ms: self.current,
             target_ms: self.target,
             jitter_ms: self.jitter,
@@ -527,8 +589,23 @@ impl JitterBuffer {
 
         let diff = self.target.saturating_sub(self.current);
         let since = self.last_adjust.map_or(i64::MAX, |t| now.saturating_sub(t));
-        if diff > 0 && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
+        // Inside speech the delay changes only in a pause (the last frame played was quiet),
+        // or where this slot's frame is missing and would be concealed anyway: growing then
+        // conceals the same 20 ms but keeps the slot, so a late frame still plays.
+        let in_pause = is_quiet(self.last_level);
+        let head = self.front().filter(|(_, s)| s.entry == Entry::Voice);
+        let head_in_slot = head.is_some_and(|(_, s)| {
+            let d = s.ats.saturating_sub(p);
+            d >= -half && d < frame - half
+        });
+        let head_quiet = head.is_some_and(|(_, s)| is_quiet(s.level));
+        if diff > 0
+            && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
+            && (in_pause || !head_in_slot)
         {
+            if !in_pause {
+                self.counters.stretched += 1;
+            }
             self.current = self.current.saturating_add(frame);
             self.last_adjust = Some(now);
             return self.interpolate();
@@ -543,8 +620,16 @@ impl JitterBuffer {
         let mut due = offset.is_some_and(|d| d < frame - half);
 
         let extra = i64::from(self.cfg.target_extra_ms);
-        let shrink_due = since >= i64::from(self.cfg.shrink_interval_ms)
-            || (!due && since >= i64::from(self.cfg.shrink_empty_interval_ms));
+        // Only a pause is shortened: a quiet frame after a quiet one, or an empty slot after
+        // one. Dropping silence is not heard, so it may go at the faster pace.
+        // Without levels (`put_voice`) the old pacing applies: a real frame every
+        // `shrink_interval_ms`, an empty slot every `shrink_empty_interval_ms`.
+        let pace = if due && self.last_level == LEVEL_UNKNOWN {
+            self.cfg.shrink_interval_ms
+        } else {
+            self.cfg.shrink_empty_interval_ms
+        };
+        let shrink_due = in_pause && (!due || head_quiet) && since >= i64::from(pace);
         if diff < -extra && shrink_due {
             self.last_adjust = Some(now);
             self.contig_interp = 0;
@@ -572,6 +657,7 @@ impl JitterBuffer {
                 self.current = self.current.saturating_sub(d);
                 self.play = Some(slot.ats.saturating_add(frame));
                 self.contig_interp = 0;
+                self.last_level = slot.level;
                 self.counters.frames_out += 1;
                 return Step::Voice(idx);
             }
@@ -606,6 +692,7 @@ impl JitterBuffer {
                 self.contig_interp = 0;
                 self.current = now.saturating_sub(slot.ats);
                 self.play = Some(slot.ats.saturating_add(self.frame));
+                self.last_level = slot.level;
                 self.counters.frames_out += 1;
                 Step::Voice(idx)
             }

@@ -16,6 +16,8 @@ pub(super) struct Slot {
     pub(super) ts: u32,
     pub(super) len: usize,
     pub(super) entry: Entry,
+    /// A voice frame's level in dBFS as the caller gave it ([`LEVEL_UNKNOWN`] if not).
+    pub(super) level: i16,
 }
 
 impl JitterBuffer {
@@ -33,12 +35,22 @@ impl JitterBuffer {
             ts: 0,
             len: 0,
             entry: Entry::Voice,
+            level: LEVEL_UNKNOWN,
         })
     }
 
     pub(super) fn payload(&self, idx: u16, len: usize) -> &[u8] {
         let start = usize::from(idx) * self.cfg.max_payload;
         self.data.get(start..start + len).unwrap_or(&[])
+    }
+
+    /// Levels of the queued voice frames, next to play first.
+    pub(super) fn queued_levels(&self) -> impl Iterator<Item = i16> + '_ {
+        self.order
+            .iter()
+            .map(|&i| self.slot(i))
+            .filter(|s| s.entry == Entry::Voice)
+            .map(|s| s.level)
     }
 
     pub(super) fn front(&self) -> Option<(u16, Slot)> {
@@ -80,7 +92,14 @@ impl JitterBuffer {
     }
 
     /// Copies the frame into a free slot and links it in timestamp order.
-    pub(super) fn insert(&mut self, ats: i64, ts: u32, entry: Entry, payload: &[u8]) -> bool {
+    pub(super) fn insert(
+        &mut self,
+        ats: i64,
+        ts: u32,
+        entry: Entry,
+        payload: &[u8],
+        level: i16,
+    ) -> bool {
         let Some(idx) = self.free.pop() else {
             return false;
         };
@@ -98,6 +117,7 @@ impl JitterBuffer {
                 ts,
                 len: payload.len(),
                 entry,
+                level,
             };
         }
         // Frames mostly arrive in order, so search from the back.

@@ -33,6 +33,9 @@ pub struct JitterStats {
     pub interpolated: u64,
     /// Timeline resynchronisations.
     pub resyncs: u64,
+    /// Growth steps taken inside speech because the slot's frame had not arrived yet: that
+    /// 20 ms is concealed (as a loss would be) and the frame plays in the next slot.
+    pub stretched: u64,
     /// Current playout delay.
     pub current_ms: i64,
     /// Target playout delay.

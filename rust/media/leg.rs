@@ -4,7 +4,10 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::frame::MiniFrame;
-use crate::jitter::{ControlKind, JitterBuffer};
+use crate::jitter::{level_dbfs, Concealer, ControlKind, JitterBuffer, LEVEL_UNKNOWN};
+
+/// Samples decoded on the stack to measure a received frame's level (60 ms of slin16).
+const LEVEL_SCRATCH: usize = 960;
 use crate::parrot::Parrot;
 use crate::resample::{Downsampler, Resample, Upsampler};
 
@@ -43,7 +46,18 @@ impl Leg {
         // Every accepted timestamp becomes the reference, which keeps the mini unwrap exact.
         self.rx_last_full_ts = ts;
         if self.spec.mode.receives() {
-            let _ = self.jitter.put_voice(ts, payload, now_ms);
+            let level = self.level_of(payload);
+            let _ = self.jitter.put_voice_level(ts, payload, level, now_ms);
+        }
+    }
+
+    /// The frame's level, so the jitter buffer changes its delay only in pauses (decoded on
+    /// the stack: 20 ms of any codec fits, and a larger payload is refused by the buffer).
+    fn level_of(&self, payload: &[u8]) -> i16 {
+        let mut pcm = [0i16; LEVEL_SCRATCH];
+        match self.rx_codec.map(|c| c.decode_into(payload, &mut pcm)) {
+            Some(Ok(n)) => level_dbfs(pcm.get(..n).unwrap_or(&[])),
+            _ => LEVEL_UNKNOWN,
         }
     }
 
@@ -97,7 +111,7 @@ impl Station {
             jitter: JitterBuffer::new(self.jitter_cfg).map_err(|_| MediaError::Jitter)?,
             rx_codec: None,
             rx_last_full_ts: 0,
-            last_pcm: vec![0; self.frame_len],
+            plc: Concealer::new(self.rate, self.frame_len, self.concealment),
             pcm: vec![0; self.frame_len],
             talking_out: false,
             last_full_ts: None,

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 use crate::inband::InbandDtmf;
-use crate::jitter::{ControlKind, JitterBuffer, JitterConfig, JitterStats};
+use crate::jitter::{Concealer, Concealment, ControlKind, JitterBuffer, JitterConfig, JitterStats};
 use crate::mixer::Conference;
 use crate::parrot::{Parrot, ParrotSettings};
 use crate::player::{Destination, Player, PlayerError, PlayerEvent};
@@ -81,6 +81,10 @@ pub const RX_LINGER_MS: u64 = 50;
 /// VOX gate of plain calls: a 20 ms frame at or above this RMS level (dBFS) opens it. Low
 /// enough for quiet speech, far above a phone's idle line or decoded µ-law silence.
 pub const VOX_OPEN_DBFS: f64 = -50.0;
+
+/// Queued frames the VOX gate looks ahead: it opens this many frames (60 ms) before the first
+/// one above the threshold, when the jitter buffer already holds them.
+pub const VOX_LOOKAHEAD_FRAMES: usize = 3;
 
 /// How long the VOX gate stays open after the last frame above the threshold: longer than the
 /// pauses between words, so a sentence is one talk spurt on the links.
@@ -169,8 +173,8 @@ struct Leg {
     tx_edge: Edge,
     /// Timestamp of the peer's last full frame, for unwrapping mini frame timestamps.
     rx_last_full_ts: u32,
-    /// Last good station-rate frame from this leg, for concealment.
-    last_pcm: Vec<i16>,
+    /// Concealment of lost frames, fed every station-rate frame that plays.
+    plc: Concealer,
     /// This tick's frame of the leg (good or concealed).
     pcm: Vec<i16>,
     /// Our send clock: the call timestamp corresponding to `ts_origin_ms` of the engine clock.
@@ -218,6 +222,8 @@ pub struct Station {
     /// by its own level (the squelch tail and an open receiver's noise stay out).
     local_gated: bool,
     jitter_cfg: JitterConfig,
+    /// How new legs conceal lost frames.
+    concealment: Concealment,
     /// A frame of zeros: what a muted member puts in the conference.
     silence: Vec<i16>,
     /// Announcements mixed into the outputs.
@@ -295,6 +301,7 @@ impl Station {
             local_tx: false,
             local_gated: false,
             jitter_cfg: JitterConfig::default(),
+            concealment: Concealment::default(),
             silence: vec![0; frame_len],
             local_only: vec![0; frame_len],
             local_only_heard: false,
@@ -475,7 +482,7 @@ impl Station {
             &self.with_clips,
         ];
         let legs = self.legs.iter().map(|l| {
-            l.last_pcm.capacity()
+            l.plc.capacity_samples()
                 + l.pcm.capacity()
                 + l.inband.as_ref().map_or(0, InbandDtmf::capacity_samples)
                 + l.parrot.as_ref().map_or(0, Parrot::capacity_samples)
@@ -486,6 +493,11 @@ impl Station {
             + self.player.capacity_samples()
             + legs.sum::<usize>()
             + local_dtmf.map_or(0, InbandDtmf::capacity_samples)
+    }
+
+    /// How legs added from now on conceal lost frames (the bench compares the two).
+    pub fn set_concealment(&mut self, concealment: Concealment) {
+        self.concealment = concealment;
     }
 
     pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {

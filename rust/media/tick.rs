@@ -155,18 +155,20 @@ impl Station {
                         }
                         leg.rx_edge.run(&self.decoded, &mut self.resampled);
                         fit(&mut self.resampled, frame_len);
-                        leg.last_pcm.copy_from_slice(&self.resampled);
                         leg.pcm.copy_from_slice(&self.resampled);
+                        leg.plc.good(&mut leg.pcm);
                         ready = true;
                         fresh = true;
                         break;
                     }
-                    GetResult::Interpolate { nth } => {
-                        crate::jitter::conceal(&leg.last_pcm, &mut leg.pcm, nth);
-                        ready = nth < crate::jitter::CONCEAL_FADE_FRAMES;
+                    GetResult::Interpolate { .. } => {
+                        ready = leg.plc.conceal(&mut leg.pcm);
                         break;
                     }
-                    GetResult::Silence => break,
+                    GetResult::Silence => {
+                        leg.plc.reset();
+                        break;
+                    }
                 }
             }
             if ready {
@@ -178,7 +180,14 @@ impl Station {
                     ready
                 }
                 RxKeying::Vox => {
-                    if fresh && frame_dbfs(&leg.pcm) >= VOX_OPEN_DBFS {
+                    // The gate also opens for the frames just before a word (what the jitter
+                    // buffer holds of it already), so a weak onset is not clipped.
+                    if fresh
+                        && (frame_dbfs(&leg.pcm) >= VOX_OPEN_DBFS
+                            || leg
+                                .jitter
+                                .loud_ahead(VOX_LOOKAHEAD_FRAMES, VOX_OPEN_DBFS as i16))
+                    {
                         leg.vox_until_ms = now_ms + VOX_HANG_MS;
                     }
                     let open = now_ms < leg.vox_until_ms;

@@ -48,6 +48,7 @@ __all__ = [
 BridgeMode = Literal["handset", "bridge", "conference", "parrot"]
 AudioBackend = Literal["cpal", "none", "usrp"]
 UsrpNetwork = Literal["analog", "dmr", "ysf", "dstar", "p25", "nxdn"]
+Concealment = Literal["pitch", "fade"]
 IdMode = Literal["cw", "tts", "off"]
 Destination = Literal["to_air", "to_monitor"]
 PttBackend = Literal["none", "cm108", "serial", "gpio"]
@@ -131,6 +132,15 @@ class BridgeConfig:
             "of all."
         ),
     ] = False
+    concealment: Annotated[
+        Concealment,
+        key(
+            'How a lost or late voice frame is filled in: "pitch" repeats the last pitch period '
+            "of the talker's voice and fades over 60 ms (after ITU-T G.711 Appendix I); "
+            '"fade" repeats the last frame and fades it (the older, cruder concealment). '
+            "Read at start."
+        ),
+    ] = "pitch"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,6 +38,7 @@ class EngineTransport:
         mix_minus: bool = True,
         legs: int = 64,
         tunnel: TunnelSettings | None = None,
+        concealment: str = "pitch",
     ) -> None:
         """`legs` is the most legs the node carries (calls and links): the engine sizes the
         socket buffers for that many. With `tunnel` every datagram goes through that WireGuard
@@ -51,6 +52,7 @@ class EngineTransport:
                 queue_limit=queue_limit(legs),
                 legs=legs,
                 wireguard=wireguard,
+                concealment=concealment,
             )
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.

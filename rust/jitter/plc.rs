@@ -1,0 +1,287 @@
+//! Packet-loss concealment that follows the pitch of the last good audio.
+//!
+//! The approach is the one ITU-T G.711 Appendix I describes, re-stated for 20 ms frames at
+//! 8 or 16 kHz and without its 3.75 ms output delay:
+//!
+//! * every frame that plays (received or concealed) goes into a history of about 49 ms;
+//! * when a frame is lost, the pitch period is the lag (2.5-15 ms, i.e. 66-400 Hz) whose
+//!   normalised correlation with the last 20 ms is highest, and the last period is repeated;
+//! * after 10 ms of loss the repeated stretch grows to two periods, after 20 ms to three (a
+//!   single period repeated for long sounds buzzy), each switch blended over a quarter period;
+//! * from 10 ms on, the level falls by a fifth every 10 ms, so the concealment is silent 60 ms
+//!   into a loss;
+//! * the first good frame after a loss is cross-faded with the concealment's continuation, over
+//!   a quarter period plus 4 ms per further 10 ms lost (at most 10 ms), so the join has no step.
+//!
+//! Repeating the whole last frame with a linear fade ([`Concealment::Fade`], the old
+//! behaviour) stays available for comparison. All storage is allocated in [`Concealer::new`].
+
+use super::{conceal, CONCEAL_FADE_FRAMES};
+
+/// Which concealment a [`Concealer`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Concealment {
+    /// Pitch-period repetition with overlap-add (G.711 Appendix I's approach).
+    #[default]
+    Pitch,
+    /// Repeat the last frame, fading to silence over [`CONCEAL_FADE_FRAMES`] frames.
+    Fade,
+}
+
+impl Concealment {
+    /// The names the configuration uses: "pitch" or "fade".
+    pub fn from_name(name: &str) -> Option<Concealment> {
+        match name {
+            "pitch" => Some(Concealment::Pitch),
+            "fade" => Some(Concealment::Fade),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Concealment::Pitch => "pitch",
+            Concealment::Fade => "fade",
+        }
+    }
+}
+
+/// Per-leg concealment state: the recent history and where a loss run stands.
+#[derive(Debug, Clone)]
+pub struct Concealer {
+    mode: Concealment,
+    /// Samples per 10 ms (80 or 160): the unit of the attenuation and period schedule.
+    unit: usize,
+    pmin: usize,
+    pmax: usize,
+    /// Length of the window whose correlation picks the pitch (20 ms).
+    corr_len: usize,
+    /// The last samples that played, oldest first.
+    hist: Vec<f32>,
+    /// Whether `hist` holds audio of the current talk spurt.
+    primed: bool,
+    /// The last three periods of history, frozen when a loss starts.
+    pbuf: Vec<f32>,
+    pitch: usize,
+    periods: usize,
+    /// Read position in the repeated stretch (the last `periods` periods of `pbuf`).
+    read: usize,
+    /// Blend from the previous stretch (`old_periods`, `old_read`) still to run, of `ola_len`.
+    ola_left: usize,
+    ola_len: usize,
+    old_periods: usize,
+    old_read: usize,
+    /// Samples concealed in the current run; 0 when the last frame was good.
+    erased: usize,
+    /// Fade mode: the last good frame, and the index of the next concealed frame.
+    last: Vec<i16>,
+    nth: u32,
+}
+
+impl Concealer {
+    /// A concealer for `rate` (8000 or 16000; other rates are treated by their 10 ms length)
+    /// and frames of up to `frame_len` samples.
+    pub fn new(rate: u32, frame_len: usize, mode: Concealment) -> Concealer {
+        let unit = (rate as usize / 100).max(1);
+        // 66-400 Hz covers men's and women's voices.
+        let pmin = (rate as usize / 400).max(1);
+        let pmax = (rate as usize * 3 / 200).max(pmin + 1);
+        let corr_len = 2 * unit;
+        let hist_len = (3 * pmax + pmax / 4).max(corr_len + pmax).max(frame_len);
+        Concealer {
+            mode,
+            unit,
+            pmin,
+            pmax,
+            corr_len,
+            hist: vec![0.0; hist_len],
+            primed: false,
+            pbuf: vec![0.0; 3 * pmax],
+            pitch: pmax,
+            periods: 1,
+            read: 0,
+            ola_left: 0,
+            ola_len: 0,
+            old_periods: 1,
+            old_read: 0,
+            erased: 0,
+            last: vec![0; frame_len],
+            nth: 0,
+        }
+    }
+
+    /// Samples of storage held (for the media path's no-growth test).
+    pub fn capacity_samples(&self) -> usize {
+        self.hist.capacity() + self.pbuf.capacity() + self.last.capacity()
+    }
+
+    pub fn mode(&self) -> Concealment {
+        self.mode
+    }
+
+    /// The pitch period (samples) of the current or last loss.
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// A pause: the next loss must not repeat audio from before it.
+    pub fn reset(&mut self) {
+        if self.primed || self.erased > 0 {
+            self.hist.fill(0.0);
+            self.last.fill(0);
+            self.primed = false;
+            self.erased = 0;
+            self.nth = 0;
+        }
+    }
+
+    /// A frame that was received: after a loss its start is blended with the concealment's
+    /// continuation; then it becomes history.
+    pub fn good(&mut self, pcm: &mut [i16]) {
+        match self.mode {
+            Concealment::Fade => {
+                self.nth = 0;
+                let n = pcm.len().min(self.last.len());
+                self.last[..n].copy_from_slice(&pcm[..n]);
+            }
+            Concealment::Pitch => {
+                if self.erased > 0 {
+                    self.join(pcm);
+                }
+                self.erased = 0;
+                self.primed = true;
+                self.remember(pcm);
+            }
+        }
+    }
+
+    /// A lost frame: fills `out` with concealment. Returns false once the concealment has
+    /// faded to silence (the frame carries nothing).
+    pub fn conceal(&mut self, out: &mut [i16]) -> bool {
+        match self.mode {
+            Concealment::Fade => {
+                let nth = self.nth;
+                self.nth = self.nth.saturating_add(1);
+                conceal(&self.last, out, nth);
+                nth < CONCEAL_FADE_FRAMES
+            }
+            Concealment::Pitch => {
+                if !self.primed {
+                    out.fill(0);
+                    return false;
+                }
+                if self.erased == 0 {
+                    self.start_loss();
+                }
+                let audible = self.erased < 6 * self.unit;
+                for o in out.iter_mut() {
+                    *o = to_i16(self.next_sample());
+                }
+                self.remember(out);
+                audible
+            }
+        }
+    }
+
+    fn start_loss(&mut self) {
+        self.pitch = self.find_pitch();
+        let n = self.hist.len();
+        let p3 = 3 * self.pmax;
+        self.pbuf.copy_from_slice(&self.hist[n - p3..]);
+        self.periods = 1;
+        self.read = 0;
+        self.ola_left = 0;
+    }
+
+    /// The lag in `pmin..=pmax` whose normalised correlation with the last `corr_len` samples
+    /// is highest (the smallest such lag on ties, so a multiple of the period is not taken).
+    fn find_pitch(&self) -> usize {
+        let n = self.hist.len();
+        let target = &self.hist[n - self.corr_len..];
+        let mut best = self.pmax;
+        let mut best_score = f32::MIN;
+        for lag in self.pmin..=self.pmax {
+            let cand = &self.hist[n - self.corr_len - lag..n - lag];
+            let (mut dot, mut energy) = (0.0f32, 0.0f32);
+            for (a, b) in target.iter().zip(cand) {
+                dot += a * b;
+                energy += b * b;
+            }
+            if energy <= 0.0 {
+                continue;
+            }
+            // Sign kept: a lag where the waveform is inverted is no period.
+            let score = dot * dot.abs() / energy;
+            if score > best_score * 1.0001 {
+                best_score = score;
+                best = lag;
+            }
+        }
+        best
+    }
+
+    /// Sample `read` of the repetition of the last `periods` periods of `pbuf`.
+    fn stretch(&self, periods: usize, read: usize) -> f32 {
+        let len = periods * self.pitch;
+        let start = self.pbuf.len() - len;
+        self.pbuf.get(start + read).copied().unwrap_or(0.0)
+    }
+
+    fn next_sample(&mut self) -> f32 {
+        // Grow the repeated stretch at 10 ms and 20 ms into the loss.
+        if self.erased > 0 && self.erased % self.unit == 0 && self.periods < 3 {
+            self.old_periods = self.periods;
+            self.old_read = self.read;
+            self.periods += 1;
+            // Same phase one period further back.
+            self.ola_len = (self.pitch / 4).max(1);
+            self.ola_left = self.ola_len;
+        }
+        let mut s = self.stretch(self.periods, self.read);
+        if self.ola_left > 0 {
+            let w = self.ola_left as f32 / (self.ola_len + 1) as f32;
+            let old = self.stretch(self.old_periods, self.old_read);
+            s = old * w + s * (1.0 - w);
+            self.old_read = (self.old_read + 1) % (self.old_periods * self.pitch);
+            self.ola_left -= 1;
+        }
+        self.read = (self.read + 1) % (self.periods * self.pitch);
+        let gain = self.gain(self.erased);
+        self.erased += 1;
+        s * gain
+    }
+
+    /// Level `t` samples into a loss: full for 10 ms, then down a fifth per 10 ms.
+    fn gain(&self, t: usize) -> f32 {
+        if t < self.unit {
+            1.0
+        } else {
+            (1.0 - 0.2 * (t - self.unit) as f32 / self.unit as f32).max(0.0)
+        }
+    }
+
+    /// Cross-fade the start of a good frame from the concealment's continuation.
+    fn join(&mut self, pcm: &mut [i16]) {
+        let extra = (self.erased / self.unit).saturating_sub(1) * self.unit * 4 / 10;
+        let len = (self.pitch / 4 + extra).min(self.unit).min(pcm.len());
+        for (i, x) in pcm.iter_mut().take(len).enumerate() {
+            let w = (i + 1) as f32 / (len + 1) as f32;
+            let synth = self.next_sample();
+            *x = to_i16(f32::from(*x) * w + synth * (1.0 - w));
+        }
+    }
+
+    fn remember(&mut self, pcm: &[i16]) {
+        let n = self.hist.len();
+        let k = pcm.len().min(n);
+        self.hist.copy_within(k.., 0);
+        for (h, &x) in self.hist[n - k..].iter_mut().zip(&pcm[pcm.len() - k..]) {
+            *h = f32::from(x);
+        }
+    }
+}
+
+fn to_i16(v: f32) -> i16 {
+    // `as` saturates for floats (and maps NaN to 0).
+    v.round() as i16
+}

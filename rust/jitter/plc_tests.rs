@@ -1,0 +1,192 @@
+//! Tests of the pitch-following concealment.
+
+use super::plc::{Concealer, Concealment};
+
+/// A voiced, vowel-like signal: harmonics of `f0` with falling levels, and a slow vibrato-free
+/// amplitude, at `rate`.
+fn voiced(rate: u32, f0: f64, len: usize) -> Vec<i16> {
+    (0..len)
+        .map(|n| {
+            let t = n as f64 / f64::from(rate);
+            let mut v = 0.0;
+            for h in 1..=8 {
+                let hf = f64::from(h);
+                if hf * f0 < f64::from(rate) / 2.0 {
+                    v += (2.0 * std::f64::consts::PI * hf * f0 * t + 0.3 * hf).sin() / hf;
+                }
+            }
+            (6000.0 * v) as i16
+        })
+        .collect()
+}
+
+fn max_step(x: &[i16]) -> i32 {
+    x.windows(2)
+        .map(|w| (i32::from(w[1]) - i32::from(w[0])).abs())
+        .max()
+        .unwrap_or(0)
+}
+
+fn energy(x: &[i16]) -> f64 {
+    x.iter().map(|&s| f64::from(s) * f64::from(s)).sum::<f64>() / x.len().max(1) as f64
+}
+
+/// Plays `signal` in frames through a concealer, concealing the frames in `lost`.
+fn play(rate: u32, signal: &[i16], lost: &[usize], mode: Concealment) -> Vec<i16> {
+    let frame = rate as usize / 50;
+    let mut plc = Concealer::new(rate, frame, mode);
+    let mut out = Vec::with_capacity(signal.len());
+    let mut buf = vec![0i16; frame];
+    for (i, chunk) in signal.chunks(frame).enumerate() {
+        buf[..chunk.len()].copy_from_slice(chunk);
+        if lost.contains(&i) {
+            plc.conceal(&mut buf);
+        } else {
+            plc.good(&mut buf);
+        }
+        out.extend_from_slice(&buf[..chunk.len()]);
+    }
+    out
+}
+
+#[test]
+fn pitch_follows_a_voiced_signal_at_8_and_16_khz() {
+    for (rate, f0) in [(8000, 125.0), (8000, 210.0), (16000, 125.0), (16000, 95.0)] {
+        let frame = rate as usize / 50;
+        let signal = voiced(rate, f0, frame * 10);
+        let mut plc = Concealer::new(rate, frame, Concealment::Pitch);
+        let mut buf = vec![0i16; frame];
+        for chunk in signal.chunks(frame).take(5) {
+            buf.copy_from_slice(chunk);
+            plc.good(&mut buf);
+        }
+        assert!(plc.conceal(&mut buf));
+        let period = f64::from(rate) / f0;
+        assert!(
+            (plc.pitch() as f64 - period).abs() <= 1.0,
+            "{rate} Hz, f0 {f0}: pitch {} for a period of {period:.1}",
+            plc.pitch()
+        );
+        // The first 10 ms of concealment continue the waveform itself.
+        let unit = rate as usize / 100;
+        let truth = &signal[5 * frame..5 * frame + unit];
+        let err: f64 = buf[..unit]
+            .iter()
+            .zip(truth)
+            .map(|(&a, &b)| (f64::from(a) - f64::from(b)).powi(2))
+            .sum::<f64>()
+            / unit as f64;
+        assert!(
+            err < 0.02 * energy(truth),
+            "{rate} Hz, f0 {f0}: error {err:.0} vs energy {:.0}",
+            energy(truth)
+        );
+    }
+}
+
+#[test]
+fn the_join_into_the_next_good_frame_is_continuous() {
+    for rate in [8000, 16000] {
+        let frame = rate as usize / 50;
+        // A pitch glide, so the concealment (a fixed period) drifts off the true signal and
+        // the join has something to smooth.
+        let signal: Vec<i16> = {
+            let mut phase = 0.0f64;
+            (0..frame * 20)
+                .map(|n| {
+                    let f0 = 110.0 + 60.0 * n as f64 / (frame * 20) as f64;
+                    phase += 2.0 * std::f64::consts::PI * f0 / f64::from(rate);
+                    let v: f64 = (1..=6)
+                        .map(|h| (f64::from(h) * phase).sin() / f64::from(h))
+                        .sum();
+                    (5000.0 * v) as i16
+                })
+                .collect()
+        };
+        let own = max_step(&signal);
+        for lost in [vec![6], vec![6, 7], vec![6, 7, 8], vec![6, 7, 8, 9, 10]] {
+            let out = play(rate, &signal, &lost, Concealment::Pitch);
+            let steps = max_step(&out);
+            assert!(
+                steps <= own * 11 / 10,
+                "{rate} Hz, lost {lost:?}: step {steps} > the signal's own {own}"
+            );
+        }
+        // The old concealment jumps at the join (it is what the new one replaces).
+        let old = play(rate, &signal, &[6, 7], Concealment::Fade);
+        assert!(max_step(&old) > own * 11 / 10, "{rate} Hz");
+    }
+}
+
+#[test]
+fn long_losses_fade_to_silence() {
+    for rate in [8000, 16000] {
+        let frame = rate as usize / 50;
+        let signal = voiced(rate, 140.0, frame * 5);
+        let mut plc = Concealer::new(rate, frame, Concealment::Pitch);
+        let mut buf = vec![0i16; frame];
+        for chunk in signal.chunks(frame) {
+            buf.copy_from_slice(chunk);
+            plc.good(&mut buf);
+        }
+        let reference = energy(&signal[signal.len() - frame..]);
+        let mut levels = Vec::new();
+        let mut audible = Vec::new();
+        for _ in 0..6 {
+            audible.push(plc.conceal(&mut buf));
+            levels.push(energy(&buf));
+        }
+        assert!(
+            levels[0] > 0.5 * reference,
+            "{rate}: first frame {levels:?}"
+        );
+        assert!(
+            levels[0] > levels[1] && levels[1] > levels[2],
+            "{rate}: {levels:?}"
+        );
+        assert!(levels[3..].iter().all(|&e| e == 0.0), "{rate}: {levels:?}");
+        assert_eq!(audible, [true, true, true, false, false, false]);
+        // After a long loss the next good frame fades in from silence: no click.
+        let mut next = signal[..frame].to_vec();
+        let first = next[0];
+        plc.good(&mut next);
+        assert!(next[0].unsigned_abs() < first.unsigned_abs().max(1) / 2 + 1);
+    }
+}
+
+#[test]
+fn no_history_conceals_silence_and_reset_forgets() {
+    let mut plc = Concealer::new(8000, 160, Concealment::Pitch);
+    let mut buf = vec![7i16; 160];
+    assert!(!plc.conceal(&mut buf));
+    assert!(buf.iter().all(|&s| s == 0));
+    let mut voice = voiced(8000, 150.0, 160);
+    plc.good(&mut voice);
+    plc.reset();
+    assert!(!plc.conceal(&mut buf));
+    assert!(buf.iter().all(|&s| s == 0));
+}
+
+#[test]
+fn fade_mode_is_the_old_repeat_and_fade() {
+    let signal = voiced(8000, 150.0, 160 * 6);
+    let mut expect = vec![0i16; 160];
+    let mut plc = Concealer::new(8000, 160, Concealment::Fade);
+    let mut buf = signal[..160].to_vec();
+    plc.good(&mut buf);
+    assert_eq!(buf, signal[..160]);
+    for nth in 0..5 {
+        let audible = plc.conceal(&mut buf);
+        super::conceal(&signal[..160], &mut expect, nth);
+        assert_eq!(buf, expect);
+        assert_eq!(audible, nth < super::CONCEAL_FADE_FRAMES);
+    }
+}
+
+#[test]
+fn names_round_trip() {
+    for mode in [Concealment::Pitch, Concealment::Fade] {
+        assert_eq!(Concealment::from_name(mode.name()), Some(mode));
+    }
+    assert_eq!(Concealment::from_name("g711"), None);
+}
