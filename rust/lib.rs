@@ -24,6 +24,7 @@ pub mod ratio;
 pub mod resample;
 pub mod tone;
 pub mod transport;
+pub mod usrp;
 pub mod vox;
 pub mod wire_error;
 pub mod wireguard;

@@ -571,9 +571,16 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
         allowed_ips=("10.8.0.0/24",),
         preshared_key_env="WG_PRESHARED_KEY",
     )
+    assert config.usrp is not None and config.usrp.network == "analog"
     assert (
         dataclasses.replace(
-            config, register=None, links={}, portal=None, statpost=None, wireguard=None
+            config,
+            register=None,
+            links={},
+            portal=None,
+            statpost=None,
+            wireguard=None,
+            usrp=None,
         )
         == NodeConfig()
     )

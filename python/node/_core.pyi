@@ -1,6 +1,6 @@
 """Type stubs for the native module `node._core` (hand-written; one section per Rust area)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Iterable as _Iterable
 from typing import Any, TypeAlias, final
 from typing import final as _final
@@ -26,6 +26,7 @@ __all__ = [
     "ToneError",
     "TrunkFrame",
     "Upsampler",
+    "UsrpPort",
     "VideoFrame",
     "WireGuard",
     "__version__",
@@ -407,6 +408,14 @@ class Engine:
         radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
         back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports ("vox", open)
         events. DeviceError for a setting it cannot take."""
+    def open_usrp(
+        self, listen: str, peer: str, settings: Mapping[str, float] | None = None
+    ) -> UsrpPort:
+        """Attach a USRP radio (ip:port literals) as the local radio: an engine thread owns its
+        socket and 20 ms clock. `settings`: rx_gain_db, tx_gain_db, prefill_frames,
+        queue_frames, rx_timeout_ms, talkgroup. Events "usrp_carrier", "usrp_dtmf",
+        "usrp_meta", "usrp_peer". ValueError for an address or an unknown setting, EngineError
+        for a port or a setting out of range."""
     def stop(self) -> None: ...
 
 # --- device ---
@@ -448,6 +457,26 @@ class Interpolator:
     @property
     def delay(self) -> float:
         """Group delay in output (48 kHz) samples (119.5 at factor 6, 71.5 at factor 3)."""
+
+@final
+class UsrpPort:
+    """A USRP radio attached to the engine's local radio member (from Engine.open_usrp)."""
+
+    def set_keyed(self, keyed: bool) -> None:
+        """Keyed: a keyup-1 voice packet every 20 ms; the release sends one keyup-0 packet."""
+    def set_gains(
+        self, rx_gain_db: float | None = None, tx_gain_db: float | None = None
+    ) -> None: ...
+    def stats(self) -> dict[str, Any]:
+        """rx/tx levels and counters, carrier, keyed, buffered, heard_ago_ms, meta."""
+    @property
+    def local_addr(self) -> tuple[str, int]: ...
+    @property
+    def peer(self) -> tuple[str, int]: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None:
+        """Stop the thread (a keyed transmitter is released first, with its keyup-0)."""
 
 @final
 class DevicePort:

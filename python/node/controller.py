@@ -245,6 +245,12 @@ class Controller:
             snap["audio"] = self._bridge.audio()
         if self.transmit.radio is not None:
             snap["radio"] = self.transmit.radio.snapshot()
+            if self.transmit.radio.usrp and self.config.usrp is not None:
+                snap["radio"]["usrp"] = {
+                    "network": self.config.usrp.network,
+                    "dstar_guard": self.transmit.usrp_dstar,
+                    "caller": self.transmit.usrp_caller,
+                }
         return snap
 
     def _tunnel_json(self) -> dict[str, Any] | None:
@@ -398,6 +404,11 @@ class Controller:
                 self.transmit.tx_demand(event[1])
             elif kind == "vox":
                 self.transmit.vox_changed(event[1])
+            elif kind == "usrp_dtmf":
+                # The USRP peer's DTMF packets: a digit source of their own.
+                self.commands.digit("usrp", None, event[1])
+            elif kind.startswith("usrp_"):
+                self.transmit.usrp_event(kind, event[1])
             elif kind == "command_failed":
                 log.warning("media command failed: %s", event[1])
             elif kind == "tunnel_changed":

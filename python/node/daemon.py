@@ -44,6 +44,7 @@ from node.events import EventBus
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
 from node.radio.radio import Radio
+from node.radio.usrp import UsrpPtt
 from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
 from node.wireguard import TunnelSettings, encode_key, tunnel_settings
@@ -290,7 +291,7 @@ class RunningNode:
                 "the control channel", "control.bind", config.control.bind, exc
             ) from None
         try:
-            radio = Radio.open(config.radio, config.keying.tx_timeout_secs)
+            radio = Radio.open(config.radio, config.keying.tx_timeout_secs, usrp=config.usrp)
         except RadioError as exc:
             transport.close()
             ctl_sock.close()
@@ -310,6 +311,7 @@ class RunningNode:
             vox=radio.vox,
             gated=radio.gated,
             parrot=config.parrot,
+            usrp=config.usrp,
         )
         try:
             bridge.start_audio()
@@ -320,6 +322,8 @@ class RunningNode:
             raise StartError(
                 f"cannot start audio ([audio] backend = {config.audio.backend}): {exc}"
             ) from None
+        if isinstance(radio.ptt, UsrpPtt):
+            radio.ptt.attach(bridge.usrp_port)
         if config.ami.enabled:
             ami = AmiServer(controller, self.secrets)
             try:

@@ -214,8 +214,9 @@ class Health(Event):
 
 @dataclass(frozen=True, slots=True)
 class Radio(Event):
-    """A radio edge: `kind` "ptt" (the transmitter keyed or released) or "carrier" (the
-    receiver's squelch opened or closed)."""
+    """A radio edge: `kind` "ptt" (the transmitter keyed or released), "carrier" (the
+    receiver's squelch opened or closed); a USRP radio's "caller" (the digital side's caller
+    while they talk) and "peer" (`on` False: the peer went quiet mid-transmission)."""
 
     name: ClassVar[str] = "radio"
     kind: str = ""
@@ -224,11 +225,15 @@ class Radio(Event):
     #: Why: a PTT release's cause (hang time over, TX time-out, shutdown), or why an open
     #: squelch did not key the node (the D-Star guard's refusal).
     reason: str | None = None
+    #: A USRP radio's digital caller (`kind` "caller"): callsign, source_id, talkgroup...
+    caller: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"event": self.name, "kind": self.kind, "on": self.on}
         if self.reason is not None:
             body["reason"] = self.reason
+        if self.caller is not None:
+            body["caller"] = dict(self.caller)
         return body
 
 

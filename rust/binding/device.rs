@@ -34,7 +34,8 @@ impl PyDevicePort {
     }
 }
 
-fn direction<'py>(
+/// One direction's gain, levels and frame counters (the USRP port's stats share the shape).
+pub(super) fn direction<'py>(
     py: Python<'py>,
     gain_db: f64,
     level: Reading,

@@ -201,7 +201,8 @@ impl PyEngine {
     /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
     /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
     /// ("play_started", id), ("play_finished", id, completed), ("activity", active),
-    /// ("local_tx", on), ("vox", open), ("command_failed", message), ("tunnel_changed",).
+    /// ("local_tx", on), ("vox", open), ("command_failed", message), ("tunnel_changed",),
+    /// ("usrp_carrier", on), ("usrp_dtmf", digit), ("usrp_meta", {...}), ("usrp_peer", heard).
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for ev in self.inner.drain_events() {
@@ -257,6 +258,7 @@ impl PyEngine {
                 EngineEvent::Vox(open) => out.append(("vox", open))?,
                 EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
                 EngineEvent::TunnelChanged => out.append(("tunnel_changed",))?,
+                EngineEvent::Usrp(e) => out.append(super::usrp::event_to_py(py, &e)?)?,
             }
         }
         Ok(out)
@@ -461,6 +463,43 @@ impl PyEngine {
             Err(EngineError::Device(e)) => Err(e.into()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Attach a USRP radio (chan_usrp's and Analog_Bridge's packet stream) as the local radio:
+    /// a thread of the engine binds `listen` ("ip:port"), sends to `peer`. `settings` may hold
+    /// "rx_gain_db", "tx_gain_db" (dB), "prefill_frames" (frames held before a transmission
+    /// plays, default 3), "queue_frames" (most frames held, default 25), "rx_timeout_ms" (a
+    /// transmission silent this long without its keyup-0 is over and the peer reported lost,
+    /// default 300) and "talkgroup" (default 0). Its carrier, DTMF, caller metadata and peer
+    /// state come as "usrp_*" events.
+    #[pyo3(signature = (listen, peer, settings = None))]
+    fn open_usrp(
+        &self,
+        listen: &str,
+        peer: &str,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<super::usrp::PyUsrpPort> {
+        let parse = |what: &str, s: &str| -> PyResult<SocketAddr> {
+            s.parse::<SocketAddr>().map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "USRP {what} {s:?} is not an ip:port address"
+                ))
+            })
+        };
+        let (listen, peer) = (parse("listen", listen)?, parse("peer", peer)?);
+        let s = super::usrp::Settings::from_py(settings)?;
+        let mut radio = crate::usrp::UsrpRadio::new(crate::usrp::UsrpConfig {
+            station_rate: self.inner.rate(),
+            prefill_frames: s.prefill_frames,
+            queue_frames: s.queue_frames,
+            rx_timeout_ms: s.rx_timeout_ms,
+            talkgroup: s.talkgroup,
+        })?;
+        radio.set_rx_gain_db(s.rx_gain_db)?;
+        radio.set_tx_gain_db(s.tx_gain_db)?;
+        Ok(super::usrp::PyUsrpPort::new(
+            self.inner.attach_usrp(radio, listen, peer)?,
+        ))
     }
 
     /// Samples per 20 ms frame at the station rate.

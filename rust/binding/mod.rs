@@ -39,6 +39,7 @@ mod frame;
 mod mixer;
 mod resampler;
 mod tones;
+mod usrp;
 mod wireguard;
 
 #[pymodule]
@@ -52,6 +53,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     resampler::register(m)?;
     device::register(m)?;
     tones::register(m)?;
+    usrp::register(m)?;
     wireguard::register(m)?;
     Ok(())
 }

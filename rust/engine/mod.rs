@@ -38,6 +38,9 @@ use crate::transport::{Transport, TunnelStats, UdpTransport};
 
 mod counters;
 mod local;
+mod usrp;
+
+pub use usrp::{lock_usrp, UsrpLink, UsrpShared};
 #[cfg(test)]
 mod tests;
 mod worker;
@@ -119,6 +122,8 @@ pub enum EngineError {
     Rate(u32),
     /// A sound card the engine cannot take.
     Device(DeviceError),
+    /// The USRP radio could not start (its port, its settings).
+    Usrp(String),
 }
 
 impl std::fmt::Display for EngineError {
@@ -129,6 +134,7 @@ impl std::fmt::Display for EngineError {
             EngineError::Stopped => write!(f, "the engine is stopped"),
             EngineError::Rate(r) => write!(f, "station rate {r} Hz (accepted: 8000, 16000)"),
             EngineError::Device(e) => e.fmt(f),
+            EngineError::Usrp(msg) => f.write_str(msg),
         }
     }
 }
@@ -139,7 +145,7 @@ impl std::error::Error for EngineError {
             EngineError::Bind { source, .. } => Some(source),
             EngineError::Io(e) => Some(e),
             EngineError::Device(e) => Some(e),
-            EngineError::Stopped | EngineError::Rate(_) => None,
+            EngineError::Stopped | EngineError::Rate(_) | EngineError::Usrp(_) => None,
         }
     }
 }
@@ -214,6 +220,8 @@ pub enum EngineEvent {
     CommandFailed(String),
     /// The transport's tunnel changed state (see [`Engine::tunnel`]).
     TunnelChanged,
+    /// The USRP radio's carrier, DTMF, caller metadata or peer state.
+    Usrp(crate::usrp::UsrpEvent),
 }
 
 /// State shared by the socket thread and the handle Python holds.
@@ -428,6 +436,31 @@ impl Engine {
         Ok(DeviceLink {
             shared: Arc::clone(&self.shared),
             edge,
+        })
+    }
+
+    /// Attach a USRP radio as the local radio: its thread binds `listen`, sends to `peer` and
+    /// trades 20 ms frames with the local radio member. Queued local audio from an earlier
+    /// device is dropped.
+    pub fn attach_usrp(
+        &self,
+        radio: crate::usrp::UsrpRadio,
+        listen: SocketAddr,
+        peer: SocketAddr,
+    ) -> Result<UsrpLink, EngineError> {
+        if self.thread.is_none() {
+            return Err(EngineError::Stopped);
+        }
+        let mut port = lock(&self.shared.local);
+        if port.attached == 0 {
+            port.clear();
+        }
+        port.attached += 1;
+        drop(port);
+        UsrpLink::start(Arc::clone(&self.shared), radio, listen, peer).map_err(|e| {
+            let mut port = lock(&self.shared.local);
+            port.attached = port.attached.saturating_sub(1);
+            EngineError::Usrp(format!("cannot open the USRP port {listen}: {e}"))
         })
     }
 

@@ -53,6 +53,7 @@ from node.config.station import (
     ParrotConfig,
     RadioConfig,
     TtsConfig,
+    UsrpConfig,
 )
 from node.config.template import iter_template_keys, write_template
 from node.config.values import (
@@ -111,6 +112,7 @@ __all__ = [
     "SecretsConfig",
     "StatpostConfig",
     "TtsConfig",
+    "UsrpConfig",
     "WireGuardConfig",
     "iter_template_keys",
     "load_config",

@@ -60,6 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("statpost", net.StatpostConfig),
     Section("bridge", station.BridgeConfig),
     Section("audio", station.AudioConfig),
+    Section("usrp", station.UsrpConfig),
     Section("announce", station.AnnounceConfig),
     Section("dtmf", station.DtmfConfig),
     # `[links]` holds its own keys and one `[links.<node_id>]` table per node.
@@ -87,6 +88,8 @@ class NodeConfig:
     secrets: net.SecretsConfig = field(default_factory=net.SecretsConfig)
     bridge: station.BridgeConfig = field(default_factory=station.BridgeConfig)
     audio: station.AudioConfig = field(default_factory=station.AudioConfig)
+    #: `[usrp]`: None when the section is absent (no USRP radio).
+    usrp: station.UsrpConfig | None = None
     codec_policy: Annotated[
         CodecPolicy,
         key(

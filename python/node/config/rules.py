@@ -262,6 +262,28 @@ def check_node(config: NodeConfig, fail: Fail) -> None:
             "codec_policy) nor 48000 Hz, the rate the node converts from",
             f"0 (automatic), {rate}, 48000",
         )
+    if config.audio.backend == "usrp" and config.usrp is None:
+        fail(
+            "audio.backend",
+            'is "usrp" but the file has no [usrp] section',
+            "a [usrp] section with listen and peer, or backend = cpal or none",
+        )
+    if config.usrp is not None:
+        # A [usrp] section beside another backend is inert (kept for switching back).
+        u = config.usrp
+        if u.buffer_ms <= u.prefill_ms:
+            fail(
+                "usrp.buffer_ms",
+                f"{u.buffer_ms} ms does not exceed prefill_ms ({u.prefill_ms} ms)",
+                f"a multiple of 20 above {u.prefill_ms}, at most 10000",
+            )
+        usrp_radio = config.audio.backend == "usrp"
+        if usrp_radio and (config.radio.ptt != "none" or config.radio.carrier != "none"):
+            fail(
+                "radio.ptt" if config.radio.ptt != "none" else "radio.carrier",
+                "has no meaning with a USRP radio: its keyup bit is the PTT and the carrier",
+                "none (the default)",
+            )
     if config.statpost is not None and config.register is None:
         fail(
             "statpost",

@@ -7,11 +7,22 @@ Declared as in `node.config.network`: each key once, with what the template says
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal
 
 from node.config.schema import key
-from node.config.values import Context, FrozenDict, Invalid, array, choice_set, string
+from node.config.values import (
+    Address,
+    Context,
+    FrozenDict,
+    Invalid,
+    array,
+    bind_address,
+    choice_set,
+    peer_address,
+    string,
+)
 
 __all__ = [
     "CM108_BUTTONS",
@@ -31,10 +42,12 @@ __all__ = [
     "ParrotConfig",
     "RadioConfig",
     "TtsConfig",
+    "UsrpConfig",
 ]
 
 BridgeMode = Literal["handset", "bridge", "conference", "parrot"]
-AudioBackend = Literal["cpal", "none"]
+AudioBackend = Literal["cpal", "none", "usrp"]
+UsrpNetwork = Literal["analog", "dmr", "ysf", "dstar", "p25", "nxdn"]
 IdMode = Literal["cw", "tts", "off"]
 Destination = Literal["to_air", "to_monitor"]
 PttBackend = Literal["none", "cm108", "serial", "gpio"]
@@ -136,7 +149,10 @@ class AudioConfig:
     output: str = ""
     backend: Annotated[
         AudioBackend,
-        key('"cpal" (hardware) or "none" (hardware-free null backend for headless hosts).'),
+        key(
+            '"cpal" (hardware), "none" (hardware-free null backend for headless hosts) or '
+            '"usrp" (the radio is a USRP stream: chan_usrp, DVSwitch Analog_Bridge; see [usrp]).'
+        ),
     ] = "none"
     device_rate: Annotated[
         int,
@@ -162,6 +178,89 @@ class AudioConfig:
         ),
     ] = 0.0
     tx_gain_db: Annotated[float, key(ge=GAIN_DB_MIN, le=GAIN_DB_MAX)] = 0.0
+
+
+def _frame_ms(lo: int, hi: int) -> Callable[[object, Context], int]:
+    def parse(raw: object, ctx: Context) -> int:
+        accepted = f"a multiple of 20 from {lo} to {hi}"
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise Invalid("must be an integer", accepted)
+        if raw % 20 or not lo <= raw <= hi:
+            raise Invalid(f"{raw} is not {accepted}", accepted)
+        return raw
+
+    return parse
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsrpConfig:
+    """`[usrp]`: the local radio as a USRP packet stream (`[audio] backend = "usrp"`)."""
+
+    NOTE: ClassVar[str] = (
+        "The local radio as a USRP stream (app_rpt's chan_usrp, DVSwitch's Analog_Bridge), used "
+        'with [audio] backend = "usrp". Example values:'
+    )
+
+    listen: Annotated[
+        Address,
+        key(
+            "Where the node receives the peer's packets (ip:port): Analog_Bridge's [USRP] "
+            "txPort, or the second port of chan_usrp's USRP/<ip>:<txport>:<rxport>.",
+            parse=bind_address,
+            example="127.0.0.1:34001",
+        ),
+    ]
+    peer: Annotated[
+        Address,
+        key(
+            "Where the node sends its packets (ip:port): Analog_Bridge's [USRP] address and "
+            "rxPort, or chan_usrp's <ip>:<rxport>.",
+            parse=peer_address,
+            example="127.0.0.1:32001",
+        ),
+    ]
+    network: Annotated[
+        UsrpNetwork,
+        key(
+            'Which network is behind the peer: "analog", "dmr", "ysf", "dstar", "p25" or '
+            '"nxdn". With "dstar" the D-Star guard is active while the radio is configured: '
+            "POST /key, keying commands and announcements to the air are refused."
+        ),
+    ] = "analog"
+    prefill_ms: Annotated[
+        int,
+        key(
+            "Received audio held before a transmission starts playing, absorbing the peer's "
+            "jitter (a multiple of 20, 0-500).",
+            parse=_frame_ms(0, 500),
+        ),
+    ] = 60
+    buffer_ms: Annotated[
+        int,
+        key(
+            "Most received audio held (a multiple of 20, above prefill_ms, at most 10000): a "
+            "burst faster than real time beyond it is dropped and counted.",
+            parse=_frame_ms(40, 10000),
+        ),
+    ] = 500
+    rx_timeout_ms: Annotated[
+        int,
+        key(
+            "A transmission silent this long without its keyup-0 packet is over: the carrier "
+            "drops and the peer is reported lost (60-5000).",
+            ge=60,
+            le=5000,
+        ),
+    ] = 300
+    talkgroup: Annotated[
+        int,
+        key(
+            "Talkgroup written in the packets the node sends (Analog_Bridge may use it; "
+            "chan_usrp ignores it; 0-16777215).",
+            ge=0,
+            le=16777215,
+        ),
+    ] = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

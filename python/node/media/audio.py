@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from node.config import UsrpConfig
 from node.errors import CommandError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "BlockExchange",
     "NullAudio",
     "SoundDeviceAudio",
+    "UsrpAudio",
     "block_samples",
     "find_device",
     "open_audio",
@@ -288,12 +290,81 @@ class SoundDeviceAudio:
         }
 
 
+class UsrpAudio:
+    """`backend = "usrp"`: the local radio is a USRP packet stream.
+
+    Unlike a sound card, no Python thread moves its audio: the engine opens the USRP socket in a
+    thread of its own (`Engine.open_usrp`), which parses, buffers, resamples and meters the
+    packets and trades 20 ms frames with the local radio member. This object only carries the
+    settings to the engine and describes the port.
+    """
+
+    def __init__(self, rate: int, cfg: UsrpConfig) -> None:
+        self.rate = rate
+        self.device_rate = 8000
+        self.stats = AudioStats()
+        self.cfg = cfg
+
+    def open_port(self, engine: Any, rx_gain_db: float, tx_gain_db: float) -> Any:
+        """Start the engine's USRP thread; a CommandError names the address that failed."""
+        c = self.cfg
+        try:
+            peer = _numeric(c.peer.host, c.peer.port)
+            settings = {
+                "rx_gain_db": rx_gain_db,
+                "tx_gain_db": tx_gain_db,
+                "prefill_frames": c.prefill_ms // 20,
+                "queue_frames": c.buffer_ms // 20,
+                "rx_timeout_ms": c.rx_timeout_ms,
+                "talkgroup": c.talkgroup,
+            }
+            return engine.open_usrp(_numeric(c.listen.host, c.listen.port), peer, settings)
+        except Exception as exc:  # the engine's EngineError names the port and the reason
+            raise CommandError(f"cannot open the USRP radio ([usrp]): {exc}", 500) from None
+
+    def start(self, exchange: BlockExchange) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "usrp",
+            "rate": self.rate,
+            "device_rate": self.device_rate,
+            "block_ms": 20,
+            "input": str(self.cfg.listen),
+            "output": str(self.cfg.peer),
+            "network": self.cfg.network,
+        }
+
+
+def _numeric(host: str, port: int) -> str:
+    """`ip:port` for the engine, which takes IP literals only (a name is resolved once here)."""
+    import socket
+
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    ip = str(infos[0][4][0])
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
 def open_audio(
-    backend: str, rate: int, input: str = "", output: str = "", device_rate: int = 0
+    backend: str,
+    rate: int,
+    input: str = "",
+    output: str = "",
+    device_rate: int = 0,
+    usrp: UsrpConfig | None = None,
 ) -> AudioDevice:
     """The configured device, opened (its rate chosen) but not started."""
     if backend == "none":
         return NullAudio(rate, device_rate)
     if backend == "cpal":
         return SoundDeviceAudio(rate, input, output, device_rate)
-    raise CommandError(f"unknown audio backend {backend!r} (accepted: cpal, none)", 400)
+    if backend == "usrp" and usrp is not None:
+        return UsrpAudio(rate, usrp)
+    raise CommandError(
+        f"unknown audio backend {backend!r} (accepted: cpal, none, usrp with a [usrp] section)",
+        400,
+    )

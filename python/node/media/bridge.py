@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from node._core import DeviceError, DevicePort, Engine, cw_pcm, resample_pcm, tone_pcm
-from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig
+from node._core import DeviceError, DevicePort, Engine, UsrpPort, cw_pcm, resample_pcm, tone_pcm
+from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig, UsrpConfig
 from node.errors import CommandError
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass
-from node.media.audio import AudioDevice, open_audio
+from node.media.audio import AudioDevice, UsrpAudio, open_audio
 
 __all__ = [
     "CallLeg",
@@ -109,6 +109,7 @@ class MediaBridge:
         vox: tuple[float, int, int] | None = None,
         gated: bool = False,
         parrot: ParrotConfig | None = None,
+        usrp: UsrpConfig | None = None,
     ) -> None:
         """`rx_delay_ms`, `vox` and `gated` come from `[radio]` (see `node.radio.Radio`): the
         received audio's delay, VOX on it, and whether it is heard only while keyed; `parrot`
@@ -121,9 +122,10 @@ class MediaBridge:
         self._backend = backend
         self._input, self._output = input, output
         self._device_rate = device_rate
+        self._usrp = usrp
         self._gains = {"rx_gain_db": rx_gain_db, "tx_gain_db": tx_gain_db}
         self._device: AudioDevice | None = None
-        self._port: DevicePort | None = None
+        self._port: DevicePort | UsrpPort | None = None
         #: Playbacks in the engine: id -> (kind, called when it ends).
         self._playing: dict[int, tuple[str, PlaybackEnded | None]] = {}
         self._ids = itertools.count(1)
@@ -308,6 +310,11 @@ class MediaBridge:
             sub = ControlSubclass.RADIO_KEY if keyed else ControlSubclass.RADIO_UNKEY
             self.push_control(event.callno, "control", int(sub), event.ts)
 
+    @property
+    def usrp_port(self) -> UsrpPort | None:
+        """The USRP radio's port while `[audio] backend = "usrp"` runs."""
+        return self._port if isinstance(self._port, UsrpPort) else None
+
     def jitter_stats(self) -> dict[int, dict[str, int]]:
         return dict(self._engine.jitter_stats())
 
@@ -315,6 +322,14 @@ class MediaBridge:
 
     def _run(self, device: AudioDevice) -> dict[str, Any]:
         """Attach `device` to the engine and start it; then retire the one it replaces."""
+        if isinstance(device, UsrpAudio):
+            # A USRP radio has no blocks to exchange: the engine's own thread runs it.
+            if self._port is not None:
+                self._port.close()
+                self._port = None
+            port = device.open_port(self._engine, **self._gains)
+            self._device, self._port = device, port
+            return device.describe()
         try:
             port = self._engine.open_device(
                 device.device_rate, **self._gains, rx_delay_ms=self._rx_delay_ms, vox=self._vox
@@ -338,7 +353,12 @@ class MediaBridge:
         """Open and start the configured device (errors name the device and the choices)."""
         self._run(
             open_audio(
-                self._backend, self._engine.rate, self._input, self._output, self._device_rate
+                self._backend,
+                self._engine.rate,
+                self._input,
+                self._output,
+                self._device_rate,
+                self._usrp,
             )
         )
 
@@ -346,6 +366,8 @@ class MediaBridge:
         """Switch devices live: the new device is opened first, so a bad name changes nothing."""
         new_in = self._input if input is None else input
         new_out = self._output if output is None else output
+        if self._backend == "usrp":
+            raise CommandError("a USRP radio has no sound devices to switch ([usrp] sets it)", 400)
         device = open_audio(self._backend, self._engine.rate, new_in, new_out, self._device_rate)
         described = self._run(device)
         self._input, self._output = new_in, new_out
@@ -383,6 +405,8 @@ class MediaBridge:
             }
         device_stats = self._device.stats
         stats = self._port.stats()
+        if isinstance(self._device, UsrpAudio):
+            return {**self._device.describe(), "running": True, **stats}
         stats["rx"]["overflows"] = device_stats.input_overflows
         stats["tx"]["underflows"] = device_stats.output_underflows
         return {

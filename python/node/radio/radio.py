@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from node.config import RadioConfig
+from node.config import RadioConfig, UsrpConfig
 from node.errors import RadioError
 from node.loop_timer import DeadlineTimer
 from node.radio.carrier import CarrierInput, open_carrier
@@ -23,6 +23,7 @@ from node.radio.cm108 import Cm108
 from node.radio.ptt import PttLine, open_ptt
 from node.radio.squelch import Squelch
 from node.radio.transmitter import PttChange, Transmitter
+from node.radio.usrp import UsrpPtt
 
 __all__ = ["Radio"]
 
@@ -53,8 +54,18 @@ class Radio:
         self._closed = False
 
     @classmethod
-    def open(cls, cfg: RadioConfig, tx_timeout_s: float, *, gpiod: Any = None) -> Radio:
-        """Open the configured hardware, PTT released. RadioError names what failed."""
+    def open(
+        cls,
+        cfg: RadioConfig,
+        tx_timeout_s: float,
+        *,
+        gpiod: Any = None,
+        usrp: UsrpConfig | None = None,
+    ) -> Radio:
+        """Open the configured hardware, PTT released. RadioError names what failed. With a
+        USRP radio (`usrp`), its keyup bit is the PTT and its keyup voice the carrier."""
+        if usrp is not None:
+            return cls(cfg, tx_timeout_s, UsrpPtt(usrp.network), None)
         shared = None
         if cfg.ptt == "cm108" and cfg.carrier == "cm108" and cfg.carrier_device == cfg.ptt_device:
             shared = Cm108(cfg.ptt_device)
@@ -69,7 +80,12 @@ class Radio:
     @property
     def gated(self) -> bool:
         """The receiver has a carrier detector: its audio counts only while the squelch is open."""
-        return self.cfg.carrier != "none"
+        return self.cfg.carrier != "none" or self.usrp
+
+    @property
+    def usrp(self) -> bool:
+        """The radio is a USRP stream (its PTT and carrier are the keyup bit)."""
+        return self.ptt.backend == "usrp"
 
     @property
     def vox(self) -> tuple[float, int, int] | None:
@@ -95,7 +111,7 @@ class Radio:
         """The engine's `local_tx` edge."""
         if self._closed:
             return
-        if self.cfg.ptt == "none":
+        if self.ptt.backend == "none":
             # No transmitter: nothing keys, nothing is timed, no event; the snapshot still
             # shows whether the conference has audio for the radio.
             self.transmitter.demanded = on
@@ -152,7 +168,9 @@ class Radio:
         now, tx = self.now(), self.transmitter
         remaining = tx.timeout_remaining(now)
         carrier = (
-            self.carrier.describe() if self.carrier is not None else {"backend": self.cfg.carrier}
+            self.carrier.describe()
+            if self.carrier is not None
+            else {"backend": "usrp" if self.usrp else self.cfg.carrier}
         )
         return {
             "ptt": {

@@ -65,6 +65,8 @@ class TransmitService:
         self.radio: RadioEdge | None = None
         #: app_rpt cop 7/8: whether the TX time-out runs (for the next keying).
         self.tot_enabled = True
+        #: The USRP peer's current digital caller (callsign, ids, talkgroup) while they talk.
+        self.usrp_caller: dict[str, Any] | None = None
 
     def attach(self, bridge: MediaBridge, radio: RadioEdge | None) -> None:
         self._bridge = bridge
@@ -74,12 +76,33 @@ class TransmitService:
 
     # --- keying -------------------------------------------------------------------------------
 
+    def dstar_active(self, source: str = "operator") -> bool:
+        """Whether the D-Star guard refuses keying for `source`: a D-Star link session is
+        active (any source), or the local radio is a USRP radio whose network is D-Star (every
+        source but its own carrier: the D-Star side's voice may key the node, nothing may key
+        the D-Star side from here). A `dstar` USRP radio counts as an active session for as long
+        as it is configured: Analog_Bridge holds its gateway whether or not it sent a packet
+        lately, so no silence can make keying it safe."""
+        if self._links.dstar_active():
+            return True
+        return self.usrp_dstar and source != "carrier"
+
+    @property
+    def usrp_dstar(self) -> bool:
+        """The local radio is a USRP radio to D-Star."""
+        usrp = self._ctx.config.usrp
+        return (
+            usrp is not None
+            and usrp.network == "dstar"
+            and self._ctx.config.audio.backend == "usrp"
+        )
+
     def key(self, source: str = "operator") -> None:
         """Key the local source for `source` ("operator", or "carrier" for the radio's
         squelch); CommandError while a D-Star session is active."""
         # Checked on every key command, before anything else: D-Star is never keyed
         # remotely (spec Errors rule 3), by an operator or by a carrier.
-        self.dstar_guard()
+        self.dstar_guard(source)
         keyed = bool(self._keyed_by)
         self._keyed_by.add(source)
         if keyed:
@@ -102,10 +125,10 @@ class TransmitService:
         )
         self._ctx.changed()
 
-    def dstar_guard(self) -> None:
-        """CommandError (409) while a D-Star session is active: anything that would key
-        (POST /key, POST /play to the air) asks here first."""
-        if self._links.dstar_active():
+    def dstar_guard(self, source: str = "operator") -> None:
+        """CommandError (409) while the D-Star guard refuses `source` (`dstar_active`):
+        anything that would key (POST /key, POST /play to the air) asks here first."""
+        if self.dstar_active(source):
             raise CommandError(DSTAR_REFUSAL, 409)
 
     def unkey(self, reason: str | None = None, source: str | None = None) -> None:
@@ -179,7 +202,8 @@ class TransmitService:
         local transmitter (keying it through the hang time), never to the calls or links, as
         app_rpt plays its courtesy tones on the local transmitter only."""
         steps = self._ctx.config.radio.courtesy_tone
-        if not steps or self._bridge is None:
+        if not steps or self._bridge is None or self.dstar_active():
+            # The D-Star guard: no tone keys a D-Star transmitter from here.
             return
         pcm = tone_sequence_pcm(
             self._bridge.rate, list(steps), self._ctx.config.radio.courtesy_tone_level_db
@@ -205,6 +229,35 @@ class TransmitService:
         """The engine's VOX on the local receiver (carrier detect by audio)."""
         if self.radio is not None:
             self.radio.vox_changed(open)
+
+    def usrp_event(self, kind: str, value: Any) -> None:
+        """The engine's USRP radio: its carrier (the peer's keyup voice), the digital caller's
+        metadata, the peer lost mid-transmission or heard again."""
+        if kind == "usrp_carrier":
+            if self.radio is not None:
+                self.radio.carrier_changed(bool(value))
+            if not value:
+                self.usrp_caller = None
+            return
+        if kind == "usrp_meta":
+            self.usrp_caller = dict(value)
+            caller = self.usrp_caller
+            log.info(
+                "USRP caller %s (id %s, talkgroup %s)",
+                caller.get("callsign") or "?",
+                caller.get("source_id"),
+                caller.get("talkgroup"),
+            )
+            self._ctx.bus.publish(Radio(kind="caller", on=True, reason=None, caller=caller))
+        elif kind == "usrp_peer":
+            if value:
+                log.info("USRP peer heard again")
+            else:
+                log.warning("USRP peer lost: its transmission stopped without its end packet")
+            self._ctx.bus.publish(
+                Radio(kind="peer", on=bool(value), reason=None if value else "peer lost")
+            )
+        self._ctx.changed()
 
     def close_radio(self) -> None:
         """Shutdown, first of all: nothing that fails later may leave the transmitter keyed."""
