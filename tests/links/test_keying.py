@@ -172,7 +172,7 @@ def test_only_controller_key_keys_the_local_source() -> None:
     assert key_callers == [("radio/transmit.py", "_on_squelch")]
     source = (root / "radio" / "transmit.py").read_text()
     key_body = source[source.index("    def key(self") : source.index("    def dstar_guard(")]
-    assert key_body.index("self.dstar_guard()") < key_body.index("set_local_keyed(True)")
+    assert key_body.index("self.dstar_guard(source)") < key_body.index("set_local_keyed(True)")
     guard = source[source.index("    def dstar_guard(") : source.index("    def unkey(")]
     assert "dstar_active()" in guard and "raise CommandError" in guard
 
