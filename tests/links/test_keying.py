@@ -174,7 +174,7 @@ def test_only_controller_key_keys_the_local_source() -> None:
     key_body = source[source.index("    def key(self") : source.index("    def dstar_guard(")]
     assert key_body.index("self.dstar_guard(source)") < key_body.index("set_local_keyed(True)")
     guard = source[source.index("    def dstar_guard(") : source.index("    def unkey(")]
-    assert "dstar_active()" in guard and "raise CommandError" in guard
+    assert "self.dstar_active(source)" in guard and "raise CommandError" in guard
 
 
 def test_our_disconnect_waits_for_a_peer_whose_jitter_buffer_holds_the_text(
