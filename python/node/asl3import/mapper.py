@@ -554,6 +554,14 @@ def _rpt_keys(plan: Plan, files: Asl3Files, stanza: Section) -> None:
                     "available here"
                 )
             table.append(fn)
+    if functions is not None:
+        plan.set(
+            "dtmf",
+            "enabled",
+            True,
+            f"{functions.file}:{functions.line} [{fname}]",
+            "app_rpt runs the function table for the radio and every link",
+        )
     link_fn = stanza.value("link_functions", fname)
     if link_fn and link_fn.lower() != fname.lower():
         plan.drop(

@@ -22,6 +22,7 @@ ORDER = (
     "audio",
     "usrp",
     "announce",
+    "dtmf",
     "links",
     "keying",
     "radio",
