@@ -93,9 +93,12 @@ _REGISTER = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Setting:
+    """One key to write, with the ASL3 setting it came from (the comment above it) and why
+    it maps as it does."""
+
     key: str
     value: object
-    source: str
+    source: str  # file:line [section] key
     note: str = ""
 
 
