@@ -45,7 +45,7 @@ def test_template_inheritance_and_override() -> None:
 
 
 def test_template_copied_where_inherited() -> None:
-    conf = parse("[t](!)\na = 1\n[x](t)\n[t](+)\nb = 2\n")
+    conf = parse("[t]\na = 1\n[x](t)\n[t](+)\nb = 2\n")
     x = conf.section("x")
     assert x is not None and x.value("a") == "1" and x.value("b") is None
 
@@ -85,6 +85,27 @@ def test_includes_in_place_and_tryinclude_missing() -> None:
     assert node is not None and node.get("rxchannel").where == "custom/more.conf:2"
 
 
+def test_append_to_a_template_is_refused_as_asterisk_does() -> None:
+    with pytest.raises(Asl3ConfError, match=r"rpt.conf:3: \[t\]\(\+\) appends to a section"):
+        parse("[t](!)\na = 1\n[t](+)\nb = 2\n")
+
+
+def test_plus_equals_appends_and_directives_asterisk_skips_are_noted() -> None:
+    conf = parse("[s]\nlist = a,\nlist += b\n#exec /bin/true\n#bogus x\n#include\n")
+    assert conf.section("s").value("list") == "a, b"  # appended as written
+    assert conf.notes == [
+        "rpt.conf:4: #exec not run: inline its output",
+        "rpt.conf:5: #bogus ignored, as Asterisk ignores it",
+        "rpt.conf:6: #include ignored, as Asterisk ignores it",
+    ]
+
+
+def test_nested_block_comments_and_bom() -> None:
+    conf = parse("\ufeff[s]\n;-- a ;-- b --; still --;\nk = v ; ;-- not a block\n")
+    assert conf.section("s").effective()[0].value == "v"
+    assert list(conf.names()) == ["s"]
+
+
 def test_first_of_two_sections_is_found() -> None:
     conf = parse("[s]\na = 1\n[s]\na = 2\n")
     assert conf.section("s").value("a") == "1"
@@ -98,7 +119,6 @@ def test_first_of_two_sections_is_found() -> None:
         ("[s\n", {}, "rpt.conf:1", "no closing ']'"),
         ("[x](missing)\n", {}, "rpt.conf:1", "inherits from 'missing'"),
         ("[s]\n#include gone.conf\n", {}, "rpt.conf:2", "does not exist"),
-        ("[s]\n#exec /bin/true\n", {}, "rpt.conf:2", "#exec"),
         ("#include inc.conf\n", {"inc_conf": "[s]\n\n= 3\n"}, "inc.conf:3", "no key"),
         ("#include loop.conf\n", {"loop_conf": "#include loop.conf\n"}, "loop.conf:1", "too deep"),
     ],

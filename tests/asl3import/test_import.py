@@ -98,7 +98,7 @@ def test_hub_on_local_pseudo(tmp_path: Path) -> None:
         "2502": (True, "transceive"),
     }
     assert cfg.rpt.startup_macro == "*722"
-    assert cfg.rpt.telemdefault == 1  # the template's (+) override in custom/rpt.conf
+    assert cfg.rpt.telemdefault == 1  # the stanza overrides its template
     assert [(f.code, f.spec) for f in cfg.functions] == [
         ("1", "ilink,1"),
         ("2", "ilink,2"),
@@ -110,7 +110,7 @@ def test_hub_on_local_pseudo(tmp_path: Path) -> None:
         ("6", "autopatchup,noct=1"),
         ("722", "status,2"),
     ]
-    assert dict(cfg.macro) == {"1": "*8132503", "2": "*8112503"}
+    assert dict(cfg.macro) == {"1": "*8132503", "2": "*8112503", "3": "*8112501"}
     assert [(e.macro, e.text) for e in cfg.schedule] == [
         ("1", "00 07 * * 1-5"),
         ("2", "00 09 * * 1-5"),

@@ -4,16 +4,23 @@ The rules (learnt from Asterisk's config loader and how app_rpt looks values up)
 
 - `[name]` opens a section; `[name](opts)` takes a comma list of options: `!` marks a template
   (kept for inheritance, not listed among the sections), `+` appends to an earlier section of
-  the same name, any other word names a section whose keys are copied in first, as they stand at
-  that point of the file (later changes to the template are not inherited).
+  the same name (a section, never a template), any other word names a section or template whose
+  keys are copied in first, as they stand at that point of the file (later changes to it are
+  not inherited).
 - `key = value` and `key => value` are the same to a lookup; keys are case-insensitive; a
   section may hold a key more than once, and a lookup takes the last one (so a stanza overrides
   what its template set), while list lookups (`allow`, `register`) take them all in order.
-- `;` starts a comment, `\\;` is a literal semicolon, `;--` ... `--;` is a block comment.
+  `key += value` appends to the last value of `key`.
+- `;` starts a comment, `\\;` is a literal semicolon, `;--` ... `--;` is a block comment (they
+  nest).
 - `#include file` and `#tryinclude file` (quoted or not, relative to the configuration
   directory, glob patterns allowed) read another file in place; a missing `#include` is an
-  error, a missing `#tryinclude` is not. `#exec` runs a program, which an importer must not do.
+  error, a missing `#tryinclude` is not. `#exec` runs a program, which an importer must not do:
+  it is noted, as an unknown directive is (Asterisk warns about those and goes on).
 - A second `[name]` without `+` is a separate section; a lookup by name finds the first.
+
+Stricter than Asterisk in one place: a line with no `=` is an error here, where Asterisk skips
+it with a warning, because carrying a mistake over silently is worse than stopping.
 
 Every fault is an `Asl3ConfError` naming the file and the line.
 """
@@ -113,6 +120,8 @@ class ConfFile:
 
     name: str
     sections: list[Section] = field(default_factory=list)
+    #: Lines Asterisk would skip with a warning: file:line and why.
+    notes: list[str] = field(default_factory=list)
 
     def section(self, name: str) -> Section | None:
         """The first non-template section called `name` (case-insensitive), as Asterisk's
@@ -134,31 +143,31 @@ _HEADER = re.compile(r"\[(?P<name>[^\]]*)\](?P<rest>.*)")
 _OPTS = re.compile(r"\((?P<opts>[^)]*)\)\s*")
 
 
-def _strip_comments(text: str, state: list[bool]) -> str:
-    """The line without its comments; `state[0]` is True inside a `;--` block comment."""
+def _strip_comments(text: str, depth: list[int]) -> str:
+    """The line without its comments. `depth[0]` counts the `;--` block comments open (they
+    nest); inside one only `--;` matters."""
     out: list[str] = []
-    i = 0
-    while i < len(text):
-        if state[0]:
-            end = text.find("--;", i)
-            if end < 0:
-                return "".join(out)
-            state[0] = False
-            i = end + 3
-            continue
+    i, n = 0, len(text)
+    while i < n:
         ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] == ";":
-            out.append(";")
-            i += 2
-        elif ch == ";":
-            if text.startswith(";--", i):
-                state[0] = True
+        if ch == ";":
+            if i > 0 and text[i - 1] == "\\" and depth[0] == 0:
+                out[-1] = ";"  # an escaped semicolon is text
+                i += 1
+                continue
+            if text.startswith(";--", i) and not text.startswith(";---", i):
+                depth[0] += 1
                 i += 3
-            else:
+                continue
+            if depth[0] > 0 and i >= 2 and text[i - 2 : i] == "--":
+                depth[0] -= 1
+                i += 1
+                continue
+            if depth[0] == 0:
                 break
-        else:
+        elif depth[0] == 0:
             out.append(ch)
-            i += 1
+        i += 1
     return "".join(out)
 
 
@@ -176,8 +185,8 @@ class _Reader:
     def read_file(
         self, name: str, text: str, current: Section | None, depth: int
     ) -> Section | None:
-        block = [False]
-        for number, raw in enumerate(text.splitlines(), start=1):
+        block = [0]
+        for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
             line = _strip_comments(raw, block).strip()
             if not line:
                 continue
@@ -190,7 +199,12 @@ class _Reader:
                     raise Asl3ConfError(name, number, "a key before any [section]")
                 key, sep, value = line.partition("=")
                 if not sep:
+                    # Asterisk skips such a line with a warning; an importer that guessed
+                    # would carry a mistake over silently.
                     raise Asl3ConfError(name, number, "no '=' in this line (not 'key = value')")
+                if key.endswith("+"):
+                    self.append_value(current, key[:-1].strip(), value, name, number)
+                    continue
                 arrow = value.startswith(">")
                 if arrow:
                     value = value[1:]
@@ -199,6 +213,20 @@ class _Reader:
                     raise Asl3ConfError(name, number, "a line with '=' but no key before it")
                 current.entries.append(Entry(key, value.strip(), name, number, arrow))
         return current
+
+    @staticmethod
+    def append_value(current: Section, key: str, value: str, name: str, number: int) -> None:
+        """`key += value`: appended to the last value of `key` (case-sensitive, as Asterisk
+        compares), or a new key when there is none."""
+        if not key:
+            raise Asl3ConfError(name, number, "a line with '+=' but no key before it")
+        for i in range(len(current.entries) - 1, -1, -1):
+            old = current.entries[i]
+            if old.key == key:
+                joined = (old.value + value).strip()
+                current.entries[i] = Entry(key, joined, old.file, old.line, old.arrow)
+                return
+        current.entries.append(Entry(key, value.strip(), name, number))
 
     def header(self, name: str, number: int, line: str) -> Section:
         m = _HEADER.fullmatch(line)
@@ -218,7 +246,15 @@ class _Reader:
             opts = [p.strip() for p in o["opts"].split(",") if p.strip()]
         template = "!" in opts
         if "+" in opts:
-            earlier = self.find(title)
+            # Appending finds a section, never a template (Asterisk's lookup skips those).
+            earlier = next(
+                (
+                    s
+                    for s in self.conf.sections
+                    if s.name.lower() == title.lower() and not s.template
+                ),
+                None,
+            )
             if earlier is None:
                 raise Asl3ConfError(
                     name, number, f"[{title}](+) appends to a section that does not exist"
@@ -245,19 +281,22 @@ class _Reader:
     def directive(
         self, name: str, number: int, line: str, current: Section | None, depth: int
     ) -> None:
-        m = re.match(r"#\s*(\w+)\s*(.*)", line)
-        word = m[1].lower() if m else ""
-        arg = (m[2] if m else "").strip().strip('"').strip("<>").strip()
+        word, arg = line[1:], ""
+        for i, ch in enumerate(line[1:]):
+            if ch <= " ":  # the directive ends at the first blank, as Asterisk reads it
+                word, arg = line[1 : i + 1], line[i + 2 :]
+                break
+        word, arg = word.lower(), arg.strip()
+        if len(arg) > 1 and (arg[0], arg[-1]) in (('"', '"'), ("<", ">")):
+            arg = arg[1:-1]
         if word == "exec":
-            raise Asl3ConfError(
-                name,
-                number,
-                "#exec runs a program; the importer does not run it (inline its output)",
-            )
-        if word not in ("include", "tryinclude"):
-            raise Asl3ConfError(name, number, f"unknown directive #{word}")
-        if not arg:
-            raise Asl3ConfError(name, number, f"#{word} without a file name")
+            # Asterisk runs #exec only with execincludes set; an importer never runs it.
+            self.conf.notes.append(f"{name}:{number}: #exec not run: inline its output")
+            return
+        if word not in ("include", "tryinclude") or not arg:
+            # Asterisk warns and goes on.
+            self.conf.notes.append(f"{name}:{number}: #{word} ignored, as Asterisk ignores it")
+            return
         if depth >= MAX_INCLUDE_DEPTH:
             raise Asl3ConfError(name, number, "#include nested too deep (a loop?)")
         names = self.files.glob(arg) if any(c in arg for c in "*?[") else [arg]

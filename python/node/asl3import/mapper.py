@@ -191,6 +191,10 @@ def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf")
     _links(plan, files, stanza, nodes_file)
     _ami(plan, files)
     _elsewhere(plan, files)
+    for conf in (rpt, files.iax, files.simpleusb, files.usbradio, files.manager):
+        for note in conf.notes if conf is not None else []:
+            where, _, why = note.rpartition(": ")
+            plan.drop(where, why)
     for entry in stanza.effective():
         k = entry.key.lower()
         if k in HANDLED:
