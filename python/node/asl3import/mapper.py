@@ -382,15 +382,19 @@ def _radio(plan: Plan, files: Asl3Files, stanza: Section) -> None:
         return
     radio_on = True
     if tech == "usrp":
+        # USRP/<his ip>:<his port>[:<my port>]: chan_usrp sends to his port and listens on
+        # its own (his port again when left out), on loopback when he is on loopback.
         parts = rest.strip().split(":")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts[1:]):
             raise Asl3ConfError(
-                entry.file, entry.line, "rxchannel USRP/ is not USRP/<ip>:<tx>:<rx>"
+                entry.file, entry.line, "rxchannel is not USRP/<ip>:<port>[:<listen port>]"
             )
-        host, tx, rx = parts
+        host, his = parts[0], parts[1]
+        mine = parts[2] if len(parts) == 3 else his
+        bind = "127.0.0.1" if host.startswith("127.") else "0.0.0.0"
         plan.set("audio", "backend", "usrp", src)
-        plan.set("usrp", "listen", f"{host}:{rx}", src, "chan_usrp's receive port")
-        plan.set("usrp", "peer", f"{host}:{tx}", src, "where chan_usrp sent")
+        plan.set("usrp", "listen", f"{bind}:{mine}", src, "the port chan_usrp listened on")
+        plan.set("usrp", "peer", f"{host}:{his}", src, "where chan_usrp sent")
     elif tech in ("simpleusb", "radio"):
         conf = files.simpleusb if tech == "simpleusb" else files.usbradio
         fname = "simpleusb.conf" if tech == "simpleusb" else "usbradio.conf"
@@ -584,7 +588,9 @@ def _rpt_keys(plan: Plan, files: Asl3Files, stanza: Section) -> None:
                 plan.drop(_src(e, mname), "not a macro of DTMF digits")
                 continue
             plan.set("macro", e.key.strip(), digits, _src(e, mname))
-    sched, sname = _stanza(files, stanza, "scheduler", "schedule")
+    # app_rpt has no default scheduler stanza: without `scheduler =` nothing is scheduled.
+    sname = stanza.value("scheduler") or ""
+    sched = files.rpt.section(sname) if sname else None
     if sched is not None:
         for e in sched.effective():
             try:
