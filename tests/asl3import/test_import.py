@@ -180,20 +180,23 @@ def test_unparsable_config_names_file_and_line(tmp_path: Path) -> None:
     assert not (tmp_path / "n.toml").exists()
 
 
-def test_node_serves_with_the_imported_shipped_config(tmp_path: Path) -> None:
-    run_import(tmp_path, SHIPPED, "1999")
+@pytest.mark.parametrize(("node", "usrp_port"), [("1999", 32001), ("1998", 32002)])
+def test_node_serves_with_the_imported_shipped_config(
+    tmp_path: Path, node: str, usrp_port: int
+) -> None:
+    run_import(tmp_path, SHIPPED, node)
     path = tmp_path / "node.toml"
     udp, http, usrp = free_port(), free_port(), free_port()
     text = path.read_text()
     # Only the ports change, so the test runs beside anything else on this host.
     text = text.replace("127.0.0.1:4569", f"127.0.0.1:{udp}")
     text = text.replace("127.0.0.1:8730", f"127.0.0.1:{http}")
-    text = text.replace("127.0.0.1:32001", f"127.0.0.1:{usrp}")
+    text = text.replace(f"127.0.0.1:{usrp_port}", f"127.0.0.1:{usrp}")
     path.write_text(text)
-    node = NodeProcess(path, udp, http)
+    proc = NodeProcess(path, udp, http)
     try:
-        node.wait_ready()
-        status = node.get("/status").json()
+        proc.wait_ready()
+        status = proc.get("/status").json()
         assert "usrp" in str(status)
     finally:
-        node.kill()
+        proc.kill()

@@ -14,35 +14,23 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 
-import pytest
-
 from node.asl3import.command import import_asl3
-from tests.interop.asl3 import Asl3Node, require_asl3
+from tests.interop.asl3 import Asl3Node
 from tests.interop.harness import wait_until
+from tests.interop.test_asl3_live import asl3  # noqa: F401  (the running ASL3 node fixture)
 from tests.node_process import NodeProcess, free_port
 
 CANARY = "CANARY-import-register-password"
 
 
-@pytest.fixture(scope="module")
-def asl3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Asl3Node]:
-    node = Asl3Node.install(tmp_path_factory.mktemp("asl3"), require_asl3())
-    node.start()
-    try:
-        yield node
-    finally:
-        node.stop()
-
-
-def operator_config(asl3: Asl3Node, dest: Path) -> Path:
+def operator_config(peer: Asl3Node, dest: Path) -> Path:
     """ASL3's configuration with node 1000 added the way an operator adds a node."""
     etc = dest / "asterisk"
-    shutil.copytree(asl3.root / "etc" / "asterisk", etc)
-    port = asl3.node_ports["1000"]
+    shutil.copytree(peer.root / "etc" / "asterisk", etc)
+    port = peer.node_ports["1000"]
     with (etc / "rpt.conf").open("a") as f:
         f.write(
             "\n[functions](+)\n813 = ilink,13 ; permanent connect\n\n"
@@ -56,7 +44,10 @@ def operator_config(asl3: Asl3Node, dest: Path) -> Path:
     return etc
 
 
-def test_imported_node_links_to_asl3_from_its_own_config(tmp_path: Path, asl3: Asl3Node) -> None:
+def test_imported_node_links_to_asl3_from_its_own_config(
+    tmp_path: Path,
+    asl3: Asl3Node,  # noqa: F811
+) -> None:
     etc = operator_config(asl3, tmp_path)
     out = tmp_path / "node.toml"
     report = import_asl3(etc, "1000", out)

@@ -74,7 +74,10 @@ def import_asl3(root: Path, node: str | None, out: Path) -> str:
     nodes_path = out.parent / nodes_name
     if plan.nodes_file is not None:
         nodes_path.write_text(plan.nodes_file)
-    out.write_text(render_toml(plan, str(root)))
+    # Written beside the target and checked with the node's own loader first, so a mapping
+    # this importer got wrong never replaces a config that works.
+    tmp = out.with_name(out.name + ".import-tmp")
+    tmp.write_text(render_toml(plan, str(root)))
     from node.config import load_config
 
     # The loader's warnings repeat what the report says (functions not available here).
@@ -82,12 +85,13 @@ def import_asl3(root: Path, node: str | None, out: Path) -> str:
     level = config_log.level
     config_log.setLevel(logging.ERROR)
     try:
-        load_config(out)
+        load_config(tmp)
     except ConfigError as exc:
-        # A mapping this importer got wrong: say so rather than leave a file that will not load.
+        tmp.unlink()
         raise Asl3ConfError(str(out), None, f"the written config does not load: {exc}") from exc
     finally:
         config_log.setLevel(level)
+    os.replace(tmp, out)
     return render_report(plan, str(out), str(nodes_path) if plan.nodes_file else None)
 
 
