@@ -66,7 +66,8 @@ def test_shipped_config_carries_the_usrp_radio_and_node_list(
     assert [f.code for f in cfg.functions][:7] == ["1", "2", "3", "4", "70", "99", "5"]
     assert cfg.register is None  # the shipped nodes do not register
     assert "#[register]" in (tmp_path / "node.toml").read_text()
-    assert "EchoLink: not supported" in report and "AMI is disabled" in report
+    assert "AMI is disabled" in report
+    assert "echolink.conf" not in report  # there, but chan_echolink is not loaded
 
 
 def test_only_node_chosen_and_many_nodes_need_node(tmp_path: Path) -> None:

@@ -59,3 +59,17 @@ def test_secrets_are_named_never_carried() -> None:
         "NET_NODE=3000 and NET_SECRET",
         "NET_AMI_SECRET",
     ]
+
+
+def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
+    rpt = "[3000]\nrxchannel = Local/pseudo\n"
+    echolink = "[el0]\ncall = W1AW-L\n"
+    off = plan_of(rpt, echolink=echolink, modules="[modules]\nautoload = no\n")
+    assert not any("EchoLink" in d or "voter" in d for d in off.dropped)
+    on = plan_of(
+        rpt,
+        echolink=echolink,
+        modules="[modules]\nautoload = yes\nnoload => chan_usbradio.so\n",
+    )
+    assert "echolink.conf:1 [el0]: EchoLink: not supported" in on.dropped
+    assert "modules.conf chan_voter.so: the voter (RTCM receivers): not supported" in on.dropped

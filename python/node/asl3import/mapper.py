@@ -739,18 +739,26 @@ def _ami(plan: Plan, files: Asl3Files) -> None:
             plan.drop(f"{other.file}:{other.line} manager.conf [{other.name}]", "one AMI user here")
 
 
+def _loaded(files: Asl3Files, module: str) -> bool:
+    """Whether Asterisk loads `module` (modules.conf: `load =>` it, or `autoload = yes` and no
+    `noload =>`); without modules.conf Asterisk loads every module."""
+    mods = files.modules.section("modules") if files.modules else None
+    if mods is None:
+        return True
+    named = {e.key.lower(): True for e in mods.entries if e.value.strip() == module}
+    if "noload" in named:
+        return False
+    return "load" in named or _yes(mods.value("autoload", "no") or "no")
+
+
 def _elsewhere(plan: Plan, files: Asl3Files) -> None:
-    """Features configured outside rpt.conf that have no equivalent."""
+    """Features configured outside rpt.conf that have no equivalent, when Asterisk runs them."""
     echo = files.echolink
-    if echo is not None:
+    if echo is not None and _loaded(files, "chan_echolink.so"):
         for name in echo.names():
             s = echo.section(name)
-            if s is not None and s.get("call") is not None:
-                plan.drop(f"{s.file}:{s.line} echolink.conf [{name}]", "EchoLink: not supported")
-    mods = files.modules
-    if mods is not None:
-        for name in mods.names():
-            s = mods.section(name)
-            for e in s.all("load") if s else []:
-                if "chan_voter" in e.value or "chan_echolink" in e.value:
-                    plan.drop(f"{e.where} modules.conf load {e.value}", "not supported here")
+            call = s.value("call", "") if s else ""
+            if s is not None and call and call.upper() != "INVALID":
+                plan.drop(f"{s.file}:{s.line} [{name}]", "EchoLink: not supported")
+    if _loaded(files, "chan_voter.so") and files.modules is not None:
+        plan.drop("modules.conf chan_voter.so", "the voter (RTCM receivers): not supported")
