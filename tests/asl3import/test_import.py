@@ -82,6 +82,8 @@ def test_only_node_chosen_and_many_nodes_need_node(tmp_path: Path) -> None:
 def test_hub_on_local_pseudo(tmp_path: Path) -> None:
     cfg, report = run_import(tmp_path, DATA / "hub")
     assert cfg.audio.backend == "none" and cfg.bridge.mode == "bridge"
+    assert cfg.keying.tx_timeout_secs == 180  # totime also bounds the operator's key
+    assert "[2500] hangtime: the hang time of a radio: this node has none" in report
     assert cfg.register is not None
     assert (cfg.register.method, cfg.register.node_id, cfg.register.refresh) == (
         "http",

@@ -376,12 +376,12 @@ def _radio(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     tech, _, rest = entry.value.partition("/")
     tech = tech.strip().lower()
     duplex = stanza.get("duplex")
+    radio_on = True
     if tech in ("local", "dahdi") and rest.strip().lower() == "pseudo":
+        radio_on = False
         plan.set("audio", "backend", "none", src, "a hub: no radio")
         plan.set("bridge", "mode", "bridge", src, "a hub: a pure conference of the links")
-        return
-    radio_on = True
-    if tech == "usrp":
+    elif tech == "usrp":
         # USRP/<his ip>:<his port>[:<my port>]: chan_usrp sends to his port and listens on
         # its own (his port again when left out), on loopback when he is on loopback.
         parts = rest.strip().split(":")
