@@ -8,20 +8,20 @@ with the environment variable (or peers file) that must carry it here.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from node.asl3import.conf import Asl3ConfError, ConfFile, Entry, Section
-from node.config.functions import Function, parse_function, parse_schedule
-from node.config.values import Invalid
+from node.config.functions import DEFAULT_FUNCTIONS, Function, parse_function, parse_schedule
+from node.config.values import ASL_REGISTER_URL, Invalid
 
 __all__ = ["Asl3Files", "Plan", "Setting", "map_node", "node_numbers"]
 
 #: The IAX2 port when iax.conf names none.
 IAX2_PORT = 4569
-ASL_HTTP_REGISTRAR = "https://register.allstarlink.org/"
 
 _TOT_RESET = "TX time-out reset rules: the node's time-out resets when the conference is quiet"
 #: rpt.conf node-stanza keys that have no equivalent here, and why.
@@ -83,7 +83,8 @@ HANDLED = frozenset(
         "tailsquashedtime", "tailmessagelist", "nodes",
     }
 )  # fmt: skip
-_CODECS = {"ulaw": "ulaw", "alaw": "alaw", "slin": "slin", "slin16": "slin16"}
+#: The codecs this node offers (codec_policy picks among them).
+_CODECS = frozenset({"ulaw", "alaw", "slin", "slin16"})
 _TONE = re.compile(r"\((\d+),(\d+),(\d+),(\d+)\)")
 _CALLSIGN = re.compile(r"[A-Z0-9/ ]{1,32}")
 _REGISTER = re.compile(
@@ -272,7 +273,7 @@ def _codecs(plan: Plan, iax: ConfFile | None, radio: Section | None) -> None:
         policy = "ulaw_only"
     where = f"{radio.file}:{radio.line} [radio] allow" if radio else "iax.conf [general] allow"
     plan.set("", "codec_policy", policy, where, "from " + ", ".join(sorted(allowed)))
-    other = sorted(allowed - set(_CODECS) - {"all"})
+    other = sorted(allowed - _CODECS - {"all"})
     if other:
         plan.drop(where, f"codecs {', '.join(other)}: not offered here (mu-law, A-law, slin)")
 
@@ -333,7 +334,7 @@ def _register(plan: Plan, files: Asl3Files, node: str) -> None:
             "NET_SECRET (docs/registration.md).",
             "#[register]",
             '#method = "http"',
-            f'#url = "{ASL_HTTP_REGISTRAR}"',
+            f'#url = "{ASL_REGISTER_URL}"',
             f'#node_id = "{node}"',
         ]
         return
@@ -347,9 +348,9 @@ def _register(plan: Plan, files: Asl3Files, node: str) -> None:
     plan.set("register", "method", method, src)
     if method == "http":
         host = m["host"]
-        url = ASL_HTTP_REGISTRAR if host == "register.allstarlink.org" else f"https://{host}/"
+        url = ASL_REGISTER_URL if host == "register.allstarlink.org" else f"https://{host}/"
         plan.set("register", "url", url, src)
-        interval = (http.section("general") if http else None) and http.section("general")
+        interval = http.section("general") if http else None
         if interval is not None and (e := interval.get("register_interval")) is not None:
             plan.set(
                 "register", "refresh", max(10, min(3600, _int(e, "general"))), _src(e, "general")
@@ -620,8 +621,6 @@ def _commands(digits: str, table: Iterable[Function]) -> list[tuple[str, Functio
 def _startup(plan: Plan, entry: Entry, node: str, table: list[Function] | None) -> None:
     """`startup_macro`: permanent links become `[links.N] permanent`, the rest stays a
     startup macro run through the function table."""
-    from node.config.functions import DEFAULT_FUNCTIONS
-
     digits = entry.value.replace(" ", "").upper()
     rest = []
     for text, fn, arg in _commands(digits, table or DEFAULT_FUNCTIONS):
@@ -715,8 +714,6 @@ def _ami(plan: Plan, files: Asl3Files) -> None:
     addr = general.value("bindaddr", "127.0.0.1") or "127.0.0.1"
     port = general.get("port")
     plan.set("ami", "bind", f"{addr}:{_int(port, 'general') if port else 5038}", src)
-    import ipaddress
-
     try:
         loopback = ipaddress.ip_address(addr).is_loopback
     except ValueError:
