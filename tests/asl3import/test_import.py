@@ -203,3 +203,13 @@ def test_node_serves_with_the_imported_shipped_config(
         assert "usrp" in str(status)
     finally:
         proc.kill()
+
+
+def test_unknown_node_and_missing_rpt_conf_are_named(tmp_path: Path) -> None:
+    r = cli("--asterisk-dir", str(SHIPPED), "--node", "2000", "--config", str(tmp_path / "n.toml"))
+    assert r.returncode == 78
+    assert "rpt.conf: has no node stanza [2000] (it has: 1999, 1998)" in r.stderr
+    r = cli("--asterisk-dir", str(tmp_path), "--config", str(tmp_path / "n.toml"))
+    assert r.returncode == 78
+    assert f"{tmp_path / 'rpt.conf'}: does not exist" in r.stderr
+    assert list(tmp_path.iterdir()) == []
