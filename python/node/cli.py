@@ -106,6 +106,36 @@ def wg_keygen(config_path: str) -> None:
     sys.exit(run(config_path))
 
 
+@cli.command("import-asl3")
+@click.option(
+    "--asterisk-dir",
+    default="/etc/asterisk",
+    show_default=True,
+    metavar="DIR",
+    help="The ASL3 configuration directory (rpt.conf, iax.conf, simpleusb.conf, ...).",
+)
+@click.option(
+    "--node", "node", default=None, metavar="N", help="The node to import (default: the only one)."
+)
+@click.option(
+    "--config", "config_path", required=True, metavar="PATH", help="The node.toml to write."
+)
+def import_asl3(asterisk_dir: str, node: str | None, config_path: str) -> None:
+    """Turn an AllStarLink 3 node's configuration into a node.toml.
+
+    Reads rpt.conf (with its templates and #includes), iax.conf, simpleusb.conf or
+    usbradio.conf, manager.conf and rpt_http_registrations.conf as Asterisk does, writes a
+    commented config for node N and its node list beside it (<config stem>-nodes.conf), and
+    reports what was carried over, what has no equivalent here, and which secrets to provide
+    (never copied: they are named by their environment variables). Running it again gives the
+    same files. Exit status: 0, 78 when the configuration cannot be read or imported (the
+    message names the file and line), 1 when a file cannot be written.
+    """
+    from node.asl3import.command import run
+
+    sys.exit(run(asterisk_dir, node, config_path))
+
+
 #: The names the program is installed under; anything else (`python -m node`) is shown as `node`.
 PROGRAM_NAMES = ("node", "iax-node")
 

@@ -1,0 +1,75 @@
+"""The mapper on small in-memory configurations: app_rpt's and chan_usrp's defaults."""
+
+from __future__ import annotations
+
+from node.asl3import.conf import parse_text
+from node.asl3import.mapper import Asl3Files, Plan, map_node
+
+
+def plan_of(rpt: str, **others: str) -> Plan:
+    files = {k: parse_text(f"{k}.conf", v) for k, v in others.items()}
+    return map_node(Asl3Files(rpt=parse_text("rpt.conf", rpt), **files), None)
+
+
+def values(plan: Plan, section: str) -> dict[str, object]:
+    return {s.key: s.value for s in plan.sections.get(section, [])}
+
+
+def test_usrp_without_a_listen_port_listens_on_its_peer_port_on_every_address() -> None:
+    plan = plan_of("[3000]\nrxchannel = USRP/192.0.2.9:34001\n")
+    assert values(plan, "usrp") == {"listen": "0.0.0.0:34001", "peer": "192.0.2.9:34001"}
+
+
+def test_no_scheduler_key_means_no_schedule_even_with_a_schedule_stanza() -> None:
+    rpt = "[schedule]\n1 = 00 07\n[macro]\n1 = *32000\n[3000]\nrxchannel = Local/pseudo\n"
+    plan = plan_of(rpt)
+    assert "schedule" not in plan.sections
+    assert values(plan, "macro") == {"1": "*32000"}  # macro has a default stanza name
+    plan = plan_of(rpt + "scheduler = schedule\n")
+    assert values(plan, "schedule") == {"1": "00 07"}
+
+
+def test_functions_unknown_here_are_left_out_and_reported() -> None:
+    plan = plan_of("[functions]\n1 = ilink,1\n9 = nosuch,1\n[3000]\nrxchannel = Local/pseudo\n")
+    assert values(plan, "functions") == {"1": "ilink,1"}
+    assert any(d.startswith("rpt.conf:3 [functions] 9: nosuch,1") for d in plan.dropped)
+
+
+def test_secrets_are_named_never_carried() -> None:
+    plan = plan_of(
+        "[3000]\nrxchannel = Local/pseudo\n",
+        iax="[general]\nregister => 3000:s3cret-one@reg.example.net:4570\n"
+        "[3001]\ntype = user\nsecret = s3cret-two\n",
+        manager="[general]\nenabled = yes\nbindaddr = 0.0.0.0\n[mon]\nsecret = s3cret-three\n"
+        "read = all\nwrite =\n",
+    )
+    text = repr(plan)
+    assert "s3cret" not in text
+    assert values(plan, "register")["peer"] == "reg.example.net:4570"
+    assert values(plan, "ami") == {
+        "enabled": True,
+        "bind": "0.0.0.0:5038",
+        "allow_remote": True,
+        "username": "mon",
+        "read_only": True,
+    }
+    assert values(plan, "listener")["auth"] == "required"  # no [radio] user
+    assert [s.split(":")[0] for s in plan.secrets] == [
+        "NET_PEER_3001",
+        "NET_NODE=3000 and NET_SECRET",
+        "NET_AMI_SECRET",
+    ]
+
+
+def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
+    rpt = "[3000]\nrxchannel = Local/pseudo\n"
+    echolink = "[el0]\ncall = W1AW-L\n"
+    off = plan_of(rpt, echolink=echolink, modules="[modules]\nautoload = no\n")
+    assert not any("EchoLink" in d or "voter" in d for d in off.dropped)
+    on = plan_of(
+        rpt,
+        echolink=echolink,
+        modules="[modules]\nautoload = yes\nnoload => chan_usbradio.so\n",
+    )
+    assert "echolink.conf:1 [el0]: EchoLink: not supported" in on.dropped
+    assert "modules.conf chan_voter.so: the voter (RTCM receivers): not supported" in on.dropped
