@@ -440,6 +440,35 @@ def test_integer_node_ids_are_accepted_as_strings(tmp_path: Path) -> None:
     assert config.register.node_id == "2000"
 
 
+def test_a_node_that_does_not_register_states_its_number_at_the_top(tmp_path: Path) -> None:
+    # A private node (AllStarLink's 1999) never registers but links under its number.
+    config = load_text(tmp_path, "node_id = 1999\n" + MINIMAL + "[statpost]\n")
+    assert config.register is None
+    assert config.node_id == "1999"
+    # The number is not a registration: no password is asked for.
+    assert config.secret_settings.node_id is None
+
+
+def test_the_number_may_be_given_at_the_top_and_in_register_alike(tmp_path: Path) -> None:
+    reg = '[register]\npeer = "192.0.2.1:4569"\nnode_id = "2000"\n'
+    both = load_text(tmp_path, 'node_id = "2000"\n' + MINIMAL + reg)
+    only_register = load_text(tmp_path, MINIMAL + reg)
+    assert both.node_id == only_register.node_id == "2000"
+    assert both == only_register
+    assert both.secret_settings.node_id == "2000"
+
+
+def test_conflicting_numbers_name_the_file_both_keys_and_both_values(tmp_path: Path) -> None:
+    text = 'node_id = "1999"\n' + MINIMAL + '[register]\npeer = "192.0.2.1:4569"\nnode_id = 2000\n'
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert info.value.path == str(path) and info.value.key == "node_id"
+    for part in ("1999", "register.node_id is 2000", "the same number in both keys"):
+        assert part in message
+
+
 def test_placeholder_allowlist_loads_and_warns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -575,6 +604,7 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
     assert (
         dataclasses.replace(
             config,
+            node_id=None,
             register=None,
             links={},
             portal=None,
@@ -611,7 +641,7 @@ def test_template_is_generated_from_the_declarations() -> None:
     # Every key the template writes shows its declared default (or its declared example), in
     # the table it belongs to: text and loader read the same declaration.
     from node._template import TEMPLATE
-    from node.config.node import SECTIONS, NodeConfig
+    from node.config.node import SECTIONS, TOP_KEYS, NodeConfig
     from node.config.schema import keys_of
 
     def plain(value: Any) -> Any:
@@ -622,7 +652,7 @@ def test_template_is_generated_from_the_declarations() -> None:
         return "" if value is None else value
 
     settings = _template_settings(TEMPLATE)
-    declared = {"codec_policy": next(k for k in keys_of(NodeConfig) if k.name == "codec_policy")}
+    declared = {k.name: k for k in keys_of(NodeConfig) if k.name in TOP_KEYS}
     for section in SECTIONS:
         tables = [(section.name, section.model)]
         if section.name == "links":
@@ -675,6 +705,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + "[Listener]\n", "Listener", "[listener]"),
     ("stray = 1\n" + MINIMAL, "stray", "codec_policy"),
     (MINIMAL + "codec_policy = 'ulaw_only'\n", "control.codec_policy", None),
+    (MINIMAL + "node_id = '1999'\n", "control.node_id", None),
     ("[listener]\nport = 4569\n[control]\n", "listener.port", "bind"),
     ("[listener]\n[control]\nbind = '127.0.0.1:8730'\nauth = 'off'\n", "control.auth", "bind"),
     (MINIMAL + "[secrets]\npassword = 'x'\n", "secrets.password", "source"),
@@ -718,6 +749,10 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (REG + "node_id = 2000.5\n", "register.node_id", "digits"),
     (REG + "node_id = 'W1AW'\n", "register.node_id", "digits"),
     (MINIMAL + "[register]\npeer = '192.0.2.1:4569'\nnode_id = -1\n", "register.node_id", "digits"),
+    ("node_id = 'W1AW'\n" + MINIMAL, "node_id", "digits"),
+    ("node_id = -1999\n" + MINIMAL, "node_id", "digits"),
+    # one node, one number: the top-level node_id and [register]'s must agree
+    ("node_id = '1999'\n" + REG + "node_id = '2000'\n", "node_id", "the same number"),
     # out of range
     ("[listener]\nmax_calls = 0\n[control]\n", "listener.max_calls", "1 to 32766"),
     ("[listener]\nmax_calls = 40000\n[control]\n", "listener.max_calls", "1 to 32766"),
@@ -832,7 +867,7 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (MINIMAL + HTTP_REG + "url = 'https://r.example.org:0/'\n", "register.url", None),
     (MINIMAL + HTTP_REG + "url = 'https://r.example.org:x/'\n", "register.url", None),
     (MINIMAL + HTTP_REG + "url = 5\n", "register.url", None),
-    (MINIMAL + "[statpost]\n", "statpost", "[register]"),
+    (MINIMAL + "[statpost]\n", "statpost", "top-level node_id"),
     (STATPOST + "interval_secs = 10\n", "statpost.interval_secs", "30 to 600"),
     (MINIMAL + HTTP_REG + "[statpost]\nurl = 'http://s.org/u?a=1'\n", "statpost.url", None),
     (MINIMAL + HTTP_REG + "[statpost]\nnode = '2000'\n", "statpost.node", "interval_secs"),

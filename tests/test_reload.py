@@ -150,6 +150,16 @@ def test_a_section_that_went_away_is_named_once(tmp_path: Path) -> None:
     assert changed_keys(running, load(tmp_path, BASE)) == ("register",)
 
 
+def test_the_node_number_is_named_once_wherever_the_file_gives_it(tmp_path: Path) -> None:
+    reg = '[register]\npeer = "192.0.2.1:4569"\nnode_id = "2000"\n'
+    registered = load(tmp_path, BASE + reg)
+    # The same number, also written at the top: nothing changed.
+    assert changed_keys(registered, load(tmp_path, 'node_id = "2000"\n' + BASE + reg)) == ()
+    private = load(tmp_path, 'node_id = "1999"\n' + BASE)
+    assert changed_keys(private, load(tmp_path, 'node_id = "1998"\n' + BASE)) == ("node_id",)
+    assert changed_keys(private, registered) == ("node_id", "register")
+
+
 def test_changed_keys_ignores_the_path(tmp_path: Path) -> None:
     a = load(tmp_path, BASE, "a.toml")
     b = load(tmp_path, BASE, "b.toml")

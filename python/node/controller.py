@@ -289,7 +289,7 @@ class Controller:
         keying (app_rpt reports its receiver: here the local source is the operator's PTT)."""
         node = self.node_id
         if node is None:
-            raise CommandError("status posts need [register] node_id", 500)
+            raise CommandError("status posts need this node's number (node_id)", 500)
         now = self.now()
         links = link_list(self.links.snapshot(now))
         return self.key_stats.report(node, links, now, now - self.started)

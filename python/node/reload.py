@@ -118,6 +118,10 @@ def _flatten(config: NodeConfig) -> dict[str, Any]:
     for f in dataclasses.fields(config):
         if f.name == "path":
             continue
+        if f.name == "node_id" and (config.register is not None or config.node_id is None):
+            # With [register] it is register.node_id's number (the loader refuses two): named
+            # once, there.
+            continue
         if f.name == "dns":
             # Keys of [links] in the file, one dataclass in the config.
             dns = config.dns

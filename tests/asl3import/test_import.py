@@ -64,8 +64,10 @@ def test_shipped_config_carries_the_usrp_radio_and_node_list(
     assert cfg.radio.courtesy_tone == ((660, 880, 150),)  # unlinkedct = ct2
     assert cfg.rpt.telemdefault == 2
     assert [f.code for f in cfg.functions][:7] == ["1", "2", "3", "4", "70", "99", "5"]
-    assert cfg.register is None  # the shipped nodes do not register
-    assert "#[register]" in (tmp_path / "node.toml").read_text()
+    # The shipped nodes do not register: their number is the top-level node_id.
+    assert cfg.register is None and cfg.node_id == node
+    text = (tmp_path / "node.toml").read_text()
+    assert f'\nnode_id = "{node}"\n' in text and "#[register]" in text
     assert "AMI is disabled" in report
     assert "echolink.conf" not in report  # there, but chan_echolink is not loaded
 
@@ -84,7 +86,7 @@ def test_hub_on_local_pseudo(tmp_path: Path) -> None:
     assert cfg.audio.backend == "none" and cfg.bridge.mode == "bridge"
     assert cfg.keying.tx_timeout_secs == 180  # totime also bounds the operator's key
     assert "[2500] hangtime: the hang time of a radio: this node has none" in report
-    assert cfg.register is not None
+    assert cfg.register is not None and cfg.node_id == "2500"
     assert (cfg.register.method, cfg.register.node_id, cfg.register.refresh) == (
         "http",
         "2500",

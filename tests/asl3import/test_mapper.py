@@ -35,6 +35,17 @@ def test_functions_unknown_here_are_left_out_and_reported() -> None:
     assert any(d.startswith("rpt.conf:3 [functions] 9: nosuch,1") for d in plan.dropped)
 
 
+def test_the_node_number_is_written_at_the_top_whether_or_not_it_registers() -> None:
+    private = plan_of("[1999]\nrxchannel = Local/pseudo\n")
+    assert values(private, "")["node_id"] == "1999"
+    assert "register" not in private.sections
+    registered = plan_of(
+        "[3000]\nrxchannel = Local/pseudo\n",
+        iax="[general]\nregister => 3000:pw@reg.example.net\n",
+    )
+    assert values(registered, "")["node_id"] == values(registered, "register")["node_id"] == "3000"
+
+
 def test_secrets_are_named_never_carried() -> None:
     plan = plan_of(
         "[3000]\nrxchannel = Local/pseudo\n",

@@ -185,6 +185,9 @@ def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf")
         )
     plan = Plan(node)
     plan.sections[""] = []
+    # The node's number stands on its own: links, statpost and AMI need it whether or not the
+    # node registers (ASL3's shipped nodes 1999 and 1998 never do).
+    plan.set("", "node_id", node, f"{stanza.file}:{stanza.line} [{node}]", "the node stanza")
     _listener(plan, files)
     _register(plan, files, node)
     _radio(plan, files, stanza)
@@ -329,13 +332,12 @@ def _register(plan: Plan, files: Asl3Files, node: str) -> None:
             f"no register => line for node {node}: [register] is written commented out",
         )
         plan.commented += [
-            f"Node {node} did not register in ASL3. This node takes its number from [register]",
-            "node_id: to link under that number, remove the #s below and provide NET_NODE and",
-            "NET_SECRET (docs/registration.md).",
+            f"Node {node} did not register in ASL3, so it does not register here either (its",
+            "number is the top-level node_id). To register it, remove the #s below and provide",
+            "NET_NODE and NET_SECRET (docs/registration.md).",
             "#[register]",
             '#method = "http"',
             f'#url = "{ASL_REGISTER_URL}"',
-            f'#node_id = "{node}"',
         ]
         return
     method, entry, m = mine[0]

@@ -104,7 +104,7 @@ class _Loader:
         if not isinstance(raw, dict):
             self.fail(name, f"must be a table ([{name}]), got {toml_type(raw)}")
         for key in raw:
-            if key in TOP_KEYS:
+            if key in TOP_KEYS and key not in allowed:
                 # TOML puts every key after a [header] into that table: the classic slip.
                 self.fail(
                     f"{name}.{key}",

@@ -290,7 +290,12 @@ class RegisterConfig:
     ] = ASL_REGISTER_URL
     node_id: Annotated[
         str,
-        key("This node's number; also the register username.", parse=parse_node_id, example="2000"),
+        key(
+            "This node's number; also the register username. A top-level node_id, if given, "
+            "must be the same number.",
+            parse=parse_node_id,
+            example="2000",
+        ),
     ]
     refresh: Annotated[
         int,
@@ -311,7 +316,8 @@ class StatpostConfig:
     NOTE: ClassVar[str] = (
         "EXTENSION. Status posts to a stats collector, as app_rpt's statpost_url does (a GET "
         "with the node's links and counters every interval, and one on every key change). Needs "
-        "[register] node_id. Omit the section to post nothing. Example values:"
+        "the node's number (node_id, or [register] node_id). Omit the section to post "
+        "nothing. Example values:"
     )
 
     url: Annotated[

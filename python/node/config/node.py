@@ -23,6 +23,7 @@ from node.config.values import (
     CodecOffer,
     FrozenDict,
 )
+from node.config.values import node_id as parse_node_id
 from node.secrets import SecretSettings
 
 __all__ = ["SECTIONS", "TOP_KEYS", "CodecPolicy", "NodeConfig", "Section"]
@@ -90,6 +91,21 @@ class NodeConfig:
     audio: station.AudioConfig = field(default_factory=station.AudioConfig)
     #: `[usrp]`: None when the section is absent (no USRP radio).
     usrp: station.UsrpConfig | None = None
+    #: This node's number: the top-level key, else `[register] node_id` (filled in by
+    #: `__post_init__`, so every user reads one attribute); None when neither is given.
+    node_id: Annotated[
+        str | None,
+        key(
+            "This node's number, whether or not it registers: the number links, the link "
+            "dialect, status posts and AMI know it by. A node that registers may give it here or "
+            "as [register] node_id (both: they must be the same number); a private node that "
+            "never registers (AllStarLink's private numbers such as 1999) gives it only here.",
+            ext=True,
+            show="off",
+            example="2000",
+            parse=parse_node_id,
+        ),
+    ] = None
     codec_policy: Annotated[
         CodecPolicy,
         key(
@@ -138,10 +154,11 @@ class NodeConfig:
     #: The file this was loaded from; None for a config built in code. Not part of equality.
     path: Path | None = field(default=None, compare=False)
 
-    @property
-    def node_id(self) -> str | None:
-        """This node's number (`[register].node_id`), None when registration is unconfigured."""
-        return self.register.node_id if self.register is not None else None
+    def __post_init__(self) -> None:
+        if self.node_id is None and self.register is not None:
+            # Frozen: the one place the number is derived. A differing pair is kept as given,
+            # for the loader's rule to report (`rules.check_node`).
+            object.__setattr__(self, "node_id", self.register.node_id)
 
     @property
     def function_table(self) -> tuple[fn.Function, ...]:
@@ -165,7 +182,8 @@ class NodeConfig:
         return SecretSettings(
             config_file=self.path,
             source=self.secrets.source,
-            node_id=self.node_id,
+            # The registration's own username: only a node that registers has a password.
+            node_id=self.register.node_id if self.register is not None else None,
             inline_secret=self.secrets.secret,
             inline_ami_secret=self.secrets.ami_secret,
             ami_user=self.ami.username if self.ami.enabled else None,
@@ -177,4 +195,4 @@ class NodeConfig:
 
 
 #: Keys of the file that belong to no section (they go above the first `[section]`).
-TOP_KEYS: tuple[str, ...] = ("codec_policy",)
+TOP_KEYS: tuple[str, ...] = ("node_id", "codec_policy")

@@ -251,8 +251,21 @@ def _check_macros(config: NodeConfig, fail: Fail) -> None:
             )
 
 
+def _check_node_id(config: NodeConfig, fail: Fail) -> None:
+    """The node has one number: the top-level key and `[register]`'s may both say it, alike."""
+    reg = config.register
+    if reg is not None and config.node_id != reg.node_id:
+        fail(
+            "node_id",
+            f"is {config.node_id} but register.node_id is {reg.node_id}; a node has one number "
+            "(it registers under the number it links as)",
+            "the same number in both keys, or node_id alone when the node does not register",
+        )
+
+
 def check_node(config: NodeConfig, fail: Fail) -> None:
     """The rules between sections, once the whole file is read."""
+    _check_node_id(config, fail)
     _check_macros(config, fail)
     rate = config.station_rate
     if config.audio.device_rate not in (0, rate, 48000):
@@ -284,11 +297,11 @@ def check_node(config: NodeConfig, fail: Fail) -> None:
                 "has no meaning with a USRP radio: its keyup bit is the PTT and the carrier",
                 "none (the default)",
             )
-    if config.statpost is not None and config.register is None:
+    if config.statpost is not None and config.node_id is None:
         fail(
             "statpost",
-            "needs this node's number, and [register] node_id is where it is set",
-            "a [register] section with node_id, or no [statpost]",
+            "needs this node's number, and the file gives none",
+            "a top-level node_id (or [register] node_id), or no [statpost]",
         )
     for node, link in config.links.items():
         if link.shape == "wt-guest" and config.portal is None:

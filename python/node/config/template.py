@@ -132,7 +132,7 @@ def render_template() -> str:
     lines = [_HEADER]
     top = {k.name: k for k in keys_of(NodeConfig)}
     for name in TOP_KEYS:
-        lines += [*_comment(top[name].doc), _setting(top[name], on=True)]
+        lines += [*_comment(top[name].doc, ext=top[name].ext), _setting(top[name], on=True)]
     for section in SECTIONS:
         if section.free:
             # Its keys are the operator's: an example in prose, never a setting.

@@ -358,7 +358,7 @@ class LinkNetwork:
         """Refuse a connect that cannot be done (CommandError); return the existing link to
         `node` if there is one (a mode change, or making it permanent), else None."""
         if self.me is None:
-            raise CommandError("this node has no node number ([register] node_id)", 409)
+            raise CommandError("this node has no node number (node_id)", 409)
         if node == self.me:
             raise CommandError(f"node {node} is this node", 400)
         existing = self._links.get(node)
