@@ -125,14 +125,15 @@ def running_node(
     sections: str = "",
     env: dict[str, str] | None = None,
     udp_port: int | None = None,
+    top: str = "",
 ) -> Iterator[NodeProcess]:
     """A `node serve` on free loopback ports (IAX2 on `udp_port` when given); `listener` adds
-    lines to `[listener]`, `sections` adds whole sections. Killed on exit; its stderr is kept
-    in `node.stderr`."""
+    lines to `[listener]`, `sections` adds whole sections, `top` top-level keys. Killed on exit;
+    its stderr is kept in `node.stderr`."""
     udp, http = udp_port or free_udp_port(), free_port()
     path = workdir / f"{name}.toml"
     path.write_text(
-        f'codec_policy = "{codec_policy}"\n\n'
+        f'{top}\ncodec_policy = "{codec_policy}"\n\n'
         f'[listener]\nbind = "127.0.0.1:{udp}"\n{listener}\n\n'
         f'[control]\nbind = "127.0.0.1:{http}"\n\n'
         f'[audio]\nbackend = "none"\n\n{sections}\n'
