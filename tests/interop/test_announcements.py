@@ -196,11 +196,17 @@ def test_a_hanging_tts_binary_falls_back_to_cw(tmp_path: Path) -> None:
     )
     with answered_phone(tmp_path, sections) as (a, events, p, cp):
         events.wait_for(lambda e: e["event"] == "announcement_finished", timeout=15)
+        expected = np.frombuffer(cw_pcm(RATE, "ANS", 20, TONE_HZ, CW_DBFS), np.int16)
+        # The event says the node played the last frame; on a busy host the phone may not have
+        # received it yet.
+        wait_until(
+            "the CW's last frame heard",
+            lambda: sum(len(h) for _, h in p.recording(cp).spurts()) >= len(expected),
+        )
         spurts = p.recording(cp).spurts()
         stats = a.get("/stats").json()["announce"]
     assert len(spurts) == 1
     heard = spurts[0][1]
-    expected = np.frombuffer(cw_pcm(RATE, "ANS", 20, TONE_HZ, CW_DBFS), np.int16)
     assert 0 <= len(heard) - len(expected) < 160
     assert abs(peak_dbfs(heard) - CW_DBFS) < 1.0 and abs(dominant_hz(heard) - TONE_HZ) < 10
     assert stats["tts_failures"] == 1 and "took longer than 300 ms" in stats["last_tts_failure"]
