@@ -419,11 +419,11 @@ def test_a_usrp_callers_callsign_shows_while_they_talk(
     audio = {"backend": "usrp", "rate": 16000, "device_rate": 8000, "running": True}
     usrp = {"network": "dmr", "dstar_guard": False, "caller": None}
     scripted.snapshot_now(audio=audio, radio={"usrp": usrp})
-    expect(loc("#audio")).to_have_text("usrp, dmr, 16 kHz, card 8 kHz")
+    expect(loc("#audio")).to_have_text("usrp, dmr, 16 kHz, stream 8 kHz")
     caller = {"callsign": "N0CALL", "source_id": 3112345, "talkgroup": 91}
     scripted.snapshot_now(audio=audio, radio={"usrp": {**usrp, "caller": caller}})
-    expect(loc("#audio")).to_have_text("usrp, dmr, talking: N0CALL on TG 91, 16 kHz, card 8 kHz")
+    expect(loc("#audio")).to_have_text("usrp, dmr, talking: N0CALL on TG 91, 16 kHz, stream 8 kHz")
     scripted.snapshot_now(
         audio=audio, radio={"usrp": {**usrp, "network": "dstar", "dstar_guard": True}}
     )
-    expect(loc("#audio")).to_have_text("usrp, dstar, D-Star guard on, 16 kHz, card 8 kHz")
+    expect(loc("#audio")).to_have_text("usrp, dstar, D-Star guard on, 16 kHz, stream 8 kHz")

@@ -275,9 +275,10 @@
       if (usrp.caller) parts.push(`talking: ${callerText(usrp.caller)}`);
     }
     if (num(a.rate)) parts.push(`${a.rate / 1000} kHz`);
-    // A card that does not take the station rate runs at 48 kHz, converted by the node.
+    // A card that does not take the station rate runs at 48 kHz, converted by the node; a
+    // USRP stream is always 8 kHz.
     if (num(a.device_rate) && a.device_rate !== a.rate) {
-      parts.push(`card ${a.device_rate / 1000} kHz`);
+      parts.push(`${usrp ? "stream" : "card"} ${a.device_rate / 1000} kHz`);
     }
     if (a.input) parts.push(`in: ${a.input}`);
     if (a.output) parts.push(`out: ${a.output}`);
