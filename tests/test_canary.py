@@ -37,12 +37,17 @@ def collect_events(node: NodeProcess, events: list[str]) -> threading.Thread:
     stream ends."""
 
     def listen() -> None:
-        with (
-            httpx.Client(timeout=10) as client,
-            connect_sse(client, "GET", node.base_url + "/events") as src,
-        ):
-            for sse in src.iter_sse():
-                events.append(sse.data)
+        try:
+            with (
+                httpx.Client(timeout=10) as client,
+                connect_sse(client, "GET", node.base_url + "/events") as src,
+            ):
+                for sse in src.iter_sse():
+                    events.append(sse.data)
+        except httpx.HTTPError:
+            # On a busy host the node's shutdown can cut the stream after its grace period,
+            # mid-chunk; what arrived until then is what the test scans.
+            pass
 
     t = threading.Thread(target=listen, daemon=True)
     t.start()
