@@ -8,11 +8,11 @@
 //! NUL-terminated string or, from DVSwitch, a "set info" TLV with the digital caller's ids and
 //! callsign. A header alone with keyup 0 is the end of a transmission.
 //!
-//! [`parse`] and the builders (`packet.rs`) are the wire; [`UsrpRadio`] is the `&mut self`
-//! kernel the engine thread drives: datagrams in (`receive`), one 20 ms tick out (`tick`), which hands the station
-//! a received frame (reordered, resampled, gain applied, metered), takes the station's frame
-//! for the peer while keyed and builds the packets to send. It never reads a clock: every input
-//! carries `now_ms`.
+//! [`parse`] and the builders (`packet.rs`) are the wire; [`UsrpRadio`] is the `&mut self` kernel
+//! the engine thread drives: datagrams in (`receive`), one 20 ms tick out (`tick`), which hands the
+//! station a received frame (reordered, resampled, gain applied, metered), takes the station's
+//! frame for the peer while keyed and builds the packets to send. It never reads a clock: every
+//! input carries `now_ms`.
 
 use std::collections::VecDeque;
 use std::fmt;
