@@ -59,6 +59,10 @@ pub const LEVEL_UNKNOWN: i16 = i16::MIN;
 /// Voice frames below this mean power (dBFS) are a pause: inside a talk spurt the delay grows
 /// and shrinks only there, where inserting or dropping 20 ms is not heard.
 pub const QUIET_DBFS: i16 = -50;
+/// Quiet frames in a row that make a pause long enough to change the delay in at leisure. A
+/// shorter quiet stretch is a gap between words: listeners and PESQ alike hear the words on
+/// either side as one utterance, so the delay changes there only when the margin is half gone.
+pub const PAUSE_FRAMES: u16 = 3;
 
 /// Whether a frame of this level is a pause.
 pub fn is_quiet(level_dbfs: i16) -> bool {
@@ -193,6 +197,8 @@ pub struct JitterBuffer {
     play: Option<i64>,
     /// Level of the last voice frame played ([`LEVEL_UNKNOWN`] at the start of a spurt).
     last_level: i16,
+    /// Quiet voice frames played in a row, up to the last one.
+    quiet_run: u16,
     last_adjust: Option<i64>,
     contig_interp: u32,
     highest_voice: Option<i64>,
@@ -254,6 +260,7 @@ impl JitterBuffer {
             talking: false,
             play: None,
             last_level: LEVEL_UNKNOWN,
+            quiet_run: 0,
             last_adjust: None,
             contig_interp: 0,
             highest_voice: None,
@@ -288,6 +295,7 @@ impl JitterBuffer {
         self.talking = false;
         self.play = None;
         self.last_level = LEVEL_UNKNOWN;
+        self.quiet_run = 0;
         self.last_adjust = None;
         self.contig_interp = 0;
         self.highest_voice = None;
@@ -591,8 +599,13 @@ impl JitterBuffer {
         let since = self.last_adjust.map_or(i64::MAX, |t| now.saturating_sub(t));
         // Inside speech the delay changes only in a pause (the last frame played was quiet),
         // or where this slot's frame is missing and would be concealed anyway: growing then
-        // conceals the same 20 ms but keeps the slot, so a late frame still plays.
+        // conceals the same 20 ms but keeps the slot, so a late frame still plays. A gap
+        // between words (fewer than PAUSE_FRAMES quiet frames) takes a growth step only once
+        // half the margin is gone; a longer pause takes it as soon as the target is above.
         let in_pause = is_quiet(self.last_level);
+        let long_pause =
+            in_pause && (self.last_level == LEVEL_UNKNOWN || self.quiet_run >= PAUSE_FRAMES);
+        let extra = i64::from(self.cfg.target_extra_ms);
         let head = self.front().filter(|(_, s)| s.entry == Entry::Voice);
         let head_in_slot = head.is_some_and(|(_, s)| {
             let d = s.ats.saturating_sub(p);
@@ -601,7 +614,7 @@ impl JitterBuffer {
         let head_quiet = head.is_some_and(|(_, s)| is_quiet(s.level));
         if diff > 0
             && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
-            && (in_pause || !head_in_slot)
+            && (long_pause || (in_pause && diff > extra / 2) || !head_in_slot)
         {
             if !in_pause {
                 self.counters.stretched += 1;
@@ -619,9 +632,9 @@ impl JitterBuffer {
         }
         let mut due = offset.is_some_and(|d| d < frame - half);
 
-        let extra = i64::from(self.cfg.target_extra_ms);
-        // Only a pause is shortened: a quiet frame after a quiet one, or an empty slot after
-        // one. Dropping silence is not heard, so it may go at the faster pace.
+        // Only a pause is shortened, never a gap between words: a quiet frame or an empty
+        // slot after PAUSE_FRAMES quiet ones. Dropping silence is not heard, so it may go at
+        // the faster pace.
         // Without levels (`put_voice`) the old pacing applies: a real frame every
         // `shrink_interval_ms`, an empty slot every `shrink_empty_interval_ms`.
         let pace = if due && self.last_level == LEVEL_UNKNOWN {
@@ -629,7 +642,7 @@ impl JitterBuffer {
         } else {
             self.cfg.shrink_empty_interval_ms
         };
-        let shrink_due = in_pause && (!due || head_quiet) && since >= i64::from(pace);
+        let shrink_due = long_pause && (!due || head_quiet) && since >= i64::from(pace);
         if diff < -extra && shrink_due {
             self.last_adjust = Some(now);
             self.contig_interp = 0;
@@ -657,7 +670,7 @@ impl JitterBuffer {
                 self.current = self.current.saturating_sub(d);
                 self.play = Some(slot.ats.saturating_add(frame));
                 self.contig_interp = 0;
-                self.last_level = slot.level;
+                self.played_level(slot.level);
                 self.counters.frames_out += 1;
                 return Step::Voice(idx);
             }
@@ -692,11 +705,20 @@ impl JitterBuffer {
                 self.contig_interp = 0;
                 self.current = now.saturating_sub(slot.ats);
                 self.play = Some(slot.ats.saturating_add(self.frame));
-                self.last_level = slot.level;
+                self.played_level(slot.level);
                 self.counters.frames_out += 1;
                 Step::Voice(idx)
             }
         }
+    }
+
+    fn played_level(&mut self, level: i16) {
+        self.last_level = level;
+        self.quiet_run = if is_quiet(level) {
+            self.quiet_run.saturating_add(1)
+        } else {
+            0
+        };
     }
 
     fn interpolate(&mut self) -> Step {

@@ -1262,3 +1262,76 @@ fn levels_in_dbfs() {
     assert_eq!(level_dbfs(&full), -3);
     assert!(is_quiet(LEVEL_UNKNOWN) && is_quiet(-60) && !is_quiet(-20));
 }
+
+/// Plays 40 frames of "speech" with levels: loud, but frame 10 is a one-frame gap between
+/// words and frames 20-23 a pause. Frame 5 arrives `late_by` ms after its time, which raises
+/// the target by as much. Returns what played, one entry per `get`.
+fn words_and_a_pause(late_by: u64) -> Vec<Out> {
+    let level = |k: u32| {
+        if k == 10 || (20..24).contains(&k) {
+            -80
+        } else {
+            -20
+        }
+    };
+    let mut jb = jb();
+    let mut outs = Vec::new();
+    let mut now = T0;
+    while now <= T0 + 40 * 20 + 200 {
+        for k in 0..40u32 {
+            let at = T0 + 20 * u64::from(k) + if k == 5 { late_by } else { 0 };
+            if (now.saturating_sub(19)..=now).contains(&at) {
+                let ts = 20 * k;
+                jb.put_voice_level(ts, &payload_for(ts), level(k), at);
+            }
+        }
+        loop {
+            let r = jb.get(now);
+            let end = r.ends_tick();
+            outs.push(match r {
+                GetResult::Voice { ts, .. } => Out::Voice(ts),
+                GetResult::Interpolate { nth } => Out::Interp(nth),
+                GetResult::Silence => Out::Silence,
+                GetResult::Control { ts, kind, .. } => Out::Control(kind, ts),
+                GetResult::Dropped { ts } => Out::Dropped(ts),
+            });
+            if end {
+                break;
+            }
+        }
+        now += 20;
+    }
+    outs
+}
+
+#[test]
+fn a_gap_between_words_takes_a_growth_step_only_when_half_the_margin_is_gone() {
+    let grown_after = |outs: &[Out]| -> Vec<u32> {
+        outs.windows(2)
+            .filter_map(|w| match w {
+                // After the last frame the stream has ended: concealment, not growth.
+                [Out::Voice(ts), Out::Interp(_)] if ts / 20 < 39 => Some(ts / 20),
+                _ => None,
+            })
+            .collect()
+    };
+    // 10 ms over the target (a quarter of the 40 ms margin): the one-frame gap is left
+    // alone and the delay grows in the pause, after its third quiet frame.
+    let outs = words_and_a_pause(10);
+    assert_eq!(grown_after(&outs), vec![22], "{outs:?}");
+    // 30 ms over: the margin is too thin to wait for the pause, so the gap takes one step,
+    // and the pause the remaining 10 ms.
+    let outs = words_and_a_pause(30);
+    assert_eq!(grown_after(&outs), vec![10, 22], "{outs:?}");
+    // Either way every frame plays, in order.
+    for late_by in [10, 30] {
+        let played: Vec<u32> = words_and_a_pause(late_by)
+            .into_iter()
+            .filter_map(|o| match o {
+                Out::Voice(ts) => Some(ts / 20),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(played, (0..40).collect::<Vec<_>>());
+    }
+}
