@@ -20,6 +20,11 @@ rate the relay applied.
     python benches/pesq_speech.py                      # clean, moderate, harsh, seed 1
     python benches/pesq_speech.py --repeat 3           # the same seed three times (spread)
     python benches/pesq_speech.py --conditions harsh --seed 7 --concealment pitch
+    python benches/pesq_speech.py --noise-dbfs -45     # a talker on a noisy line
+
+`--noise-dbfs` adds steady background noise to the talker's audio (reference included), as a
+noisy phone or a radio link's hiss does: the pauses between words are then the noise, not
+silence, and the node must find them above it.
 
 Needs espeak-ng and the `pesq` package (in the `test` extras).
 """
@@ -72,9 +77,10 @@ CONDITIONS = {
 }
 
 
-def speech(workdir: Path) -> np.ndarray:
+def speech(workdir: Path, noise_dbfs: float | None = None) -> np.ndarray:
     """About 10 s of espeak-ng speech at 8 kHz, at -26 dBov active level, after LEAD_IN_S of
-    silence, padded to whole frames."""
+    silence, padded to whole frames; with `noise_dbfs`, over background noise of that level
+    (white, seeded, from the first sample to the last)."""
     from scipy.signal import resample_poly
 
     wav = workdir / "speech.wav"
@@ -91,6 +97,9 @@ def speech(workdir: Path) -> np.ndarray:
     x *= (32768 * 10 ** (-26 / 20)) / np.sqrt(np.mean(active**2))
     x = np.concatenate([np.zeros(int(LEAD_IN_S * RATE)), x, np.zeros(int(0.3 * RATE))])
     x = np.pad(x, (0, -len(x) % FRAME))
+    if noise_dbfs is not None:
+        noise = np.random.default_rng(0).normal(0.0, 1.0, len(x))
+        x += noise * 32768 * 10 ** (noise_dbfs / 20)
     return np.clip(np.round(x), -32768, 32767).astype(np.int16)
 
 
@@ -209,14 +218,18 @@ def main() -> None:
     parser.add_argument(
         "--concealment", nargs="+", default=["fade", "pitch"], choices=["fade", "pitch"]
     )
+    parser.add_argument(
+        "--noise-dbfs", type=float, default=None, help="background noise under the speech"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pesq-") as tmp:
         work = Path(tmp)
-        ref = speech(work)
+        ref = speech(work, args.noise_dbfs)
         for name in args.conditions:
             for concealment in args.concealment:
                 for _ in range(args.repeat):
                     result = run_once(work, ref, CONDITIONS[name], args.seed, concealment)
+                    result["noise_dbfs"] = args.noise_dbfs
                     print(json.dumps(result), flush=True)
 
 

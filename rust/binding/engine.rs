@@ -111,6 +111,7 @@ fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, Py
     d.set_item("jitter_ms", s.jitter_ms)?;
     d.set_item("queued", s.queued)?;
     d.set_item("talking", s.talking)?;
+    d.set_item("quiet_below_dbfs", s.quiet_below_dbfs)?;
     Ok(d)
 }
 

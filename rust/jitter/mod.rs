@@ -21,6 +21,7 @@
 use std::collections::VecDeque;
 
 mod config;
+mod floor;
 mod history;
 mod item;
 mod plc;
@@ -32,10 +33,12 @@ mod stats;
 mod tests;
 
 pub use config::{JitterConfig, JitterError};
+pub use floor::{FLOOR_MARGIN_DB, QUIET_CEILING_DBFS};
 pub use item::{ControlKind, DropReason, GetResult, PutResult};
 pub use plc::{Concealer, Concealment};
 pub use stats::{JitterStats, RrValues};
 
+use floor::NoiseFloor;
 use history::{DelayHistory, Recent, Timeline};
 use queue::{Entry, Slot};
 
@@ -57,14 +60,16 @@ pub const CONCEAL_FADE_FRAMES: u32 = 3;
 /// quiet, so such a stream adapts wherever it must.
 pub const LEVEL_UNKNOWN: i16 = i16::MIN;
 /// Voice frames below this mean power (dBFS) are a pause: inside a talk spurt the delay grows
-/// and shrinks only there, where inserting or dropping 20 ms is not heard.
+/// and shrinks only there, where inserting or dropping 20 ms is not heard. Where the talker's
+/// background is louder, frames close to it are quiet too (see [`FLOOR_MARGIN_DB`]).
 pub const QUIET_DBFS: i16 = -50;
 /// Quiet frames in a row that make a pause long enough to change the delay in at leisure. A
 /// shorter quiet stretch is a gap between words: listeners and PESQ alike hear the words on
 /// either side as one utterance, so the delay changes there only when the margin is half gone.
 pub const PAUSE_FRAMES: u16 = 3;
 
-/// Whether a frame of this level is a pause.
+/// Whether a frame of this level is a pause for a talker with a quiet background (the buffer
+/// itself also counts frames near a louder background as quiet).
 pub fn is_quiet(level_dbfs: i16) -> bool {
     level_dbfs < QUIET_DBFS
 }
@@ -199,6 +204,9 @@ pub struct JitterBuffer {
     last_level: i16,
     /// Quiet voice frames played in a row, up to the last one.
     quiet_run: u16,
+    /// The talker's background, and the level below which a frame is quiet because of it.
+    floor: NoiseFloor,
+    quiet_below: i16,
     last_adjust: Option<i64>,
     contig_interp: u32,
     highest_voice: Option<i64>,
@@ -261,6 +269,8 @@ impl JitterBuffer {
             play: None,
             last_level: LEVEL_UNKNOWN,
             quiet_run: 0,
+            floor: NoiseFloor::new(),
+            quiet_below: QUIET_DBFS,
             last_adjust: None,
             contig_interp: 0,
             highest_voice: None,
@@ -296,6 +306,8 @@ impl JitterBuffer {
         self.play = None;
         self.last_level = LEVEL_UNKNOWN;
         self.quiet_run = 0;
+        self.floor.clear();
+        self.quiet_below = QUIET_DBFS;
         self.last_adjust = None;
         self.contig_interp = 0;
         self.highest_voice = None;
@@ -375,6 +387,8 @@ impl JitterBuffer {
             _ => self.highest_voice = Some(ext),
         }
         self.seen.push(ext);
+        self.floor.push(level_dbfs);
+        self.quiet_below = self.floor.quiet_below();
 
         let ats = ext.saturating_sub(offset);
         if let Some(p) = self.play {
@@ -522,6 +536,7 @@ impl JitterBuffer {
             delay_ms: self.current.saturating_sub(self.min),
             queued: self.order.len(),
             talking: self.talking,
+            quiet_below_dbfs: self.quiet_below,
         }
     }
 
@@ -597,12 +612,13 @@ impl JitterBuffer {
 
         let diff = self.target.saturating_sub(self.current);
         let since = self.last_adjust.map_or(i64::MAX, |t| now.saturating_sub(t));
-        // Inside speech the delay changes only in a pause (the last frame played was quiet),
-        // or where this slot's frame is missing and would be concealed anyway: growing then
-        // conceals the same 20 ms but keeps the slot, so a late frame still plays. A gap
-        // between words (fewer than PAUSE_FRAMES quiet frames) takes a growth step only once
-        // half the margin is gone; a longer pause takes it as soon as the target is above.
-        let in_pause = is_quiet(self.last_level);
+        // Inside speech the delay changes only in a pause (the last frame played was quiet).
+        // A gap between words (fewer than PAUSE_FRAMES quiet frames) takes a growth step only
+        // once half the margin is gone; a longer pause takes it as soon as the target is
+        // above. Where this slot's frame is missing and the whole margin is gone, growing
+        // conceals the same 20 ms but keeps the slot, so a late frame still plays; with a
+        // smaller deficit that 20 ms shift inside the utterance costs more than it saves.
+        let in_pause = self.is_quiet(self.last_level);
         let long_pause =
             in_pause && (self.last_level == LEVEL_UNKNOWN || self.quiet_run >= PAUSE_FRAMES);
         let extra = i64::from(self.cfg.target_extra_ms);
@@ -611,10 +627,10 @@ impl JitterBuffer {
             let d = s.ats.saturating_sub(p);
             d >= -half && d < frame - half
         });
-        let head_quiet = head.is_some_and(|(_, s)| is_quiet(s.level));
+        let head_quiet = head.is_some_and(|(_, s)| self.is_quiet(s.level));
         if diff > 0
             && (since >= i64::from(self.cfg.grow_interval_ms) || diff > self.queued_span())
-            && (long_pause || (in_pause && diff > extra / 2) || !head_in_slot)
+            && (long_pause || (in_pause && diff > extra / 2) || (!head_in_slot && diff > extra))
         {
             if !in_pause {
                 self.counters.stretched += 1;
@@ -712,9 +728,15 @@ impl JitterBuffer {
         }
     }
 
+    /// Whether a frame of this level is quiet for this talker: below [`QUIET_DBFS`], or close
+    /// to a louder background.
+    fn is_quiet(&self, level: i16) -> bool {
+        level < self.quiet_below
+    }
+
     fn played_level(&mut self, level: i16) {
         self.last_level = level;
-        self.quiet_run = if is_quiet(level) {
+        self.quiet_run = if self.is_quiet(level) {
             self.quiet_run.saturating_add(1)
         } else {
             0

@@ -2,20 +2,36 @@
 
 use super::*;
 
-/// Speech of 1.5 s then a 0.5 s pause, repeating: the level of frame `k`.
-fn talker_level(k: u32) -> i16 {
-    if k % 100 < 75 {
+/// Speech of 1.5 s then a 0.5 s pause, repeating: whether frame `k` is speech.
+fn is_speech(k: u32) -> bool {
+    k % 100 < 75
+}
+
+/// A clean talker: speech at -20 dBFS, pauses of digital silence.
+fn clean_talker(k: u32) -> i16 {
+    if is_speech(k) {
         -20
     } else {
         -80
     }
 }
 
-/// Plays a talker whose network jitter rises (0-40 ms, then 0-160 ms) and calms (0-10 ms)
-/// and checks, per tick, that the buffer never drops a frame of speech to shrink and never
-/// inserts a frame between two frames of speech that were both there to play. Returns the
-/// stats near the end of the speech and the delay at its highest.
-fn play_speech_with_levels(seed: u64) -> (JitterStats, i64) {
+/// A talker on a noisy line: speech at -20 dBFS (its weakest frames at -37), and pauses of
+/// background noise at -41 to -40 dBFS, well above the fixed -50 dBFS threshold.
+fn noisy_talker(k: u32) -> i16 {
+    let wobble = i16::try_from(k.wrapping_mul(2_654_435_761) >> 31).unwrap_or(0);
+    match k % 100 {
+        0 | 74 => -37,
+        0..75 => -20 - wobble,
+        _ => -41 + wobble,
+    }
+}
+
+/// Plays a talker (`level` of each frame) whose network jitter rises (0-40 ms, then
+/// 0-160 ms) and calms (0-10 ms) and checks, per tick, that the buffer never drops a frame
+/// of speech to shrink and never inserts a frame between two frames of speech that were both
+/// there to play. Returns the stats near the end of the speech and the delay at its highest.
+fn play_speech_with_levels(seed: u64, level: fn(u32) -> i16) -> (JitterStats, i64) {
     let mut jb = jb();
     let mut rng = Rng(seed);
     let frames = 1500u32;
@@ -43,7 +59,7 @@ fn play_speech_with_levels(seed: u64) -> (JitterStats, i64) {
                 break;
             }
             let ts = 20 * k;
-            let r = jb.put_voice_level(ts, &payload_for(ts), talker_level(k), now);
+            let r = jb.put_voice_level(ts, &payload_for(ts), level(k), now);
             arrived[k as usize] = matches!(r, PutResult::Queued);
             next += 1;
         }
@@ -58,9 +74,7 @@ fn play_speech_with_levels(seed: u64) -> (JitterStats, i64) {
                     if let Some(k) = last {
                         let next_here = arrived.get(k as usize + 1).copied().unwrap_or(false);
                         assert!(
-                            !(talker_level(k) > QUIET_DBFS
-                                && talker_level(k + 1) > QUIET_DBFS
-                                && next_here),
+                            !(is_speech(k) && is_speech(k + 1) && next_here),
                             "frame inserted inside speech after frame {k} at {now}"
                         );
                     }
@@ -68,7 +82,7 @@ fn play_speech_with_levels(seed: u64) -> (JitterStats, i64) {
                 GetResult::Dropped { ts } => {
                     let shrink = jb.stats().dropped > dropped_before;
                     assert!(
-                        !shrink || talker_level(ts / 20) <= QUIET_DBFS,
+                        !shrink || !is_speech(ts / 20),
                         "speech frame {} dropped to shrink at {now}",
                         ts / 20
                     );
@@ -91,21 +105,40 @@ fn play_speech_with_levels(seed: u64) -> (JitterStats, i64) {
 #[test]
 fn the_delay_changes_only_in_pauses() {
     for seed in 1..=4 {
-        let (stats, highest) = play_speech_with_levels(seed);
-        // It did adapt: up under the heavy jitter, and back down in the pauses after it.
-        assert!(
-            highest >= 140,
-            "seed {seed}: delay never rose ({highest} ms)"
-        );
-        // Down to within the shrink hysteresis (target_extra) of the calm target.
-        let extra = i64::from(JitterConfig::default().target_extra_ms);
-        assert!(
-            stats.current_ms - stats.target_ms <= extra && stats.delay_ms < highest - 40,
-            "seed {seed}: delay stayed at {} ms (highest {highest}, {stats:?})",
-            stats.delay_ms
-        );
-        assert!(stats.dropped > 0, "seed {seed}: never shrank");
+        let stats = assert_adapts_in_pauses(seed, clean_talker);
+        assert_eq!(stats.quiet_below_dbfs, QUIET_DBFS);
     }
+}
+
+#[test]
+fn a_noisy_talker_s_pauses_are_found_above_its_background() {
+    // Its pauses never drop below -50 dBFS; without the background estimate the buffer would
+    // find no pause, and after the heavy jitter never shrink again.
+    for seed in 1..=4 {
+        let stats = assert_adapts_in_pauses(seed, noisy_talker);
+        // 3 dB above the quietest noise frame (-41): the noise counts, the weakest speech
+        // (-37) does not.
+        assert_eq!(stats.quiet_below_dbfs, -38);
+    }
+}
+
+/// Plays `play_speech_with_levels` and checks that the delay rose under the heavy jitter and
+/// came back down in the pauses after it; returns the stats near the end.
+fn assert_adapts_in_pauses(seed: u64, level: fn(u32) -> i16) -> JitterStats {
+    let (stats, highest) = play_speech_with_levels(seed, level);
+    assert!(
+        highest >= 140,
+        "seed {seed}: delay never rose ({highest} ms)"
+    );
+    // Down to within the shrink hysteresis (target_extra) of the calm target.
+    let extra = i64::from(JitterConfig::default().target_extra_ms);
+    assert!(
+        stats.current_ms - stats.target_ms <= extra && stats.delay_ms < highest - 40,
+        "seed {seed}: delay stayed at {} ms (highest {highest}, {stats:?})",
+        stats.delay_ms
+    );
+    assert!(stats.dropped > 0, "seed {seed}: never shrank");
+    stats
 }
 
 #[test]
@@ -177,5 +210,63 @@ fn a_gap_between_words_takes_a_growth_step_only_when_half_the_margin_is_gone() {
             })
             .collect();
         assert_eq!(played, (0..40).collect::<Vec<_>>());
+    }
+}
+
+/// 40 frames of unbroken speech; frame 5 arrives `late_by` ms after its time, which raises the
+/// target by as much (it is late itself beyond the first spurt's 40 ms delay), and frame 15
+/// never arrives. Returns what played and the buffer's stats at the end.
+fn speech_with_a_missing_frame(late_by: u64) -> (Vec<Out>, JitterStats) {
+    let mut jb = jb();
+    let mut outs = Vec::new();
+    let mut now = T0;
+    while now <= T0 + 40 * 20 + 200 {
+        for k in (0..40u32).filter(|&k| k != 15) {
+            let at = T0 + 20 * u64::from(k) + if k == 5 { late_by } else { 0 };
+            if (now.saturating_sub(19)..=now).contains(&at) {
+                let ts = 20 * k;
+                jb.put_voice_level(ts, &payload_for(ts), -20, at);
+            }
+        }
+        outs.extend(tick(&mut jb, now));
+        now += 20;
+    }
+    (outs, jb.stats())
+}
+
+#[test]
+fn a_missing_frame_in_speech_stretches_only_when_the_whole_margin_is_gone() {
+    let played = |outs: &[Out]| -> Vec<u32> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Out::Voice(ts) => Some(ts / 20),
+                _ => None,
+            })
+            .collect()
+    };
+    let concealed_before_16 = |outs: &[Out]| -> usize {
+        let at16 = outs.iter().position(|o| matches!(o, Out::Voice(320)));
+        outs.iter()
+            .take(at16.unwrap_or(0))
+            .skip_while(|o| !matches!(o, Out::Voice(280)))
+            .filter(|o| matches!(o, Out::Interp(_)))
+            .count()
+    };
+    // 30 ms over the target, less than the 40 ms margin: frame 15's slot is concealed as a
+    // loss and the utterance plays on at its delay; the deficit waits for a pause.
+    let (outs, stats) = speech_with_a_missing_frame(30);
+    assert_eq!(stats.stretched, 0, "{outs:?}");
+    assert_eq!(concealed_before_16(&outs), 1, "{outs:?}");
+    // 50 ms over: the margin is gone, so the slot is stretched: concealed twice, the buffer
+    // one frame deeper.
+    let (outs, stats) = speech_with_a_missing_frame(50);
+    assert_eq!(stats.stretched, 1, "{outs:?}");
+    assert_eq!(concealed_before_16(&outs), 2, "{outs:?}");
+    // Every other frame plays, in order (frame 5 only when it came within the 40 ms).
+    for late_by in [30, 50] {
+        let expected: Vec<u32> = (0..40)
+            .filter(|&k| k != 15 && (k != 5 || late_by < 40))
+            .collect();
+        assert_eq!(played(&speech_with_a_missing_frame(late_by).0), expected);
     }
 }

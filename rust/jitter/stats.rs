@@ -50,6 +50,9 @@ pub struct JitterStats {
     pub queued: usize,
     /// True while a talk spurt is being played out.
     pub talking: bool,
+    /// Voice frames below this level (dBFS) count as a pause: -50, or a few dB above the
+    /// talker's background where that is louder.
+    pub quiet_below_dbfs: i16,
 }
 
 /// Values for the receiver-report information elements of an IAX2 PONG.

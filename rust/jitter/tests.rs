@@ -909,6 +909,7 @@ fn reset_forgets_everything() {
             current_ms: 40,
             target_ms: 40,
             delay_ms: 40,
+            quiet_below_dbfs: QUIET_DBFS,
             ..JitterStats::default()
         }
     );
