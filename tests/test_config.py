@@ -1201,3 +1201,17 @@ def test_max_calls_reaches_hub_scale(tmp_path: Path) -> None:
     # Bounded by the IAX2 call-number space, not by a round number (issue 11).
     config = load_text(tmp_path, "[listener]\nmax_calls = 5000\n[control]\n")
     assert config.listener.max_calls == 5000
+
+
+def test_the_jitter_buffer_keys_are_bounded_and_named(tmp_path: Path) -> None:
+    base = "[listener]\n[control]\n[bridge]\n"
+    config = load_text(tmp_path, base + "jitter_target_extra_ms = 120\njitter_max_ms = 4000\n")
+    assert (config.bridge.jitter_target_extra_ms, config.bridge.jitter_max_ms) == (120, 4000)
+    assert (NodeConfig().bridge.jitter_target_extra_ms, NodeConfig().bridge.jitter_max_ms) == (
+        40,
+        1000,
+    )
+    with pytest.raises(ConfigError, match=r"bridge\.jitter_max_ms: 10 .*from 20 to 4000"):
+        load_text(tmp_path, base + "jitter_max_ms = 10\n")
+    with pytest.raises(ConfigError, match=r"bridge\.jitter_target_extra_ms: -1 .*0 to 1000"):
+        load_text(tmp_path, base + "jitter_target_extra_ms = -1\n")

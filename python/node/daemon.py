@@ -275,6 +275,8 @@ class RunningNode:
                 legs=config.listener.max_calls + len(config.links) + 16,
                 tunnel=tunnel,
                 concealment=config.bridge.concealment,
+                jitter_target_extra_ms=config.bridge.jitter_target_extra_ms,
+                jitter_max_ms=config.bridge.jitter_max_ms,
             )
         except EngineError as exc:
             if tunnel is not None:

@@ -12,7 +12,7 @@ use super::wireguard::{tunnel_to_py, PyWireGuard};
 use crate::codec::Codec;
 use crate::device::DeviceEdge;
 use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
-use crate::jitter::{ControlKind, JitterStats};
+use crate::jitter::{ControlKind, JitterConfig, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
 use crate::parrot::ParrotSettings;
 use crate::player::{Destination, PlayerEvent};
@@ -108,6 +108,7 @@ fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, Py
     d.set_item("stretched", s.stretched)?;
     d.set_item("delay_ms", s.delay_ms)?;
     d.set_item("target_ms", s.target_ms)?;
+    d.set_item("min_ms", s.min_ms)?;
     d.set_item("jitter_ms", s.jitter_ms)?;
     d.set_item("queued", s.queued)?;
     d.set_item("talking", s.talking)?;
@@ -136,8 +137,10 @@ impl PyEngine {
     /// `wireguard`, every datagram goes through that tunnel instead (`bind` is not used: the
     /// tunnel binds its own outer socket). `concealment` is how legs conceal lost frames:
     /// "pitch" (pitch-period repetition) or "fade" (the old repeat-and-fade).
+    /// `jitter_target_extra_ms` and `jitter_max_ms` size every leg's jitter buffer (chan_iax2's
+    /// `jittertargetextra` and `maxjitterbuffer`).
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch"))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch", jitter_target_extra_ms = 40, jitter_max_ms = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -148,6 +151,8 @@ impl PyEngine {
         legs: usize,
         wireguard: Option<PyRef<'_, PyWireGuard>>,
         concealment: &str,
+        jitter_target_extra_ms: u32,
+        jitter_max_ms: u32,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -160,6 +165,14 @@ impl PyEngine {
         cfg.queue_limit = queue_limit;
         cfg.legs = legs;
         cfg.concealment = super::plc::concealment(concealment)?;
+        cfg.jitter = JitterConfig {
+            target_extra_ms: jitter_target_extra_ms,
+            max_jitterbuf_ms: jitter_max_ms,
+            ..JitterConfig::default()
+        };
+        cfg.jitter
+            .validate()
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         let inner = match wireguard {
             None => py.detach(|| Engine::start(cfg))?,
             Some(wg) => {

@@ -30,7 +30,7 @@ use std::time::Duration;
 use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
-use crate::jitter::{Concealment, ControlKind, JitterStats};
+use crate::jitter::{Concealment, ControlKind, JitterConfig, JitterStats};
 use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
@@ -96,6 +96,8 @@ pub struct EngineConfig {
     pub legs: usize,
     /// How legs conceal lost frames.
     pub concealment: Concealment,
+    /// Every leg's jitter buffer.
+    pub jitter: JitterConfig,
 }
 
 impl EngineConfig {
@@ -107,6 +109,7 @@ impl EngineConfig {
             queue_limit: 4096,
             legs: 64,
             concealment: Concealment::default(),
+            jitter: JitterConfig::default(),
         }
     }
 }
@@ -332,6 +335,7 @@ impl Engine {
         wake_rx.set_nonblocking(true)?;
         let mut station = Station::new(cfg.rate, cfg.mix_minus);
         station.set_concealment(cfg.concealment);
+        station.set_jitter_config(cfg.jitter);
         let shared = Arc::new(Shared {
             transport,
             queue: Mutex::new(VecDeque::new()),

@@ -500,6 +500,11 @@ impl Station {
         self.concealment = concealment;
     }
 
+    /// The jitter buffer of legs added from now on (validated when a leg is added).
+    pub fn set_jitter_config(&mut self, cfg: JitterConfig) {
+        self.jitter_cfg = cfg;
+    }
+
     pub fn jitter_stats(&self, callno: u16) -> Option<JitterStats> {
         let idx = *self.by_callno.get(&callno)?;
         self.legs.get(idx).map(|l| l.jitter.stats())

@@ -84,3 +84,15 @@ def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
     )
     assert "echolink.conf:1 [el0]: EchoLink: not supported" in on.dropped
     assert "modules.conf chan_voter.so: the voter (RTCM receivers): not supported" in on.dropped
+
+
+def test_the_jitter_buffer_keys_of_iax_conf_are_carried_within_range() -> None:
+    rpt = "[3000]\nrxchannel = Local/pseudo\n"
+    plan = plan_of(rpt, iax="[general]\njittertargetextra = 120\nmaxjitterbuffer = 9000\n")
+    bridge = values(plan, "bridge")
+    assert (bridge["jitter_target_extra_ms"], bridge["jitter_max_ms"]) == (120, 4000)
+    carried = "[general] jittertargetextra -> [bridge] jitter_target_extra_ms"
+    assert any(carried in c for c in plan.carried)
+    plan = plan_of(rpt, iax="[general]\njitterbuffer = no\n")
+    assert "jitter_target_extra_ms" not in values(plan, "bridge")
+    assert any("[general] jitterbuffer" in d and "always runs" in d for d in plan.dropped)

@@ -3,6 +3,8 @@ sent as voice, as many phones do) through a jittering relay into the real node, 
 caller on a clean path records what the node sends. The jitter buffer may change its delay
 only in the pauses: inside a syllable no frame is dropped and none is inserted, except where
 a frame had not arrived by its time (counted by the node as lost, late or stretched).
+The same talker on a noisy line (background noise at -40 dBFS under the speech and in the
+pauses, above the fixed -50 dBFS threshold) has its pauses found above the noise.
 
     P --> [relay: 20 ms + jitter, no loss] --> node --> Q
 """
@@ -13,6 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from node._core import ulaw_decode, ulaw_encode
 from tests.interop.harness import running_node, wait_until
@@ -25,11 +28,14 @@ SYLLABLE, PAUSE = 15, 10
 SYLLABLES = 14
 
 
-def speech_like(seed: int) -> tuple[np.ndarray, dict[bytes, int], set[int]]:
+def speech_like(
+    seed: int, noise_dbfs: float | None = None
+) -> tuple[np.ndarray, dict[bytes, int], set[int]]:
     """The talker's audio, each speech frame mapped to its frame index by the second half of
     its µ-law round trip (the first 10 ms may be blended with a concealed frame before it),
     and the indices of speech frames. Every speech frame differs from every other (a voiced
-    harmonic series whose pitch and level move per frame, plus a little noise)."""
+    harmonic series whose pitch and level move per frame, plus a little noise). With
+    `noise_dbfs`, white noise of that level runs under everything, pauses included."""
     rng = np.random.default_rng(seed)
     frames: list[np.ndarray] = []
     speech: set[int] = set()
@@ -44,15 +50,21 @@ def speech_like(seed: int) -> tuple[np.ndarray, dict[bytes, int], set[int]]:
             speech.add(len(frames))
             frames.append(x)
         frames.extend(np.zeros(FRAME) for _ in range(PAUSE))
-    pcm = np.clip(np.round(np.concatenate(frames)), -32768, 32767).astype(np.int16)
+    x = np.concatenate(frames)
+    if noise_dbfs is not None:
+        x += rng.normal(0, 32768 * 10 ** (noise_dbfs / 20), len(x))
+    pcm = np.clip(np.round(x), -32768, 32767).astype(np.int16)
     heard = np.frombuffer(ulaw_decode(ulaw_encode(pcm.tobytes())), dtype=np.int16)
     index = {_key(heard[k * FRAME : (k + 1) * FRAME].tobytes()): k for k in sorted(speech)}
     assert len(index) == len(speech), "speech frames must be unique"
     return pcm, index, speech
 
 
-def test_no_frame_is_dropped_or_inserted_inside_speech(tmp_path: Path) -> None:
-    pcm, index, speech = speech_like(3)
+@pytest.mark.parametrize("noise_dbfs", [None, -40.0], ids=["clean", "noisy"])
+def test_no_frame_is_dropped_or_inserted_inside_speech(
+    tmp_path: Path, noise_dbfs: float | None
+) -> None:
+    pcm, index, speech = speech_like(3, noise_dbfs)
     jitter = Condition("jitter", base_ms=20, sd_ms=25)
     with running_node(tmp_path, "node", codec_policy="ulaw_only", listener='auth = "off"') as node:
         relay = ImpairmentRelay(node.udp_addr, jitter, seed=5)
@@ -85,6 +97,12 @@ def test_no_frame_is_dropped_or_inserted_inside_speech(tmp_path: Path) -> None:
     # Only frames that were not there in time may leave a mark inside a syllable.
     assert dropped <= buffer["lost"] + buffer["late"], (dropped, buffer)
     assert inserted <= buffer["stretched"], (inserted, buffer)
+    # Where pauses begin: -50 dBFS for a clean talker; above a louder background, 3 dB over
+    # its quietest frame (white noise at -40 dBFS has 20 ms frames from about -41.5 dB up).
+    if noise_dbfs is None:
+        assert buffer["quiet_below_dbfs"] == -50, buffer
+    else:
+        assert -42 <= buffer["quiet_below_dbfs"] <= -37, buffer
 
 
 def _played(phone: Softphone, callno: int, index: dict[bytes, int]) -> dict[int, int]:
@@ -103,3 +121,27 @@ def _played(phone: Softphone, callno: int, index: dict[bytes, int]) -> dict[int,
 def _key(pcm: bytes) -> bytes:
     """The second half of a frame (bytes of 16-bit PCM)."""
     return pcm[FRAME:]
+
+
+def test_the_jitter_margin_is_the_configured_one(tmp_path: Path) -> None:
+    """`[bridge] jitter_target_extra_ms` reaches every leg's buffer: it aims at the spread of
+    the delays plus exactly that margin."""
+    pcm, _, _ = speech_like(4)
+    sections = "[bridge]\njitter_target_extra_ms = 120\n"
+    with (
+        running_node(
+            tmp_path, "node", codec_policy="ulaw_only", listener='auth = "off"', sections=sections
+        ) as node,
+        Softphone(name="P") as talker,
+        Softphone(name="Q") as listener,
+    ):
+        q = listener.dial(node.udp_addr, "1")
+        assert listener.wait_for(lambda s: s.answered(q))
+        p = talker.dial(node.udp_addr, "1")
+        assert talker.wait_for(lambda s: s.answered(p))
+        talker.send_pcm(p, pcm[: 50 * FRAME])
+        wait_until("the talker to finish", lambda: not talker.sending(p), 30)
+        legs = node.get("/stats").json()["legs"].values()
+    buffer = max(legs, key=lambda s: s["frames_in"])
+    assert buffer["frames_in"] >= 40, buffer
+    assert buffer["target_ms"] - buffer["min_ms"] - buffer["jitter_ms"] == 120, buffer

@@ -248,6 +248,29 @@ def _listener(plan: Plan, files: Asl3Files) -> None:
             "as app_rpt checks a radio caller's address against the node list",
         )
     _codecs(plan, iax, radio)
+    _jitter(plan, general)
+
+
+#: iax.conf's jitter-buffer keys, the [bridge] key each becomes, and the range that key takes.
+_JITTER_KEYS = {
+    "jittertargetextra": ("jitter_target_extra_ms", 0, 1000),
+    "maxjitterbuffer": ("jitter_max_ms", 20, 4000),
+}
+
+
+def _jitter(plan: Plan, general: Section | None) -> None:
+    """The jitter buffer's margin and size, as chan_iax2 was told them."""
+    if general is None:
+        return
+    for name, (key, low, high) in _JITTER_KEYS.items():
+        if (e := general.get(name)) is None:
+            continue
+        wanted = _int(e, "general")
+        value = min(high, max(low, wanted))
+        note = "" if value == wanted else f"{wanted} is outside {low}-{high}: {value} is nearest"
+        plan.set("bridge", key, value, _src(e, "general"), note)
+    if (e := general.get("jitterbuffer")) is not None and not _yes(e.value):
+        plan.drop(_src(e, "general"), "the node always runs a jitter buffer on every leg")
 
 
 def _allowed(section: Section | None, start: set[str]) -> set[str]:

@@ -141,6 +141,27 @@ class BridgeConfig:
             "Read at start."
         ),
     ] = "pitch"
+    jitter_target_extra_ms: Annotated[
+        int,
+        key(
+            "Margin of each call's jitter buffer above the delay 97 % of frames arrive within, "
+            "in ms (chan_iax2's jittertargetextra). More rides out delay spikes on a poor path "
+            "at the cost of that much more delay. Read at start.",
+            ext=True,
+            ge=0,
+            le=1000,
+        ),
+    ] = 40
+    jitter_max_ms: Annotated[
+        int,
+        key(
+            "The most delay each call's jitter buffer may hold, in ms (chan_iax2's "
+            "maxjitterbuffer; ASL3 suggests 4000 for poor paths). Read at start.",
+            ext=True,
+            ge=20,
+            le=4000,
+        ),
+    ] = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -39,10 +39,13 @@ class EngineTransport:
         legs: int = 64,
         tunnel: TunnelSettings | None = None,
         concealment: str = "pitch",
+        jitter_target_extra_ms: int = 40,
+        jitter_max_ms: int = 1000,
     ) -> None:
         """`legs` is the most legs the node carries (calls and links): the engine sizes the
         socket buffers for that many. With `tunnel` every datagram goes through that WireGuard
-        tunnel, and `local_addr` is our address inside it."""
+        tunnel, and `local_addr` is our address inside it. The `jitter_*` values size every
+        leg's jitter buffer."""
         try:
             wireguard = None if tunnel is None else _wireguard(tunnel)
             self._engine = Engine(
@@ -53,6 +56,8 @@ class EngineTransport:
                 legs=legs,
                 wireguard=wireguard,
                 concealment=concealment,
+                jitter_target_extra_ms=jitter_target_extra_ms,
+                jitter_max_ms=jitter_max_ms,
             )
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.
