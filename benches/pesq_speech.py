@@ -21,10 +21,12 @@ rate the relay applied.
     python benches/pesq_speech.py --repeat 3           # the same seed three times (spread)
     python benches/pesq_speech.py --conditions harsh --seed 7 --concealment pitch
     python benches/pesq_speech.py --noise-dbfs -45     # a talker on a noisy line
+    python benches/pesq_speech.py --conditions harsh --seed 2 --jitter-target-extra-ms 120
 
 `--noise-dbfs` adds steady background noise to the talker's audio (reference included), as a
 noisy phone or a radio link's hiss does: the pauses between words are then the noise, not
-silence, and the node must find them above it.
+silence, and the node must find them above it. `--jitter-target-extra-ms` runs the node with
+that `[bridge] jitter_target_extra_ms` (the buffer's margin; 40 by default).
 
 Needs espeak-ng and the `pesq` package (in the `test` extras).
 """
@@ -154,9 +156,16 @@ def bound(ref: np.ndarray, lost: set[int], method: str) -> float:
 
 
 def run_once(
-    workdir: Path, ref: np.ndarray, cond: Condition, seed: int, concealment: str
+    workdir: Path,
+    ref: np.ndarray,
+    cond: Condition,
+    seed: int,
+    concealment: str,
+    target_extra_ms: int = 40,
 ) -> dict[str, object]:
-    sections = f'[bridge]\nconcealment = "{concealment}"\n'
+    sections = (
+        f'[bridge]\nconcealment = "{concealment}"\njitter_target_extra_ms = {target_extra_ms}\n'
+    )
     with running_node(
         workdir,
         f"pesq-{cond.name}-{concealment}",
@@ -221,6 +230,9 @@ def main() -> None:
     parser.add_argument(
         "--noise-dbfs", type=float, default=None, help="background noise under the speech"
     )
+    parser.add_argument(
+        "--jitter-target-extra-ms", type=int, default=40, help="the jitter buffer's margin"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pesq-") as tmp:
         work = Path(tmp)
@@ -228,8 +240,16 @@ def main() -> None:
         for name in args.conditions:
             for concealment in args.concealment:
                 for _ in range(args.repeat):
-                    result = run_once(work, ref, CONDITIONS[name], args.seed, concealment)
+                    result = run_once(
+                        work,
+                        ref,
+                        CONDITIONS[name],
+                        args.seed,
+                        concealment,
+                        args.jitter_target_extra_ms,
+                    )
                     result["noise_dbfs"] = args.noise_dbfs
+                    result["target_extra_ms"] = args.jitter_target_extra_ms
                     print(json.dumps(result), flush=True)
 
 
