@@ -4,12 +4,17 @@
 //! what went in: nothing comes out that was not queued, nothing comes out twice (so never
 //! more than was given), payloads and timestamps are intact, two voice frames of one timeline
 //! that were queued together come out in timestamp order and less than `max_jitterbuf_ms`
-//! apart, and one tick never takes more items than were queued.
+//! apart, and one tick never takes more items than were queued. Half the voice frames carry a
+//! level, so the pause rules and the background estimate run too; the quiet threshold must
+//! stay within `QUIET_DBFS..=QUIET_CEILING_DBFS`.
 #![no_main]
 
 use std::collections::HashMap;
 
-use _core::jitter::{ControlKind, DropReason, GetResult, JitterBuffer, JitterConfig, PutResult};
+use _core::jitter::{
+    ControlKind, DropReason, GetResult, JitterBuffer, JitterConfig, PutResult, LEVEL_UNKNOWN,
+    QUIET_CEILING_DBFS, QUIET_DBFS,
+};
 use libfuzzer_sys::fuzz_target;
 
 /// Reads the input front to back; an exhausted input reads as zeros.
@@ -125,7 +130,19 @@ fuzz_target!(|data: &[u8]| {
                 let id = next_id;
                 next_id += 1;
                 let p = payload(id, len);
-                let put = jb.put_voice(ts, &p, now);
+                // Half the frames carry a level (any value, not only -120..=0), so the pause
+                // rules and the background estimate are driven too.
+                let level = if op & 0x40 != 0 {
+                    i16::from(inp.u8() as i8).saturating_mul(2)
+                } else {
+                    LEVEL_UNKNOWN
+                };
+                let put = jb.put_voice_level(ts, &p, level, now);
+                let quiet = jb.stats().quiet_below_dbfs;
+                assert!(
+                    (QUIET_DBFS..=QUIET_CEILING_DBFS).contains(&quiet),
+                    "quiet threshold {quiet} out of range"
+                );
                 // A resync starts a new timeline even when the frame that caused it is then
                 // refused (too far from the frames still queued), so count them, not results.
                 let resyncs = jb.stats().resyncs;
