@@ -1211,7 +1211,12 @@ def test_the_jitter_buffer_keys_are_bounded_and_named(tmp_path: Path) -> None:
         40,
         1000,
     )
-    with pytest.raises(ConfigError, match=r"bridge\.jitter_max_ms: 10 .*from 20 to 4000"):
-        load_text(tmp_path, base + "jitter_max_ms = 10\n")
+    with pytest.raises(ConfigError, match=r"bridge\.jitter_max_ms: 100 .*from 200 to 4000"):
+        load_text(tmp_path, base + "jitter_max_ms = 100\n")
     with pytest.raises(ConfigError, match=r"bridge\.jitter_target_extra_ms: -1 .*0 to 1000"):
         load_text(tmp_path, base + "jitter_target_extra_ms = -1\n")
+    # The margin needs room in the buffer for the jitter itself.
+    with pytest.raises(
+        ConfigError, match=r"bridge\.jitter_max_ms: 300 ms leaves no room .*at least .*\(460\)"
+    ):
+        load_text(tmp_path, base + "jitter_target_extra_ms = 300\njitter_max_ms = 300\n")

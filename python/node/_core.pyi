@@ -342,8 +342,8 @@ class Engine:
         legs: int = 64,
         wireguard: WireGuard | None = None,
         concealment: str = "pitch",
-        jitter_target_extra_ms: int = 40,
-        jitter_max_ms: int = 1000,
+        jitter_target_extra_ms: int | None = None,
+        jitter_max_ms: int | None = None,
     ) -> Engine: ...
     @property
     def local_addr(self) -> _Addr: ...

@@ -138,9 +138,9 @@ impl PyEngine {
     /// tunnel binds its own outer socket). `concealment` is how legs conceal lost frames:
     /// "pitch" (pitch-period repetition) or "fade" (the old repeat-and-fade).
     /// `jitter_target_extra_ms` and `jitter_max_ms` size every leg's jitter buffer (chan_iax2's
-    /// `jittertargetextra` and `maxjitterbuffer`).
+    /// `jittertargetextra` and `maxjitterbuffer`; None keeps chan_iax2's defaults).
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch", jitter_target_extra_ms = 40, jitter_max_ms = 1000))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch", jitter_target_extra_ms = None, jitter_max_ms = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -151,8 +151,8 @@ impl PyEngine {
         legs: usize,
         wireguard: Option<PyRef<'_, PyWireGuard>>,
         concealment: &str,
-        jitter_target_extra_ms: u32,
-        jitter_max_ms: u32,
+        jitter_target_extra_ms: Option<u32>,
+        jitter_max_ms: Option<u32>,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -165,10 +165,11 @@ impl PyEngine {
         cfg.queue_limit = queue_limit;
         cfg.legs = legs;
         cfg.concealment = super::plc::concealment(concealment)?;
+        let defaults = JitterConfig::default();
         cfg.jitter = JitterConfig {
-            target_extra_ms: jitter_target_extra_ms,
-            max_jitterbuf_ms: jitter_max_ms,
-            ..JitterConfig::default()
+            target_extra_ms: jitter_target_extra_ms.unwrap_or(defaults.target_extra_ms),
+            max_jitterbuf_ms: jitter_max_ms.unwrap_or(defaults.max_jitterbuf_ms),
+            ..defaults
         };
         cfg.jitter
             .validate()

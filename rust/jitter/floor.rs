@@ -4,9 +4,9 @@
 //! silence or a quiet room. A talker on a noisy phone, or a radio user whose receiver hiss
 //! comes along, never drops below it: the buffer would then find no pause at all, grow only
 //! where frames are missing and never shrink until the talk spurt ends. The floor is the
-//! quietest frame of the last few seconds (the minimum-statistics idea of noise estimators:
-//! speech has gaps, and the minimum over a window longer than any word is the background), and
-//! a frame within a few dB of it is quiet too.
+//! quietest pair of frames of the last few seconds (the minimum-statistics idea of noise
+//! estimators: speech has gaps, and the minimum over a window longer than any word is the
+//! background), and a frame within a few dB of it is quiet too.
 
 use super::{LEVEL_UNKNOWN, QUIET_DBFS};
 
@@ -25,6 +25,10 @@ pub const FLOOR_MARGIN_DB: i16 = 3;
 /// The highest level a frame may have and still count as quiet, whatever the floor. A louder
 /// "background" is a sound in its own right (a tone, music, a carrier), which must not be cut.
 pub const QUIET_CEILING_DBFS: i16 = -30;
+/// The ceiling for the first [`EARLY_BLOCKS`] blocks (1 s). A talker who starts speaking at
+/// once has shown no pause yet, so the floor may still be the weakest sound of a word.
+pub const EARLY_CEILING_DBFS: i16 = -40;
+const EARLY_BLOCKS: usize = 5;
 
 /// Minimum of the recent frame levels, kept in blocks so that old minima expire.
 #[derive(Debug, Clone)]
@@ -36,6 +40,10 @@ pub(super) struct NoiseFloor {
     /// The block being filled.
     current_min: i16,
     current_len: u16,
+    /// The previous frame's level: the minimum is taken over the louder of each two frames in
+    /// a row, so one stray frame of digital silence (a sender's filler between packets of
+    /// noise) does not pull the floor to -120 for the whole window.
+    prev: i16,
 }
 
 impl NoiseFloor {
@@ -46,6 +54,7 @@ impl NoiseFloor {
             next: 0,
             current_min: i16::MAX,
             current_len: 0,
+            prev: LEVEL_UNKNOWN,
         }
     }
 
@@ -58,7 +67,11 @@ impl NoiseFloor {
         if level_dbfs == LEVEL_UNKNOWN {
             return;
         }
-        self.current_min = self.current_min.min(level_dbfs);
+        let prev = std::mem::replace(&mut self.prev, level_dbfs);
+        if prev == LEVEL_UNKNOWN {
+            return;
+        }
+        self.current_min = self.current_min.min(level_dbfs.max(prev));
         self.current_len += 1;
         if self.current_len >= BLOCK_FRAMES {
             if let Some(cell) = self.blocks.get_mut(self.next) {
@@ -79,11 +92,16 @@ impl NoiseFloor {
     }
 
     /// Frames below this level are quiet: [`QUIET_DBFS`], or up to [`FLOOR_MARGIN_DB`] above
-    /// the floor where the background is louder, but never above [`QUIET_CEILING_DBFS`].
+    /// the floor where the background is louder, but never above [`QUIET_CEILING_DBFS`]
+    /// ([`EARLY_CEILING_DBFS`] in the first second).
     pub(super) fn quiet_below(&self) -> i16 {
+        let ceiling = if self.filled < EARLY_BLOCKS {
+            EARLY_CEILING_DBFS
+        } else {
+            QUIET_CEILING_DBFS
+        };
         self.floor().map_or(QUIET_DBFS, |f| {
-            f.saturating_add(FLOOR_MARGIN_DB)
-                .clamp(QUIET_DBFS, QUIET_CEILING_DBFS)
+            f.saturating_add(FLOOR_MARGIN_DB).clamp(QUIET_DBFS, ceiling)
         })
     }
 }
@@ -102,10 +120,30 @@ mod tests {
 
     #[test]
     fn no_floor_until_a_whole_block_has_been_seen() {
-        let f = fed(std::iter::repeat_n(-30, usize::from(BLOCK_FRAMES) - 1));
+        // The first frame only starts the first pair.
+        let f = fed(std::iter::repeat_n(-45, usize::from(BLOCK_FRAMES)));
         assert_eq!((f.floor(), f.quiet_below()), (None, QUIET_DBFS));
-        let f = fed(std::iter::repeat_n(-30, usize::from(BLOCK_FRAMES)));
-        assert_eq!(f.floor(), Some(-30));
+        let f = fed(std::iter::repeat_n(-45, usize::from(BLOCK_FRAMES) + 1));
+        assert_eq!((f.floor(), f.quiet_below()), (Some(-45), -42));
+    }
+
+    #[test]
+    fn a_talker_who_speaks_at_once_cannot_raise_the_threshold_far_in_the_first_second() {
+        let first_second = usize::from(BLOCK_FRAMES) * EARLY_BLOCKS;
+        let f = fed(std::iter::repeat_n(-25, first_second));
+        assert_eq!(f.quiet_below(), EARLY_CEILING_DBFS);
+        let f = fed(std::iter::repeat_n(-25, first_second + 1));
+        assert_eq!(f.quiet_below(), QUIET_CEILING_DBFS);
+    }
+
+    #[test]
+    fn one_stray_frame_of_digital_silence_does_not_lower_the_floor() {
+        let mut levels = vec![-40; 100];
+        levels[50] = -120;
+        assert_eq!(fed(levels.clone()).floor(), Some(-40));
+        // Two in a row are a pause of silence: the floor follows.
+        levels[51] = -120;
+        assert_eq!(fed(levels).floor(), Some(-120));
     }
 
     #[test]
@@ -122,12 +160,12 @@ mod tests {
         // A steady tone is not background: frames at its level are never quiet.
         let f = fed(std::iter::repeat_n(-20, 200));
         assert_eq!(f.quiet_below(), QUIET_CEILING_DBFS);
-        assert!(f.quiet_below() <= -20);
     }
 
     #[test]
     fn a_quieter_background_is_followed_at_once_a_louder_one_within_the_window() {
         let mut f = fed(std::iter::repeat_n(-40, 100));
+        f.push(-60);
         f.push(-60);
         assert_eq!(f.floor(), Some(-60));
         let window = usize::from(BLOCK_FRAMES) * (BLOCKS + 1);

@@ -33,7 +33,7 @@ mod stats;
 mod tests;
 
 pub use config::{JitterConfig, JitterError};
-pub use floor::{FLOOR_MARGIN_DB, QUIET_CEILING_DBFS};
+pub use floor::{EARLY_CEILING_DBFS, FLOOR_MARGIN_DB, QUIET_CEILING_DBFS};
 pub use item::{ControlKind, DropReason, GetResult, PutResult};
 pub use plc::{Concealer, Concealment};
 pub use stats::{JitterStats, RrValues};
@@ -67,12 +67,6 @@ pub const QUIET_DBFS: i16 = -50;
 /// shorter quiet stretch is a gap between words: listeners and PESQ alike hear the words on
 /// either side as one utterance, so the delay changes there only when the margin is half gone.
 pub const PAUSE_FRAMES: u16 = 3;
-
-/// Whether a frame of this level is a pause for a talker with a quiet background (the buffer
-/// itself also counts frames near a louder background as quiet).
-pub fn is_quiet(level_dbfs: i16) -> bool {
-    level_dbfs < QUIET_DBFS
-}
 
 /// Mean power of linear PCM in whole dBFS (a full-scale sine is -3), clamped to -120..=0; the
 /// level [`JitterBuffer::put_voice_level`] takes.
@@ -325,8 +319,9 @@ impl JitterBuffer {
     }
 
     /// [`put_voice`](Self::put_voice) with the frame's level in dBFS ([`level_dbfs`] of its
-    /// decoded audio). Inside a talk spurt the delay then changes only next to frames below
-    /// [`QUIET_DBFS`], or where a frame is missing anyway, never by dropping or inserting a
+    /// decoded audio). Inside a talk spurt the delay then changes only next to quiet frames
+    /// (below [`QUIET_DBFS`], or close to the talker's louder background), or where a frame is
+    /// missing and the whole `target_extra_ms` margin is gone, never by dropping or inserting a
     /// frame in the middle of speech.
     pub fn put_voice_level(
         &mut self,

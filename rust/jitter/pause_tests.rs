@@ -149,26 +149,22 @@ fn levels_in_dbfs() {
         .map(|n| (32767.0 * (f64::from(n) * 0.3).sin()) as i16)
         .collect();
     assert_eq!(level_dbfs(&full), -3);
-    assert!(is_quiet(LEVEL_UNKNOWN) && is_quiet(-60) && !is_quiet(-20));
 }
 
-/// Plays 40 frames of "speech" with levels: loud, but frame 10 is a one-frame gap between
-/// words and frames 20-23 a pause. Frame 5 arrives `late_by` ms after its time, which raises
-/// the target by as much. Returns what played, one entry per `get`
-/// (`tick` checks payloads and invariants on the way).
-fn words_and_a_pause(late_by: u64) -> Vec<Out> {
-    let level = |k: u32| {
-        if k == 10 || (20..24).contains(&k) {
-            -80
-        } else {
-            -20
-        }
-    };
+/// Plays 40 frames of "speech" whose frame `k` has level `level(k)`: frame 5 arrives `late_by`
+/// ms after its time, which raises the target by as much (beyond the first spurt's 40 ms delay
+/// it is late itself), and frame `missing` never arrives. Returns what played, one entry per
+/// `get` (`tick` checks payloads and invariants on the way), and the stats at the end.
+fn forty_frames(
+    level: impl Fn(u32) -> i16,
+    late_by: u64,
+    missing: Option<u32>,
+) -> (Vec<Out>, JitterStats) {
     let mut jb = jb();
     let mut outs = Vec::new();
     let mut now = T0;
     while now <= T0 + 40 * 20 + 200 {
-        for k in 0..40u32 {
+        for k in (0..40u32).filter(|&k| Some(k) != missing) {
             let at = T0 + 20 * u64::from(k) + if k == 5 { late_by } else { 0 };
             if (now.saturating_sub(19)..=now).contains(&at) {
                 let ts = 20 * k;
@@ -178,7 +174,28 @@ fn words_and_a_pause(late_by: u64) -> Vec<Out> {
         outs.extend(tick(&mut jb, now));
         now += 20;
     }
-    outs
+    (outs, jb.stats())
+}
+
+fn played(outs: &[Out]) -> Vec<u32> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Out::Voice(ts) => Some(ts / 20),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Loud, but frame 10 is a one-frame gap between words and frames 20-23 a pause.
+fn words_and_a_pause(late_by: u64) -> Vec<Out> {
+    let level = |k: u32| {
+        if k == 10 || (20..24).contains(&k) {
+            -80
+        } else {
+            -20
+        }
+    };
+    forty_frames(level, late_by, None).0
 }
 
 #[test]
@@ -202,48 +219,17 @@ fn a_gap_between_words_takes_a_growth_step_only_when_half_the_margin_is_gone() {
     assert_eq!(grown_after(&outs), vec![10, 22], "{outs:?}");
     // Either way every frame plays, in order.
     for late_by in [10, 30] {
-        let played: Vec<u32> = words_and_a_pause(late_by)
-            .into_iter()
-            .filter_map(|o| match o {
-                Out::Voice(ts) => Some(ts / 20),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(played, (0..40).collect::<Vec<_>>());
+        assert_eq!(
+            played(&words_and_a_pause(late_by)),
+            (0..40).collect::<Vec<_>>()
+        );
     }
-}
-
-/// 40 frames of unbroken speech; frame 5 arrives `late_by` ms after its time, which raises the
-/// target by as much (it is late itself beyond the first spurt's 40 ms delay), and frame 15
-/// never arrives. Returns what played and the buffer's stats at the end.
-fn speech_with_a_missing_frame(late_by: u64) -> (Vec<Out>, JitterStats) {
-    let mut jb = jb();
-    let mut outs = Vec::new();
-    let mut now = T0;
-    while now <= T0 + 40 * 20 + 200 {
-        for k in (0..40u32).filter(|&k| k != 15) {
-            let at = T0 + 20 * u64::from(k) + if k == 5 { late_by } else { 0 };
-            if (now.saturating_sub(19)..=now).contains(&at) {
-                let ts = 20 * k;
-                jb.put_voice_level(ts, &payload_for(ts), -20, at);
-            }
-        }
-        outs.extend(tick(&mut jb, now));
-        now += 20;
-    }
-    (outs, jb.stats())
 }
 
 #[test]
 fn a_missing_frame_in_speech_stretches_only_when_the_whole_margin_is_gone() {
-    let played = |outs: &[Out]| -> Vec<u32> {
-        outs.iter()
-            .filter_map(|o| match o {
-                Out::Voice(ts) => Some(ts / 20),
-                _ => None,
-            })
-            .collect()
-    };
+    // Unbroken speech; frame 15 never arrives.
+    let speech = |late_by| forty_frames(|_| -20, late_by, Some(15));
     let concealed_before_16 = |outs: &[Out]| -> usize {
         let at16 = outs.iter().position(|o| matches!(o, Out::Voice(320)));
         outs.iter()
@@ -252,14 +238,17 @@ fn a_missing_frame_in_speech_stretches_only_when_the_whole_margin_is_gone() {
             .filter(|o| matches!(o, Out::Interp(_)))
             .count()
     };
-    // 30 ms over the target, less than the 40 ms margin: frame 15's slot is concealed as a
-    // loss and the utterance plays on at its delay; the deficit waits for a pause.
-    let (outs, stats) = speech_with_a_missing_frame(30);
-    assert_eq!(stats.stretched, 0, "{outs:?}");
-    assert_eq!(concealed_before_16(&outs), 1, "{outs:?}");
+    // Up to the 40 ms margin over the target (30 ms, and exactly 40): frame 15's slot is
+    // concealed as a loss and the utterance plays on at its delay; the deficit waits for a
+    // pause.
+    for late_by in [30, 40] {
+        let (outs, stats) = speech(late_by);
+        assert_eq!(stats.stretched, 0, "{late_by}: {outs:?}");
+        assert_eq!(concealed_before_16(&outs), 1, "{late_by}: {outs:?}");
+    }
     // 50 ms over: the margin is gone, so the slot is stretched: concealed twice, the buffer
     // one frame deeper.
-    let (outs, stats) = speech_with_a_missing_frame(50);
+    let (outs, stats) = speech(50);
     assert_eq!(stats.stretched, 1, "{outs:?}");
     assert_eq!(concealed_before_16(&outs), 2, "{outs:?}");
     // Every other frame plays, in order (frame 5 only when it came within the 40 ms).
@@ -267,6 +256,6 @@ fn a_missing_frame_in_speech_stretches_only_when_the_whole_margin_is_gone() {
         let expected: Vec<u32> = (0..40)
             .filter(|&k| k != 15 && (k != 5 || late_by < 40))
             .collect();
-        assert_eq!(played(&speech_with_a_missing_frame(late_by).0), expected);
+        assert_eq!(played(&speech(late_by).0), expected);
     }
 }

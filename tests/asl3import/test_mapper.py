@@ -93,6 +93,12 @@ def test_the_jitter_buffer_keys_of_iax_conf_are_carried_within_range() -> None:
     assert (bridge["jitter_target_extra_ms"], bridge["jitter_max_ms"]) == (120, 4000)
     carried = "[general] jittertargetextra -> [bridge] jitter_target_extra_ms"
     assert any(carried in c for c in plan.carried)
+    # A buffer too small for its margin is made big enough, and the note says why.
+    plan = plan_of(rpt, iax="[general]\njittertargetextra = 300\nmaxjitterbuffer = 250\n")
+    bridge = values(plan, "bridge")
+    assert (bridge["jitter_target_extra_ms"], bridge["jitter_max_ms"]) == (300, 460)
+    setting = next(s for s in plan.sections["bridge"] if s.key == "jitter_max_ms")
+    assert "maxjitterbuffer" in setting.source and "raised" in setting.note
     plan = plan_of(rpt, iax="[general]\njitterbuffer = no\n")
     assert "jitter_target_extra_ms" not in values(plan, "bridge")
     assert any("[general] jitterbuffer" in d and "always runs" in d for d in plan.dropped)

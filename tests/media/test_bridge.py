@@ -114,3 +114,12 @@ def test_announcements_reach_calls_and_links_only_as_asked() -> None:
         engine.stop()
         call.close()
         link.close()
+
+
+def test_the_jitter_buffer_size_reaches_the_engine_and_is_checked_there() -> None:
+    # The config refuses such values first; the engine names the field all the same.
+    with pytest.raises(ValueError, match="max_jitterbuf_ms must be at least frame_ms"):
+        Engine("127.0.0.1:0", jitter_max_ms=10)
+    with pytest.raises(ValueError, match=r"target_extra_ms must be 0\.\.=10000"):
+        Engine("127.0.0.1:0", jitter_target_extra_ms=20_000)
+    Engine("127.0.0.1:0", jitter_target_extra_ms=1000, jitter_max_ms=4000).stop()

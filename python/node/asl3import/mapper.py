@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from node.asl3import.conf import Asl3ConfError, ConfFile, Entry, Section
 from node.config.functions import DEFAULT_FUNCTIONS, Function, parse_function, parse_schedule
+from node.config.schema import keys_of
+from node.config.station import JITTER_HEADROOM_MS, BridgeConfig
 from node.config.values import ASL_REGISTER_URL, Invalid
 
 __all__ = ["Asl3Files", "Plan", "Setting", "map_node", "node_numbers"]
@@ -251,24 +253,37 @@ def _listener(plan: Plan, files: Asl3Files) -> None:
     _jitter(plan, general)
 
 
-#: iax.conf's jitter-buffer keys, the [bridge] key each becomes, and the range that key takes.
+#: iax.conf's jitter-buffer keys and the [bridge] key each becomes.
 _JITTER_KEYS = {
-    "jittertargetextra": ("jitter_target_extra_ms", 0, 1000),
-    "maxjitterbuffer": ("jitter_max_ms", 20, 4000),
+    "jittertargetextra": "jitter_target_extra_ms",
+    "maxjitterbuffer": "jitter_max_ms",
 }
 
 
 def _jitter(plan: Plan, general: Section | None) -> None:
-    """The jitter buffer's margin and size, as chan_iax2 was told them."""
+    """The jitter buffer's margin and size, as chan_iax2 was told them, brought into the
+    ranges `[bridge]` takes."""
     if general is None:
         return
-    for name, (key, low, high) in _JITTER_KEYS.items():
+    declared = {k.name: k for k in keys_of(BridgeConfig)}
+    values = {key: getattr(BridgeConfig(), key) for key in _JITTER_KEYS.values()}
+    found: dict[str, tuple[Entry, str]] = {}
+    for name, key in _JITTER_KEYS.items():
         if (e := general.get(name)) is None:
             continue
+        low, high = int(declared[key].ge or 0), int(declared[key].le or 0)
         wanted = _int(e, "general")
-        value = min(high, max(low, wanted))
-        note = "" if value == wanted else f"{wanted} is outside {low}-{high}: {value} is nearest"
-        plan.set("bridge", key, value, _src(e, "general"), note)
+        values[key] = min(high, max(low, wanted))
+        note = "" if values[key] == wanted else f"{wanted} is outside {low}-{high}"
+        found[key] = (e, note)
+    room = values["jitter_target_extra_ms"] + JITTER_HEADROOM_MS
+    if found and values["jitter_max_ms"] < room:
+        e, _ = found.get("jitter_max_ms") or found["jitter_target_extra_ms"]
+        note = f"raised to leave {JITTER_HEADROOM_MS} ms above the margin for the jitter"
+        values["jitter_max_ms"] = room
+        found["jitter_max_ms"] = (e, note)
+    for key, (e, note) in found.items():
+        plan.set("bridge", key, values[key], _src(e, "general"), note)
     if (e := general.get("jitterbuffer")) is not None and not _yes(e.value):
         plan.drop(_src(e, "general"), "the node always runs a jitter buffer on every leg")
 

@@ -17,9 +17,11 @@ from node.config.network import AmiConfig, ControlConfig, RegisterConfig, Secret
 from node.config.node import NodeConfig
 from node.config.station import (
     CM108_BUTTONS,
+    JITTER_HEADROOM_MS,
     SERIAL_CARRIER_PINS,
     SERIAL_PTT_PINS,
     AnnounceConfig,
+    BridgeConfig,
     RadioConfig,
 )
 from node.config.values import NODE_ID
@@ -199,7 +201,22 @@ def _radio(r: RadioConfig, raw: Mapping[str, Any], fail: Fail) -> RadioConfig:
 
 
 #: Rules of one section, by its dotted name, run as soon as the section is read.
+def _bridge(b: BridgeConfig, raw: Mapping[str, Any], fail: Fail) -> BridgeConfig:
+    # The buffer aims at the jitter plus the margin, capped at its size: with too little room
+    # above the margin the cap binds at once and frames are refused as too far ahead.
+    room = b.jitter_target_extra_ms + JITTER_HEADROOM_MS
+    if b.jitter_max_ms < room:
+        fail(
+            "bridge.jitter_max_ms",
+            f"{b.jitter_max_ms} ms leaves no room above jitter_target_extra_ms "
+            f"({b.jitter_target_extra_ms} ms) for the jitter itself",
+            f"at least jitter_target_extra_ms + {JITTER_HEADROOM_MS} ({room}), at most 4000",
+        )
+    return b
+
+
 SECTION_RULES: Mapping[str, Callable[[Any, Mapping[str, Any], Fail], Any]] = {
+    "bridge": _bridge,
     "register": _register,
     "control": _control,
     "secrets": _secrets,

@@ -30,6 +30,7 @@ __all__ = [
     "GAIN_DB_MAX",
     "GAIN_DB_MIN",
     "INBAND_SOURCES",
+    "JITTER_HEADROOM_MS",
     "SERIAL_CARRIER_PINS",
     "SERIAL_PTT_PINS",
     "SPEC_EVENT_NAMES",
@@ -106,6 +107,10 @@ def _courtesy_tone(raw: object, ctx: Context) -> tuple[tuple[float, float, int],
     return array(raw, _COURTESY_FORM, _courtesy_step)
 
 
+#: Room `[bridge] jitter_max_ms` must leave above `jitter_target_extra_ms` for the jitter itself.
+JITTER_HEADROOM_MS = 160
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BridgeConfig:
     """`[bridge]`: the conference topology (changeable live with POST /bridge)."""
@@ -156,9 +161,10 @@ class BridgeConfig:
         int,
         key(
             "The most delay each call's jitter buffer may hold, in ms (chan_iax2's "
-            "maxjitterbuffer; ASL3 suggests 4000 for poor paths). Read at start.",
+            "maxjitterbuffer; ASL3 suggests 4000 for poor paths). At least "
+            "jitter_target_extra_ms + 160. Read at start.",
             ext=True,
-            ge=20,
+            ge=200,
             le=4000,
         ),
     ] = 1000

@@ -39,13 +39,13 @@ class EngineTransport:
         legs: int = 64,
         tunnel: TunnelSettings | None = None,
         concealment: str = "pitch",
-        jitter_target_extra_ms: int = 40,
-        jitter_max_ms: int = 1000,
+        jitter_target_extra_ms: int | None = None,
+        jitter_max_ms: int | None = None,
     ) -> None:
         """`legs` is the most legs the node carries (calls and links): the engine sizes the
         socket buffers for that many. With `tunnel` every datagram goes through that WireGuard
         tunnel, and `local_addr` is our address inside it. The `jitter_*` values size every
-        leg's jitter buffer."""
+        leg's jitter buffer (None: chan_iax2's defaults)."""
         try:
             wireguard = None if tunnel is None else _wireguard(tunnel)
             self._engine = Engine(
