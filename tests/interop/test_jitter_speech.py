@@ -102,8 +102,8 @@ def test_no_frame_is_dropped_or_inserted_inside_speech(
     # Only frames that were not there in time may leave a mark inside a syllable.
     assert dropped <= buffer["lost"] + buffer["late"], (dropped, buffer)
     assert inserted <= buffer["stretched"], (inserted, buffer)
-    # Where pauses begin: -50 dBFS for a clean talker; above a louder background, 3 dB over
-    # its quietest frame (white noise at -40 dBFS has 20 ms frames from about -41.5 dB up).
+    # Where pauses begin: -50 dBFS for a clean talker; above a louder background, 2 dB over
+    # the quietest pair of frames (white noise at -40 dBFS: 20 ms frames of -41.5 to -38.5).
     if noise_dbfs is None:
         assert buffer["quiet_below_dbfs"] == -50, buffer
     else:
