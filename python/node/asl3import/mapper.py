@@ -12,18 +12,15 @@ import ipaddress
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from node.asl3import.conf import Asl3ConfError, ConfFile, Entry, Section
+from node.asl3import.iax import listener, register
+from node.asl3import.plan import Asl3Files, Plan, Setting, integer, source, yes
 from node.config.functions import DEFAULT_FUNCTIONS, Function, parse_function, parse_schedule
-from node.config.schema import keys_of
-from node.config.station import JITTER_HEADROOM_MS, BridgeConfig
-from node.config.values import ASL_REGISTER_URL, Invalid
+from node.config.values import Invalid
 
 __all__ = ["Asl3Files", "Plan", "Setting", "map_node", "node_numbers"]
 
-#: The IAX2 port when iax.conf names none.
-IAX2_PORT = 4569
 
 _TOT_RESET = "TX time-out reset rules: the node's time-out resets when the conference is quiet"
 #: rpt.conf node-stanza keys that have no equivalent here, and why.
@@ -85,86 +82,13 @@ HANDLED = frozenset(
         "tailsquashedtime", "tailmessagelist", "nodes",
     }
 )  # fmt: skip
-#: The codecs this node offers (codec_policy picks among them).
-_CODECS = frozenset({"ulaw", "alaw", "slin", "slin16"})
 _TONE = re.compile(r"\((\d+),(\d+),(\d+),(\d+)\)")
 _CALLSIGN = re.compile(r"[A-Z0-9/ ]{1,32}")
-_REGISTER = re.compile(
-    r"(?P<user>[^:@\s]+)(?::(?P<secret>[^@]*))?@(?P<host>[^\s:/]+)(?::(?P<port>\d+))?"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    """One key to write, with the ASL3 setting it came from (the comment above it) and why
-    it maps as it does."""
-
-    key: str
-    value: object
-    source: str  # file:line [section] key
-    note: str = ""
-
-
-@dataclass(slots=True)
-class Plan:
-    """What to write: `sections` in order ("" is the top level), the nodes file's text."""
-
-    node: str
-    sections: dict[str, list[Setting]] = field(default_factory=dict)
-    nodes_file: str | None = None
-    carried: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list)
-    checks: list[str] = field(default_factory=list)
-    #: Lines written commented out after [control] (a section the operator may want).
-    commented: list[str] = field(default_factory=list)
-
-    def set(self, section: str, key: str, value: object, source: str, note: str = "") -> None:
-        items = self.sections.setdefault(section, [])
-        items[:] = [s for s in items if s.key != key]
-        items.append(Setting(key, value, source, note))
-        where = f"[{section}] {key}" if section else key
-        self.carried.append(f"{source} -> {where}")
-
-    def get(self, section: str, key: str) -> object:
-        return next((s.value for s in self.sections.get(section, []) if s.key == key), None)
-
-    def drop(self, source: str, why: str) -> None:
-        self.dropped.append(f"{source}: {why}")
-
-
-@dataclass(frozen=True, slots=True)
-class Asl3Files:
-    """The parsed files (None when absent)."""
-
-    rpt: ConfFile
-    iax: ConfFile | None = None
-    simpleusb: ConfFile | None = None
-    usbradio: ConfFile | None = None
-    manager: ConfFile | None = None
-    http_registrations: ConfFile | None = None
-    echolink: ConfFile | None = None
-    modules: ConfFile | None = None
 
 
 def node_numbers(rpt: ConfFile) -> list[str]:
     """The node stanzas of rpt.conf: the sections named by a number, as app_rpt finds them."""
     return [n for n in rpt.names() if n.isdigit()]
-
-
-def _src(entry: Entry, section: str) -> str:
-    return f"{entry.where} [{section}] {entry.key}"
-
-
-def _int(entry: Entry, section: str) -> int:
-    text = entry.value.strip()
-    if not re.fullmatch(r"-?\d+", text):
-        raise Asl3ConfError(entry.file, entry.line, f"[{section}] {entry.key} is not a number")
-    return int(text)
-
-
-def _yes(value: str) -> bool:
-    return value.strip().lower() in ("yes", "y", "true", "t", "1", "on")
 
 
 def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf") -> Plan:
@@ -190,8 +114,8 @@ def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf")
     # The node's number stands on its own: links, statpost and AMI need it whether or not the
     # node registers (ASL3's shipped nodes 1999 and 1998 never do).
     plan.set("", "node_id", node, f"{stanza.file}:{stanza.line} [{node}]", "the node stanza")
-    _listener(plan, files)
-    _register(plan, files, node)
+    listener(plan, files)
+    register(plan, files, node)
     _radio(plan, files, stanza)
     _rpt_keys(plan, files, stanza)
     _links(plan, files, stanza, nodes_file)
@@ -206,203 +130,8 @@ def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf")
         if k in HANDLED:
             continue
         why = NO_EQUIVALENT.get(k, "no equivalent here")
-        plan.drop(_src(entry, node), why)
+        plan.drop(source(entry, node), why)
     return plan
-
-
-# --- iax.conf: the listener, codecs, users, register => -----------------------------------------
-
-
-def _listener(plan: Plan, files: Asl3Files) -> None:
-    iax = files.iax
-    general = iax.section("general") if iax else None
-    addr, port = "0.0.0.0", IAX2_PORT
-    if general is not None:
-        if (e := general.get("bindaddr")) is not None:
-            addr = e.value.split(":")[0] or addr
-        if (e := general.get("bindport")) is not None:
-            port = _int(e, "general")
-    plan.set("listener", "bind", f"{addr}:{port}", "iax.conf [general] bindaddr, bindport")
-    radio = iax.section("radio") if iax else None
-    peers = _peer_users(plan, iax)
-    if radio is None:
-        plan.set(
-            "listener",
-            "auth",
-            "required",
-            "iax.conf (no [radio] user)",
-            "no [radio] user: every caller must have a secret",
-        )
-    else:
-        auth = "optional" if peers else "off"
-        plan.set(
-            "listener",
-            "auth",
-            auth,
-            f"{radio.file}:{radio.line} [radio] (a user without a secret)",
-            "ASL3's [radio] user admits any node that is in the node list from its address",
-        )
-        plan.set(
-            "links",
-            "verify_source_ip",
-            True,
-            f"{radio.file}:{radio.line} [radio]",
-            "as app_rpt checks a radio caller's address against the node list",
-        )
-    _codecs(plan, iax, radio)
-    _jitter(plan, general)
-
-
-#: iax.conf's jitter-buffer keys and the [bridge] key each becomes.
-_JITTER_KEYS = {
-    "jittertargetextra": "jitter_target_extra_ms",
-    "maxjitterbuffer": "jitter_max_ms",
-}
-
-
-def _jitter(plan: Plan, general: Section | None) -> None:
-    """The jitter buffer's margin and size, as chan_iax2 was told them, brought into the
-    ranges `[bridge]` takes."""
-    if general is None:
-        return
-    declared = {k.name: k for k in keys_of(BridgeConfig)}
-    values = {key: getattr(BridgeConfig(), key) for key in _JITTER_KEYS.values()}
-    found: dict[str, tuple[Entry, str]] = {}
-    for name, key in _JITTER_KEYS.items():
-        if (e := general.get(name)) is None:
-            continue
-        low, high = int(declared[key].ge or 0), int(declared[key].le or 0)
-        wanted = _int(e, "general")
-        values[key] = min(high, max(low, wanted))
-        note = "" if values[key] == wanted else f"{wanted} is outside {low}-{high}"
-        found[key] = (e, note)
-    room = values["jitter_target_extra_ms"] + JITTER_HEADROOM_MS
-    if found and values["jitter_max_ms"] < room:
-        e, _ = found.get("jitter_max_ms") or found["jitter_target_extra_ms"]
-        note = f"raised to leave {JITTER_HEADROOM_MS} ms above the margin for the jitter"
-        values["jitter_max_ms"] = room
-        found["jitter_max_ms"] = (e, note)
-    for key, (e, note) in found.items():
-        plan.set("bridge", key, values[key], _src(e, "general"), note)
-    if (e := general.get("jitterbuffer")) is not None and not _yes(e.value):
-        plan.drop(_src(e, "general"), "the node always runs a jitter buffer on every leg")
-
-
-def _allowed(section: Section | None, start: set[str]) -> set[str]:
-    """The codecs left after a section's `allow` / `disallow` lines, in their order."""
-    allowed = set(start)
-    if section is None:
-        return allowed
-    for entry in section.entries:
-        k = entry.key.lower()
-        names = {v.strip().lower() for v in entry.value.split(",") if v.strip()}
-        if k == "disallow":
-            allowed = set() if "all" in names else allowed - names
-        elif k == "allow":
-            allowed |= names
-    return allowed
-
-
-def _codecs(plan: Plan, iax: ConfFile | None, radio: Section | None) -> None:
-    general = iax.section("general") if iax else None
-    allowed = _allowed(radio, _allowed(general, {"ulaw", "alaw", "gsm"}))
-    if "slin16" in allowed:
-        policy = "prefer_slin16"
-    elif "slin" in allowed:
-        policy = "allow_slin"
-    else:
-        policy = "ulaw_only"
-    where = f"{radio.file}:{radio.line} [radio] allow" if radio else "iax.conf [general] allow"
-    plan.set("", "codec_policy", policy, where, "from " + ", ".join(sorted(allowed)))
-    other = sorted(allowed - _CODECS - {"all"})
-    if other:
-        plan.drop(where, f"codecs {', '.join(other)}: not offered here (mu-law, A-law, slin)")
-
-
-def _peer_users(plan: Plan, iax: ConfFile | None) -> list[str]:
-    """iax.conf users named by a node number with a secret: inbound peer secrets."""
-    found = []
-    if iax is None:
-        return found
-    for name in iax.names():
-        s = iax.section(name)
-        if s is None or name.lower() in ("general", "radio"):
-            continue
-        secret = s.get("secret")
-        if name.isdigit() and secret is not None:
-            found.append(name)
-            plan.secrets.append(
-                f"NET_PEER_{name}: the secret of iax.conf [{name}] ({secret.where}), or a line "
-                f"{name}=<secret> in the [secrets] peers_file (mode 0600)"
-            )
-        elif s.value("type", "").lower() in ("user", "friend", "peer"):
-            plan.drop(
-                f"{s.file}:{s.line} [{name}]",
-                "an IAX user for phones and clients (dialplan context "
-                f"{s.value('context', '-')}): only node links and calls by node number here",
-            )
-    return found
-
-
-def _register(plan: Plan, files: Asl3Files, node: str) -> None:
-    lines: list[tuple[str, Entry]] = []
-    http = files.http_registrations
-    sect = http.section("registrations") if http else None
-    for entry in sect.all("register") if sect else []:
-        lines.append(("http", entry))
-    general = files.iax.section("general") if files.iax else None
-    for entry in general.all("register") if general else []:
-        lines.append(("iax2", entry))
-    mine = []
-    for method, entry in lines:
-        m = _REGISTER.match(entry.value.strip())
-        if m is None:
-            raise Asl3ConfError(
-                entry.file, entry.line, "register => is not <node>:<password>@<host>[:port]"
-            )
-        if m["user"] == node:
-            mine.append((method, entry, m))
-        else:
-            plan.drop(f"{entry.where} register", f"registers node {m['user']}, not {node}")
-    if not mine:
-        plan.drop(
-            "registration",
-            f"no register => line for node {node}: [register] is written commented out",
-        )
-        plan.commented += [
-            f"Node {node} did not register in ASL3, so it does not register here either (its",
-            "number is the top-level node_id). To register it, remove the #s below and provide",
-            "NET_NODE and NET_SECRET (docs/registration.md).",
-            "#[register]",
-            '#method = "http"',
-            f'#url = "{ASL_REGISTER_URL}"',
-        ]
-        return
-    method, entry, m = mine[0]
-    for _, other, _ in mine[1:]:
-        plan.drop(
-            f"{other.where} register",
-            f"a second registration of {node}: the node registers one way ({entry.where} kept)",
-        )
-    src = f"{entry.where} register =>"
-    plan.set("register", "method", method, src)
-    if method == "http":
-        host = m["host"]
-        url = ASL_REGISTER_URL if host == "register.allstarlink.org" else f"https://{host}/"
-        plan.set("register", "url", url, src)
-        interval = http.section("general") if http else None
-        if interval is not None and (e := interval.get("register_interval")) is not None:
-            plan.set(
-                "register", "refresh", max(10, min(3600, _int(e, "general"))), _src(e, "general")
-            )
-    else:
-        plan.set("register", "peer", f"{m['host']}:{m['port'] or IAX2_PORT}", src)
-    plan.set("register", "node_id", node, src)
-    plan.set("secrets", "source", "env", src, "the registration password is NET_SECRET")
-    plan.secrets.append(
-        f"NET_NODE={node} and NET_SECRET: the password of {entry.where} (register => "
-        f"{node}:<password>@...), in the service's environment file (mode 0600)"
-    )
 
 
 # --- rpt.conf ------------------------------------------------------------------------------------
@@ -413,7 +142,7 @@ def _radio(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     node = stanza.name
     if entry is None:
         raise Asl3ConfError(stanza.file, stanza.line, f"node [{node}] has no rxchannel")
-    src = _src(entry, node)
+    src = source(entry, node)
     tech, _, rest = entry.value.partition("/")
     tech = tech.strip().lower()
     duplex = stanza.get("duplex")
@@ -454,20 +183,20 @@ def _radio(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     if radio_on:
         plan.set("bridge", "mode", "conference", src, "the radio and the links hear each other")
         plan.set("bridge", "include_local_radio", True, src)
-        if duplex is not None and _int(duplex, node) >= 2:
+        if duplex is not None and integer(duplex, node) >= 2:
             plan.drop(
-                _src(duplex, node),
+                source(duplex, node),
                 "full duplex (the receiver repeated on the transmitter): the node is half "
                 "duplex; [bridge] mix_minus = false repeats it",
             )
         if (h := stanza.get("hangtime")) is not None:
-            plan.set("radio", "hang_time_ms", max(0, min(60000, _int(h, node))), _src(h, node))
+            plan.set("radio", "hang_time_ms", max(0, min(60000, integer(h, node))), source(h, node))
         _courtesy(plan, files, stanza)
     elif (h := stanza.get("hangtime")) is not None:
-        plan.drop(_src(h, node), "the hang time of a radio: this node has none")
+        plan.drop(source(h, node), "the hang time of a radio: this node has none")
     if (t := stanza.get("totime")) is not None:
-        secs = max(1, min(3600, math.ceil(_int(t, node) / 1000)))
-        plan.set("keying", "tx_timeout_secs", secs, _src(t, node), "milliseconds to seconds")
+        secs = max(1, min(3600, math.ceil(integer(t, node) / 1000)))
+        plan.set("keying", "tx_timeout_secs", secs, source(t, node), "milliseconds to seconds")
 
 
 def _usb(plan: Plan, dev: Section, fname: str) -> None:
@@ -484,22 +213,22 @@ def _usb(plan: Plan, dev: Section, fname: str) -> None:
     plan.set("radio", "ptt", "cm108", where, "simpleusb keys GPIO3 of the CM108")
     plan.set("radio", "ptt_device", "/dev/hidraw0", where, "CHECK: the interface's hidraw node")
     if (e := dev.get("invertptt")) is not None:
-        plan.set("radio", "ptt_invert", _yes(e.value), _src(e, dev.name))
+        plan.set("radio", "ptt_invert", yes(e.value), source(e, dev.name))
     if (e := dev.get("carrierfrom")) is not None:
         v = e.value.strip().lower()
         if v in ("usb", "usbinvert"):
-            plan.set("radio", "carrier", "cm108", _src(e, dev.name), "COS on volume down")
-            plan.set("radio", "carrier_invert", v == "usbinvert", _src(e, dev.name))
+            plan.set("radio", "carrier", "cm108", source(e, dev.name), "COS on volume down")
+            plan.set("radio", "carrier_invert", v == "usbinvert", source(e, dev.name))
         elif v == "vox":
-            plan.set("radio", "carrier", "vox", _src(e, dev.name))
+            plan.set("radio", "carrier", "vox", source(e, dev.name))
         elif v == "no":
-            plan.set("radio", "carrier", "none", _src(e, dev.name))
+            plan.set("radio", "carrier", "none", source(e, dev.name))
         else:
-            plan.set("radio", "carrier", "none", _src(e, dev.name))
-            plan.drop(_src(e, dev.name), f"carrierfrom = {v}: not supported (carrier none)")
+            plan.set("radio", "carrier", "none", source(e, dev.name))
+            plan.drop(source(e, dev.name), f"carrierfrom = {v}: not supported (carrier none)")
     if (e := dev.get("ctcssfrom")) is not None and e.value.strip().lower() != "no":
         plan.drop(
-            _src(e, dev.name),
+            source(e, dev.name),
             "CTCSS decode ANDed with COS: wire a CTCSS-qualified COS to volume down",
         )
     delays = (("rxondelay", "rx_on_delay_ms", 5000), ("rxaudiodelay", "rx_audio_delay_ms", 1000))
@@ -508,8 +237,8 @@ def _usb(plan: Plan, dev: Section, fname: str) -> None:
             plan.set(
                 "radio",
                 ours,
-                max(0, min(top, 20 * _int(e, dev.name))),
-                _src(e, dev.name),
+                max(0, min(top, 20 * integer(e, dev.name))),
+                source(e, dev.name),
                 "20 ms frames to ms",
             )
     for e in dev.effective():
@@ -522,7 +251,7 @@ def _usb(plan: Plan, dev: Section, fname: str) -> None:
             "txmixbset": "the CM108 mixer: set it once with alsamixer, then [audio] tx_gain_db",
             "txoffdelay": "not needed: the node does not repeat its receiver (mix-minus)",
         }.get(k, "no equivalent here")
-        plan.drop(_src(e, dev.name), why)
+        plan.drop(source(e, dev.name), why)
 
 
 def _tone_steps(text: str) -> tuple[list[list[int]], float] | None:
@@ -551,7 +280,7 @@ def _courtesy(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     tel_name = stanza.value("telemetry", "telemetry") or "telemetry"
     tel = files.rpt.section(tel_name)
     entry = tel.get(ct.value) if tel else None
-    src = _src(ct, stanza.name)
+    src = source(ct, stanza.name)
     if entry is None:
         plan.drop(src, f"courtesy tone {ct.value} is not in [{tel_name}]")
         return
@@ -575,15 +304,17 @@ def _rpt_keys(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     node = stanza.name
     for key in ("telemdefault",):
         if (e := stanza.get(key)) is not None:
-            plan.set("rpt", key, max(0, min(2, _int(e, node))), _src(e, node))
+            plan.set("rpt", key, max(0, min(2, integer(e, node))), source(e, node))
     if (e := stanza.get("telemdynamic")) is not None:
-        plan.set("rpt", "telemdynamic", _yes(e.value), _src(e, node))
+        plan.set("rpt", "telemdynamic", yes(e.value), source(e, node))
     for key in ("tailmessagetime", "tailsquashedtime"):
         if (e := stanza.get(key)) is not None:
-            plan.set("rpt", key, max(0, min(200000000, _int(e, node))), _src(e, node))
+            plan.set("rpt", key, max(0, min(200000000, integer(e, node))), source(e, node))
     if (e := stanza.get("tailmessagelist")) is not None:
         items = [i.strip() for i in e.value.split(",") if i.strip()]
-        plan.set("rpt", "tailmessagelist", items, _src(e, node), "CHECK: sound files need .wav/.ul")
+        plan.set(
+            "rpt", "tailmessagelist", items, source(e, node), "CHECK: sound files need .wav/.ul"
+        )
         plan.checks.append(f"{e.where}: tail messages name sound files; give their .wav/.ul paths")
     # The function table, macros, scheduler.
     functions, fname = _stanza(files, stanza, "functions", "functions")
@@ -594,12 +325,12 @@ def _rpt_keys(plan: Plan, files: Asl3Files, stanza: Section) -> None:
             try:
                 fn = parse_function(code, e.value)
             except Invalid as exc:
-                plan.drop(_src(e, fname), f"{e.value}: {exc.problem}")
+                plan.drop(source(e, fname), f"{e.value}: {exc.problem}")
                 continue
             if not re.fullmatch(r"[0-9A-D]{1,16}", code):
-                plan.drop(_src(e, fname), "not a DTMF code")
+                plan.drop(source(e, fname), "not a DTMF code")
                 continue
-            plan.set("functions", code, fn.spec, _src(e, fname))
+            plan.set("functions", code, fn.spec, source(e, fname))
             if fn.kind == "unavailable":
                 plan.checks.append(
                     f"{e.where}: functions.{code} ({fn.spec}) loads, but {fn.arg} is not "
@@ -626,9 +357,9 @@ def _rpt_keys(plan: Plan, files: Asl3Files, stanza: Section) -> None:
         for e in macros.effective():
             digits = e.value.replace(" ", "").upper()
             if not e.key.strip().isdigit() or not re.fullmatch(r"[0-9A-D*#]{1,256}", digits):
-                plan.drop(_src(e, mname), "not a macro of DTMF digits")
+                plan.drop(source(e, mname), "not a macro of DTMF digits")
                 continue
-            plan.set("macro", e.key.strip(), digits, _src(e, mname))
+            plan.set("macro", e.key.strip(), digits, source(e, mname))
     # app_rpt has no default scheduler stanza: without `scheduler =` nothing is scheduled.
     sname = stanza.value("scheduler") or ""
     sched = files.rpt.section(sname) if sname else None
@@ -637,13 +368,13 @@ def _rpt_keys(plan: Plan, files: Asl3Files, stanza: Section) -> None:
             try:
                 parse_schedule(e.key.strip(), e.value)
             except Invalid as exc:
-                plan.drop(_src(e, sname), exc.problem)
+                plan.drop(source(e, sname), exc.problem)
                 continue
-            plan.set("schedule", e.key.strip(), " ".join(e.value.split()), _src(e, sname))
+            plan.set("schedule", e.key.strip(), " ".join(e.value.split()), source(e, sname))
     if startup is not None:
         _startup(plan, startup, node, table or None)
     if (e := stanza.get("statpost_url")) is not None:
-        plan.set("statpost", "url", e.value.strip(), _src(e, node))
+        plan.set("statpost", "url", e.value.strip(), source(e, node))
     _identify(plan, files, stanza)
 
 
@@ -666,13 +397,13 @@ def _startup(plan: Plan, entry: Entry, node: str, table: list[Function] | None) 
     for text, fn, arg in _commands(digits, table or DEFAULT_FUNCTIONS):
         if fn is not None and fn.permanent and arg.isdigit():
             mode = {"connect": "transceive", "monitor": "monitor"}.get(fn.kind, "local_monitor")
-            src = f"{_src(entry, node)} *{text} ({fn.spec})"
+            src = f"{source(entry, node)} *{text} ({fn.spec})"
             plan.set(f"links.{arg}", "permanent", True, src)
             plan.set(f"links.{arg}", "mode", mode, src)
         else:
             rest.append(text)
     if rest:
-        plan.set("rpt", "startup_macro", "".join("*" + r for r in rest), _src(entry, node))
+        plan.set("rpt", "startup_macro", "".join("*" + r for r in rest), source(entry, node))
 
 
 def _identify(plan: Plan, files: Asl3Files, stanza: Section) -> None:
@@ -684,17 +415,17 @@ def _identify(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     value = rec.value.strip()
     if not value.lower().startswith("|i"):
         plan.drop(
-            _src(rec, node), "an ID sound file: the ID here is CW or TTS ([announce] id_mode)"
+            source(rec, node), "an ID sound file: the ID here is CW or TTS ([announce] id_mode)"
         )
         return
     call = value[2:].strip().upper()
     if call == "NOTSET" or not _CALLSIGN.fullmatch(call):
-        plan.drop(_src(rec, node), f"the CW ID {call or '(empty)'} is not a callsign: no ID")
+        plan.drop(source(rec, node), f"the CW ID {call or '(empty)'} is not a callsign: no ID")
         return
     if plan.get("audio", "backend") == "none":
-        plan.drop(_src(rec, node), "a CW ID on a node without a radio: nothing to identify")
+        plan.drop(source(rec, node), "a CW ID on a node without a radio: nothing to identify")
         return
-    src = _src(rec, node)
+    src = source(rec, node)
     plan.set("announce", "enabled", True, src)
     plan.set("announce", "id_mode", "cw", src, "|i is a CW ID")
     plan.set("announce", "callsign", call, src)
@@ -702,19 +433,22 @@ def _identify(plan: Plan, files: Asl3Files, stanza: Section) -> None:
         plan.set(
             "announce",
             "id_interval_secs",
-            max(0, min(86400, _int(e, node) // 1000)),
-            _src(e, node),
+            max(0, min(86400, integer(e, node) // 1000)),
+            source(e, node),
             "ms to s",
         )
     if morse is not None:
         if (e := morse.get("speed")) is not None:
-            plan.set("announce", "cw_wpm", max(5, min(60, _int(e, mname))), _src(e, mname))
+            plan.set("announce", "cw_wpm", max(5, min(60, integer(e, mname))), source(e, mname))
         if (e := morse.get("idfrequency") or morse.get("frequency")) is not None:
             plan.set(
-                "announce", "cw_tone_hz", float(max(200, min(3400, _int(e, mname)))), _src(e, mname)
+                "announce",
+                "cw_tone_hz",
+                float(max(200, min(3400, integer(e, mname)))),
+                source(e, mname),
             )
     if (e := stanza.get("politeid")) is not None:
-        plan.drop(_src(e, node), "the polite ID: the node's ID waits for quiet on its own")
+        plan.drop(source(e, node), "the polite ID: the node's ID waits for quiet on its own")
 
 
 def _links(plan: Plan, files: Asl3Files, stanza: Section, nodes_file: str) -> None:
@@ -727,7 +461,7 @@ def _links(plan: Plan, files: Asl3Files, stanza: Section, nodes_file: str) -> No
     if nodes is not None:
         for e in nodes.effective():
             if not e.key.strip().isdigit():
-                plan.drop(_src(e, nodes_name), "not a node number")
+                plan.drop(source(e, nodes_name), "not a node number")
                 continue
             lines.append(f"{e.key.strip()}={e.value.strip()}")
     if lines:
@@ -735,7 +469,7 @@ def _links(plan: Plan, files: Asl3Files, stanza: Section, nodes_file: str) -> No
         plan.set("links", "nodes_file", nodes_file, f"rpt.conf [{nodes_name}] ({len(lines)} nodes)")
     if method is not None:
         dns = method.value.strip().lower() in ("dns", "both")
-        plan.set("links", "dns", dns, _src(method, "general"))
+        plan.set("links", "dns", dns, source(method, "general"))
 
 
 def _ami(plan: Plan, files: Asl3Files) -> None:
@@ -743,7 +477,7 @@ def _ami(plan: Plan, files: Asl3Files) -> None:
     general = mgr.section("general") if mgr else None
     if general is None or mgr is None:
         return
-    enabled = _yes(general.value("enabled", "no") or "no")
+    enabled = yes(general.value("enabled", "no") or "no")
     users = [mgr.section(n) for n in mgr.names() if n.lower() != "general"]
     users = [u for u in users if u is not None and u.get("secret") is not None]
     if not enabled:
@@ -753,7 +487,7 @@ def _ami(plan: Plan, files: Asl3Files) -> None:
     plan.set("ami", "enabled", True, src)
     addr = general.value("bindaddr", "127.0.0.1") or "127.0.0.1"
     port = general.get("port")
-    plan.set("ami", "bind", f"{addr}:{_int(port, 'general') if port else 5038}", src)
+    plan.set("ami", "bind", f"{addr}:{integer(port, 'general') if port else 5038}", src)
     try:
         loopback = ipaddress.ip_address(addr).is_loopback
     except ValueError:
@@ -785,7 +519,7 @@ def _loaded(files: Asl3Files, module: str) -> bool:
     named = {e.key.lower(): True for e in mods.entries if e.value.strip() == module}
     if "noload" in named:
         return False
-    return "load" in named or _yes(mods.value("autoload", "no") or "no")
+    return "load" in named or yes(mods.value("autoload", "no") or "no")
 
 
 def _elsewhere(plan: Plan, files: Asl3Files) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from node.asl3import.mapper import Plan
+from node.asl3import.plan import Plan
 
 __all__ = ["render_report", "render_toml"]
 
