@@ -45,6 +45,9 @@ pub(super) struct NoiseFloor {
     /// a row, so one stray frame of digital silence (a sender's filler between packets of
     /// noise) does not pull the floor to -120 for the whole window.
     prev: i16,
+    /// [`Self::quiet_below`], kept current by `push`: the buffer asks for it several times a
+    /// tick, and it changes only when a level arrives.
+    quiet_below: i16,
 }
 
 impl NoiseFloor {
@@ -56,6 +59,7 @@ impl NoiseFloor {
             current_min: i16::MAX,
             current_len: 0,
             prev: LEVEL_UNKNOWN,
+            quiet_below: QUIET_DBFS,
         }
     }
 
@@ -83,6 +87,7 @@ impl NoiseFloor {
             self.current_min = i16::MAX;
             self.current_len = 0;
         }
+        self.quiet_below = self.threshold();
     }
 
     /// The background level, once a whole block has been seen (before that, the first frames
@@ -96,6 +101,10 @@ impl NoiseFloor {
     /// the floor where the background is louder, but never above [`QUIET_CEILING_DBFS`]
     /// ([`EARLY_CEILING_DBFS`] in the first second).
     pub(super) fn quiet_below(&self) -> i16 {
+        self.quiet_below
+    }
+
+    fn threshold(&self) -> i16 {
         let ceiling = if self.filled < EARLY_BLOCKS {
             EARLY_CEILING_DBFS
         } else {

@@ -198,9 +198,8 @@ pub struct JitterBuffer {
     last_level: i16,
     /// Quiet voice frames played in a row, up to the last one.
     quiet_run: u16,
-    /// The talker's background, and the level below which a frame is quiet because of it.
+    /// The talker's background, and with it the level below which a frame is quiet.
     floor: NoiseFloor,
-    quiet_below: i16,
     last_adjust: Option<i64>,
     contig_interp: u32,
     highest_voice: Option<i64>,
@@ -264,7 +263,6 @@ impl JitterBuffer {
             last_level: LEVEL_UNKNOWN,
             quiet_run: 0,
             floor: NoiseFloor::new(),
-            quiet_below: QUIET_DBFS,
             last_adjust: None,
             contig_interp: 0,
             highest_voice: None,
@@ -301,7 +299,6 @@ impl JitterBuffer {
         self.last_level = LEVEL_UNKNOWN;
         self.quiet_run = 0;
         self.floor.clear();
-        self.quiet_below = QUIET_DBFS;
         self.last_adjust = None;
         self.contig_interp = 0;
         self.highest_voice = None;
@@ -383,7 +380,6 @@ impl JitterBuffer {
         }
         self.seen.push(ext);
         self.floor.push(level_dbfs);
-        self.quiet_below = self.floor.quiet_below();
 
         let ats = ext.saturating_sub(offset);
         if let Some(p) = self.play {
@@ -531,7 +527,7 @@ impl JitterBuffer {
             delay_ms: self.current.saturating_sub(self.min),
             queued: self.order.len(),
             talking: self.talking,
-            quiet_below_dbfs: self.quiet_below,
+            quiet_below_dbfs: self.floor.quiet_below(),
         }
     }
 
@@ -726,7 +722,7 @@ impl JitterBuffer {
     /// Whether a frame of this level is quiet for this talker: below [`QUIET_DBFS`], or close
     /// to a louder background.
     fn is_quiet(&self, level: i16) -> bool {
-        level < self.quiet_below
+        level < self.floor.quiet_below()
     }
 
     fn played_level(&mut self, level: i16) {

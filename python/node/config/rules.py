@@ -200,7 +200,6 @@ def _radio(r: RadioConfig, raw: Mapping[str, Any], fail: Fail) -> RadioConfig:
     )
 
 
-#: Rules of one section, by its dotted name, run as soon as the section is read.
 def _bridge(b: BridgeConfig, raw: Mapping[str, Any], fail: Fail) -> BridgeConfig:
     # The buffer aims at the jitter plus the margin, capped at its size: with too little room
     # above the margin the cap binds at once and frames are refused as too far ahead.
@@ -215,6 +214,7 @@ def _bridge(b: BridgeConfig, raw: Mapping[str, Any], fail: Fail) -> BridgeConfig
     return b
 
 
+#: Rules of one section, by its dotted name, run as soon as the section is read.
 SECTION_RULES: Mapping[str, Callable[[Any, Mapping[str, Any], Fail], Any]] = {
     "bridge": _bridge,
     "register": _register,

@@ -162,7 +162,7 @@ class BridgeConfig:
         key(
             "The most delay each call's jitter buffer may hold, in ms (chan_iax2's "
             "maxjitterbuffer; ASL3 suggests 4000 for poor paths). At least "
-            "jitter_target_extra_ms + 160. Read at start.",
+            f"jitter_target_extra_ms + {JITTER_HEADROOM_MS}. Read at start.",
             ext=True,
             ge=200,
             le=4000,
