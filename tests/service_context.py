@@ -1,5 +1,4 @@
-"""A `NodeContext` for testing one service alone: its bus records what is published and its
-`changed` / `rearm` callbacks count their calls."""
+"""A `NodeContext` for testing one service alone: its bus records what is published."""
 
 from __future__ import annotations
 
@@ -18,9 +17,6 @@ class Recorded:
     ctx: NodeContext
     #: Every event published, in order.
     published: list[Any] = field(default_factory=list)
-    #: How many snapshots the service asked for, and timer re-arms.
-    changes: int = 0
-    rearms: int = 0
 
 
 def recording_context(config: NodeConfig, clock: Callable[[], float] = lambda: 0.0) -> Recorded:
@@ -28,12 +24,4 @@ def recording_context(config: NodeConfig, clock: Callable[[], float] = lambda: 0
     ctx = NodeContext(config, SecretStore(config, {}), bus, clock)
     rec = Recorded(ctx)
     bus.publish = rec.published.append  # type: ignore[method-assign]
-
-    def changed() -> None:
-        rec.changes += 1
-
-    def rearm() -> None:
-        rec.rearms += 1
-
-    ctx.changed, ctx.rearm = changed, rearm
     return rec

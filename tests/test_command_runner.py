@@ -23,7 +23,7 @@ from node.controller import Controller
 from node.errors import CommandError
 from node.events import EventBus, Subscription
 from node.links.commands import Command
-from node.links.network import LinkMode
+from node.links.network import LinkMode, LinkNetwork
 from node.secrets import SecretStore
 
 
@@ -69,9 +69,19 @@ async def link_up(ctl: Controller) -> float:
     """Connect node 2001 and bring its link up as call 41; returns the time it came up."""
     await ctl.link("connect", "2001")
     now = ctl.now()
-    ctl.links.dialled("2001", 41, ("127.0.0.1", 14569), now)
-    ctl.links.call_up(41, "ulaw", now)
+    network(ctl).dialled("2001", 41, ("127.0.0.1", 14569), now)
+    network(ctl).call_up(41, "ulaw", now)
     return now
+
+
+def network(ctl: Controller) -> LinkNetwork:
+    """The link machine (read, and fed directly where a test stands in for a peer)."""
+    return ctl._links.network
+
+
+def digit(ctl: Controller, source: str, call: int | None, d: str, *, inband: bool = False) -> None:
+    """One digit from `source`, as the router hands it to the commands."""
+    ctl._commit(ctl._commands.digit(source, call, d, inband=inband))
 
 
 async def settle(predicate: Callable[[], bool]) -> None:
@@ -82,10 +92,10 @@ async def settle(predicate: Callable[[], bool]) -> None:
 def test_disabled_digits_are_events_without_commands() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         for d in "*32001":
-            ctl.commands.digit("call 7", 7, d)
+            digit(ctl, "call 7", 7, d)
         await asyncio.sleep(0.05)
         assert dtmf_events(sub) == [{"event": "dtmf", "call": 7, "digit": d} for d in "*32001"]
-        assert dict(ctl.links.links) == {}
+        assert dict(network(ctl).links) == {}
 
     run(scenario, enabled=False)
 
@@ -93,7 +103,7 @@ def test_disabled_digits_are_events_without_commands() -> None:
 def test_a_completed_sequence_runs_through_the_link_command() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         for d in "*32001":
-            ctl.commands.digit("call 7", 7, d)
+            digit(ctl, "call 7", 7, d)
         events = dtmf_events(sub)
         assert events[-1] == {
             "event": "dtmf",
@@ -102,9 +112,9 @@ def test_a_completed_sequence_runs_through_the_link_command() -> None:
             "command": "*32001 connect 2001",
         }
         assert all("command" not in e for e in events[:-1])
-        await settle(lambda: "2001" in ctl.links.links)
-        assert ctl.links.links["2001"].direction == "outbound"
-        assert ctl.commands.executed_total == 1 and ctl.commands.last_executed == "*32001"
+        await settle(lambda: "2001" in network(ctl).links)
+        assert network(ctl).links["2001"].direction == "outbound"
+        assert ctl.command_stats().total == 1 and ctl.command_stats().last == "*32001"
 
     run(scenario)
 
@@ -112,9 +122,9 @@ def test_a_completed_sequence_runs_through_the_link_command() -> None:
 def test_two_sources_never_mix() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         for a, b in zip("*3200", "*7000", strict=True):
-            ctl.commands.digit("call 1", 1, a)
-            ctl.commands.digit("call 2", 2, b)
-        ctl.commands.digit("call 1", 1, "2")
+            digit(ctl, "call 1", 1, a)
+            digit(ctl, "call 2", 2, b)
+        digit(ctl, "call 1", 1, "2")
         commands = [e["command"] for e in dtmf_events(sub) if "command" in e]
         assert commands == ["*70 status", "*32002 connect 2002"]
 
@@ -128,7 +138,7 @@ def test_the_time_out_completes_a_number_and_a_refusal_is_logged(
 
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         for d in "*3199":
-            ctl.commands.digit("call 3", 3, d)
+            digit(ctl, "call 3", 3, d)
         while not any("command" in e for e in events):
             await asyncio.sleep(0.01)
             events.extend(dtmf_events(sub))
@@ -144,14 +154,14 @@ def test_the_time_out_completes_a_number_and_a_refusal_is_logged(
 def test_a_permanent_link_needs_the_permanent_disconnect() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         ctl.start()
-        assert ctl.links.links["2001"].permanent
+        assert network(ctl).links["2001"].permanent
         with pytest.raises(Exception, match="permanent link"):
-            await ctl.commands.execute(Command("disconnect", node="2001"))
-        assert "2001" in ctl.links.links
-        assert await ctl.commands.execute(Command("disconnect", node="2001", permanent=True)) == (
+            await ctl.run_command(Command("disconnect", node="2001"))
+        assert "2001" in network(ctl).links
+        assert await ctl.run_command(Command("disconnect", node="2001", permanent=True)) == (
             "disconnected node 2001"
         )
-        assert "2001" not in ctl.links.links
+        assert "2001" not in network(ctl).links
 
     run(scenario, permanent=True)
 
@@ -160,11 +170,11 @@ def test_disconnect_all_drops_permanent_links_too_and_status_lists_them() -> Non
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         ctl.start()
         await ctl.link("monitor", "2002")
-        assert await ctl.commands.execute(Command("status")) == "links: C2001, C2002"
+        assert await ctl.run_command(Command("status")) == "links: C2001, C2002"
         outcomes = await ctl.dtmf_command("ami", "*76")
         assert outcomes == [(Command("disconnect_all", "*76"), "disconnected 2001, 2002")]
-        assert dict(ctl.links.links) == {}
-        assert await ctl.commands.execute(Command("disconnect_all")) == "no links"
+        assert dict(network(ctl).links) == {}
+        assert await ctl.run_command(Command("disconnect_all")) == "no links"
 
     run(scenario, permanent=True)
 
@@ -174,7 +184,7 @@ def test_whole_strings_run_only_when_enabled_or_authorized() -> None:
         assert await ctl.dtmf_command("test", "*32001") == [
             (Command("connect", "*32001", node="2001"), "not executed")
         ]
-        assert dict(ctl.links.links) == {}
+        assert dict(network(ctl).links) == {}
         ((command, result),) = await ctl.dtmf_command("ami", "*32001", authorized=True)
         assert result == "linking node 2001"
         # The end of the string ends a sequence as # does; 0 is the last node named.
@@ -194,13 +204,13 @@ def test_a_digit_heard_both_as_a_frame_and_as_tones_counts_once() -> None:
         # A phone that sends IAX2 DTMF frames and leaves the tones in its audio: each key
         # press arrives twice, the tones about 100 ms after the frame (or before it).
         for d in "*70":
-            ctl.commands.digit("call 4", 4, d)
-            ctl.commands.digit("call 4", 4, d, inband=True)
-        ctl.commands.digit("local", None, "5", inband=True)
-        ctl.commands.digit("local", None, "5")
+            digit(ctl, "call 4", 4, d)
+            digit(ctl, "call 4", 4, d, inband=True)
+        digit(ctl, "local", None, "5", inband=True)
+        digit(ctl, "local", None, "5")
         # Repeated digits from one path are all kept.
         for d in "*1*1":
-            ctl.commands.digit("call 5", 5, d, inband=True)
+            digit(ctl, "call 5", 5, d, inband=True)
         events = dtmf_events(sub)
         assert [(e["call"], e["digit"]) for e in events] == [
             (4, "*"),
@@ -218,17 +228,17 @@ def test_restore_brings_back_what_disconnect_all_dropped_each_in_its_mode() -> N
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         ctl.start()
         await ctl.link("monitor", "2002")
-        assert await ctl.commands.execute(Command("restore")) == "nothing to restore"
-        await ctl.commands.execute(Command("disconnect_all"))
-        assert dict(ctl.links.links) == {}
+        assert await ctl.run_command(Command("restore")) == "nothing to restore"
+        await ctl.run_command(Command("disconnect_all"))
+        assert dict(network(ctl).links) == {}
         outcomes = await ctl.dtmf_command("ami", "*74", authorized=True)
         assert outcomes == [(Command("restore", "*74"), "restoring 2001, 2002")]
-        assert ctl.links.links["2001"].permanent
-        assert ctl.links.links["2001"].mode is LinkMode.TRANSCEIVE
-        assert not ctl.links.links["2002"].permanent
-        assert ctl.links.links["2002"].mode is LinkMode.MONITOR
+        assert network(ctl).links["2001"].permanent
+        assert network(ctl).links["2001"].mode is LinkMode.TRANSCEIVE
+        assert not network(ctl).links["2002"].permanent
+        assert network(ctl).links["2002"].mode is LinkMode.MONITOR
         # The list is kept (app_rpt's savednodes): again, and both are linked already.
-        result = await ctl.commands.execute(Command("restore"))
+        result = await ctl.run_command(Command("restore"))
         assert result.startswith("restored none; refused 2001 (node 2001 is already linked")
 
     run(scenario, permanent=True)
@@ -236,41 +246,41 @@ def test_restore_brings_back_what_disconnect_all_dropped_each_in_its_mode() -> N
 
 def test_status_says_our_links_and_full_status_the_network_behind_them() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
-        net = ctl.links
+        net = network(ctl)
         now = await link_up(ctl)
         net.text(41, "L T2005,R2006", now)
-        assert await ctl.commands.execute(Command("status")) == "links: T2001"
-        assert await ctl.commands.execute(Command("full_status")) == ("links: T2001, T2005, R2006")
-        assert await ctl.commands.execute(Command("last_keyed")) == "no node has keyed"
+        assert await ctl.run_command(Command("status")) == "links: T2001"
+        assert await ctl.run_command(Command("full_status")) == ("links: T2001, T2005, R2006")
+        assert await ctl.run_command(Command("last_keyed")) == "no node has keyed"
         net.rx_keyed(41, True, now + 1)
-        assert await ctl.commands.execute(Command("last_keyed")) == "last keyed by node 2001"
+        assert await ctl.run_command(Command("last_keyed")) == "last keyed by node 2001"
 
     run(scenario)
 
 
 def test_remote_command_mode_needs_the_node_in_the_network_and_a_local_source() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
-        runner = ctl.commands
+        runner = ctl._commands
         for d in "*42001":
-            runner.digit("call 7", 7, d)
+            digit(ctl, "call 7", 7, d)
         assert runner.remote_node("call 7") is None
         # The digits after a refused *4 are commands again.
         for d in "*70":
-            runner.digit("call 7", 7, d)
+            digit(ctl, "call 7", 7, d)
         assert dtmf_events(sub)[-1]["command"] == "*70 status"
 
         await link_up(ctl)
         # Digits from a link (its D texts, or DTMF frames on its call) never enter it.
         for source, call in (("remote 2001", 41), ("call 41", 41)):
             for d in "*42001":
-                runner.digit(source, call, d)
+                digit(ctl, source, call, d)
             assert runner.remote_node(source) is None
         for d in "*42001":
-            runner.digit("local", None, d)
+            digit(ctl, "local", None, d)
         assert runner.remote_node("local") == "2001"
         assert runner.remote_node("call 7") is None
         # `#` leaves it, with an event that says so.
-        runner.digit("local", None, "#")
+        digit(ctl, "local", None, "#")
         assert runner.remote_node("local") is None
         assert dtmf_events(sub)[-1] == {
             "event": "dtmf",
@@ -279,7 +289,7 @@ def test_remote_command_mode_needs_the_node_in_the_network_and_a_local_source() 
             "command": "# end remote command mode 2001",
         }
         with pytest.raises(CommandError, match="needs a DTMF source"):
-            await runner.execute(Command("remote", node="2001"))
+            await ctl.run_command(Command("remote", node="2001"))
 
     run(scenario)
 
@@ -288,9 +298,9 @@ def test_remote_command_mode_ends_by_itself_after_ten_silent_time_outs() -> None
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         await link_up(ctl)
         for d in "*42001":
-            ctl.commands.digit("local", None, d)
-        assert ctl.commands.remote_node("local") == "2001"
-        await settle(lambda: ctl.commands.remote_node("local") is None)
+            digit(ctl, "local", None, d)
+        assert ctl._commands.remote_node("local") == "2001"
+        await settle(lambda: ctl._commands.remote_node("local") is None)
         assert dtmf_events(sub)[-1] == {
             "event": "dtmf",
             "call": None,
@@ -305,16 +315,16 @@ def test_a_call_that_ends_takes_its_sequence_and_remote_mode_with_it() -> None:
     async def scenario(ctl: Controller, sub: Subscription) -> None:
         await link_up(ctl)
         for d in "*42001":
-            ctl.commands.digit("call 7", 7, d)
+            digit(ctl, "call 7", 7, d)
         for d in "*3":
-            ctl.commands.digit("call 8", 8, d)
-        assert ctl.commands.remote_node("call 7") == "2001"
-        ctl.commands.forget("call 7")
-        ctl.commands.forget("call 8")
-        assert ctl.commands.remote_node("call 7") is None
+            digit(ctl, "call 8", 8, d)
+        assert ctl._commands.remote_node("call 7") == "2001"
+        ctl._commands.forget("call 7")
+        ctl._commands.forget("call 8")
+        assert ctl._commands.remote_node("call 7") is None
         # A new call 8 starts from nothing: "2002" alone is no command.
         for d in "2002":
-            ctl.commands.digit("call 8", 8, d)
+            digit(ctl, "call 8", 8, d)
         assert all("command" not in e for e in dtmf_events(sub)[-4:])
 
     run(scenario)

@@ -53,7 +53,7 @@ def controller(**rpt: Any) -> tuple[Controller, Said]:
     )
     ctl = Controller(config, EventBus(), SecretStore(config, {}))
     said = Said()
-    ctl.announcements.say = said.say  # type: ignore[method-assign]
+    ctl._announcements.say = said.say  # type: ignore[method-assign]
     return ctl, said
 
 
@@ -92,7 +92,7 @@ def test_a_macro_runs_its_digits_through_the_table() -> None:
 
 def test_telemetry_modes_change_live() -> None:
     async def scenario(ctl: Controller, said: Said) -> None:
-        ann = ctl.announcements
+        ann = ctl._announcements
         assert ann.telemetry_mode == "timed" and not ann.telemetry_on()
         await ctl.dtmf_command("ami", "*722")  # any command: on for a while
         assert ann.telemetry_on()
@@ -108,7 +108,7 @@ def test_telemdynamic_off_fixes_the_mode() -> None:
     async def scenario(ctl: Controller, said: Said) -> None:
         ((_, result),) = await ctl.dtmf_command("ami", "*830")
         assert isinstance(result, CommandError) and result.status == 403
-        assert ctl.announcements.telemetry_mode == "on"
+        assert ctl._announcements.telemetry_mode == "on"
 
     run(scenario, telemdynamic=False)
 
@@ -118,7 +118,7 @@ def test_cop_12_disables_link_commands_and_cop_11_enables_them() -> None:
         await ctl.dtmf_command("ami", "*812")
         ((_, result),) = await ctl.dtmf_command("ami", "*32001")
         assert isinstance(result, CommandError) and "disabled" in str(result)
-        assert dict(ctl.links.links) == {}
+        assert dict(ctl._links.network.links) == {}
         await ctl.dtmf_command("ami", "*811")
         ((_, result),) = await ctl.dtmf_command("ami", "*32001")
         assert result == "linking node 2001"
@@ -134,9 +134,9 @@ def test_what_another_node_asks_is_not_said_here(
 ) -> None:
     async def scenario(ctl: Controller, said: Said) -> None:
         for d in "*722":
-            ctl.commands.digit(source, call, d)
+            ctl._commit(ctl._commands.digit(source, call, d))
         await asyncio.sleep(0.05)
-        assert ctl.commands.executed_total == 1
+        assert ctl.command_stats().total == 1
         assert bool(said.items) is spoken
 
     run(scenario)

@@ -193,7 +193,7 @@ def test_controller_reload_applies_policy_and_keeps_listening_off(tmp_path: Path
     done = controller.reload(loaded)
     assert done.plan.applied == ("listener.allowed_nodes", "listener.answer")
     assert done.peers.added == ("2002",) and done.peers.removed == ("2001",)
-    policy = controller.endpoint.inbound
+    policy = controller._port.inbound
     assert policy.answer == "manual"
     assert policy.allowed_nodes == ("2002",)
     assert policy.enabled is False
@@ -206,13 +206,13 @@ def test_controller_reload_failure_changes_nothing(tmp_path: Path) -> None:
     text = BASE + '[secrets]\npeers_file = "peers"\n'
     controller = make_controller(tmp_path, text)
     before = controller.config
-    policy = controller.endpoint.inbound
+    policy = controller._port.inbound
     write_peers(tmp_path, f"{CANARY}\n")
     loaded = load(tmp_path, text.replace("[listener]\n", '[listener]\nanswer = "manual"\n'))
     with pytest.raises(ConfigError):
         controller.reload(loaded)
     assert controller.config is before
-    assert controller.endpoint.inbound is policy
+    assert controller._port.inbound is policy
     assert controller.secrets.peer_ids() == frozenset({"2001"})
 
 

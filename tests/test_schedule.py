@@ -13,6 +13,7 @@ import pytest
 
 from node.commands.schedule import Scheduler, due
 from node.config.functions import parse_schedule
+from node.effects import NOTHING, Effects, Spawn
 from node.events import EventBus
 
 
@@ -55,7 +56,8 @@ def run_ticks(scheduler: Scheduler, wall: list[float], times: list[float]) -> li
         out = []
         for t in times:
             wall[0] = t
-            out.append(await scheduler.tick())
+            ran, _ = await scheduler.tick()
+            out.append(ran)
         return out
 
     return asyncio.run(go())
@@ -64,9 +66,9 @@ def run_ticks(scheduler: Scheduler, wall: list[float], times: list[float]) -> li
 def test_once_a_minute_missed_minutes_not_replayed_and_cop_switches() -> None:
     ran: list[tuple[str, str]] = []
 
-    async def run_macro(number: str, source: str) -> str:
+    async def run_macro(number: str, source: str) -> tuple[str, Effects]:
         ran.append((number, source))
-        return "ok"
+        return "ok", NOTHING
 
     bus = EventBus()
     sub = bus.subscribe()
@@ -90,8 +92,8 @@ def test_once_a_minute_missed_minutes_not_replayed_and_cop_switches() -> None:
 
 
 def test_local_time_and_dst(new_york: None) -> None:
-    async def run_macro(number: str, source: str) -> str:
-        return "ok"
+    async def run_macro(number: str, source: str) -> tuple[str, Effects]:
+        return "ok", NOTHING
 
     wall = [0.0]
     entries = [parse_schedule("1", "30 2"), parse_schedule("2", "30 1")]
@@ -104,3 +106,24 @@ def test_local_time_and_dst(new_york: None) -> None:
     assert run_ticks(scheduler, wall, fall) == [["2"], ["2"], ["1"]]
     # Any other day, 02:30 local runs.
     assert run_ticks(scheduler, wall, [utc(2026, 11, 26, 7, 30)]) == [["1"]]
+
+
+def test_the_minute_turn_is_a_deadline_and_the_macros_run_as_work() -> None:
+    async def run_macro(number: str, source: str) -> tuple[str, Effects]:
+        return "ok", NOTHING
+
+    wall = [utc(2026, 11, 26, 10, 4) + 20.0]
+    entries = [parse_schedule("1", "*")]
+    scheduler = Scheduler(entries, run_macro, EventBus(), wall=lambda: wall[0], local=time.gmtime)
+    assert scheduler.next_deadline() is None  # not started
+    scheduler.start(1000.0)
+    # 40 s to the minute's turn, and a little after it.
+    assert scheduler.next_deadline() == pytest.approx(1040.05)
+    assert not scheduler.timer(1039.0)
+    wall[0] += 40.05
+    fx = scheduler.timer(1040.05)
+    (work,) = fx.events
+    assert isinstance(work, Spawn)
+    assert asyncio.run(work.work) == NOTHING
+    assert scheduler.runs == 1
+    assert scheduler.next_deadline() == pytest.approx(1040.05 + 60.0)

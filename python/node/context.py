@@ -1,7 +1,9 @@
 """What the controller hands every service at start-up.
 
 One object, so that a service needs no import of the controller and a reload replaces the
-running configuration in one place: services read `ctx.config` when they act, never a copy.
+running configuration in one place: services read `ctx.config` when they act, never a copy. It
+holds no way back to the router: what follows from an input, a service returns
+(`node.effects.Effects`).
 """
 
 from __future__ import annotations
@@ -17,14 +19,9 @@ from node.secrets import SecretStore
 __all__ = ["NodeContext"]
 
 
-def _nothing() -> None:
-    return None
-
-
 @dataclass(slots=True)
 class NodeContext:
-    """The running configuration, the bus, the clock and the secrets, with the router's two
-    callbacks."""
+    """The running configuration, the bus, the clock and the secrets."""
 
     #: The running configuration; `Controller.reload` replaces it.
     config: NodeConfig
@@ -34,7 +31,3 @@ class NodeContext:
     clock: Callable[[], float]
     #: Set once the node is shutting down (no more announcements of what ends).
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    #: Publish a `Snapshot` of the whole node: a service's state changed.
-    changed: Callable[[], None] = _nothing
-    #: A machine's deadline may have moved: re-arm the node's one timer.
-    rearm: Callable[[], None] = _nothing

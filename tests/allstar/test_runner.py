@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -20,6 +20,23 @@ from tests.allstar.httpserver import HttpServer, Reply, Request
 
 CANARY = "canary-http-runner-secret-2a91"
 OK = {"ipaddr": "127.0.0.1", "port": 4570, "refresh": 179, "data": "successfully registered"}
+
+
+async def fire_deadlines(
+    runner: HttpRegistrationRunner | StatPostRunner,
+    on_events: Callable[[Sequence[RegistrationEvent]], None] | None = None,
+) -> None:
+    """Run the runner's timer at its deadline, as the router does (the deadline is one of its
+    timer kinds); cancel to stop."""
+    loop = asyncio.get_running_loop()
+    while True:
+        at = runner.next_deadline()
+        await asyncio.sleep(0.01 if at is None else max(0.0, min(at - loop.time(), 0.05)))
+        at = runner.next_deadline()
+        if at is not None and at <= loop.time():
+            events = runner.timer(loop.time())
+            if events and on_events is not None:
+                on_events(events)
 
 
 def registration(url: str, interval: float = 60, timeout: float = 15) -> HttpRegistration:
@@ -47,10 +64,12 @@ async def run_until(
         url, "2000", Secret(CANARY), 4570, interval, loop.time(), timeout=timeout
     )
     runner = HttpRegistrationRunner(core, on_events, clock=loop.time)
-    runner.register()
+    on_events(runner.register())
+    timers = asyncio.create_task(fire_deadlines(runner, on_events))
     try:
         await asyncio.wait_for(enough.wait(), 20)
     finally:
+        timers.cancel()
         await runner.aclose()
     return events, runner
 
@@ -166,6 +185,7 @@ async def statpost_scenario(srv: HttpServer, report: object = REPORT) -> StatPos
         wall_clock=lambda: UNIX,
     )
     runner.start()
+    timers = asyncio.create_task(fire_deadlines(runner))
     while len(srv.requests) < 1:
         await asyncio.sleep(0.01)
     runner.key_changed()
@@ -175,6 +195,7 @@ async def statpost_scenario(srv: HttpServer, report: object = REPORT) -> StatPos
     while len(srv.requests) < 3:
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)  # let the worker finish with the last reply
+    timers.cancel()
     await runner.aclose()
     return runner
 
@@ -222,9 +243,11 @@ def test_a_failing_report_skips_the_post(caplog: pytest.LogCaptureFixture) -> No
         poster = StatPoster("http://127.0.0.1:9/u", 600, "1", started)
         runner = StatPostRunner(poster, broken, clock=loop.time)
         runner.start()
+        timers = asyncio.create_task(fire_deadlines(runner))
         while poster.next_deadline() == started:  # the first post was due at once
             await asyncio.sleep(0.01)
         runner.key_changed()
+        timers.cancel()
         await runner.aclose()
         return runner, started
 

@@ -30,13 +30,19 @@ def config(to_links: bool) -> AnnounceConfig:
     )
 
 
-async def drive(engine: Engine, bridge: MediaBridge, finished: int = 1) -> list[tuple]:
-    """Hand the engine's playback events to the bridge, as the controller does, until
-    `finished` playbacks ended (then a little more, for the last frames to arrive)."""
+async def drive(
+    engine: Engine, bridge: MediaBridge, announcer: Announcer, finished: int = 1
+) -> list[tuple]:
+    """Hand the engine's playback events to the bridge and fire the announcer's ID timer at
+    its deadline, as the controller does, until `finished` playbacks ended (then a little
+    more, for the last frames to arrive)."""
     seen: list[tuple] = []
     deadline = time.monotonic() + 20
     while sum(e[0] == "play_finished" for e in seen) < finished:
         assert time.monotonic() < deadline, seen
+        due = announcer.id_deadline()
+        if due is not None and due <= time.monotonic():
+            announcer.id_timer_due(time.monotonic())
         for event in engine.drain_events():
             seen.append(event)
             if event[0] in ("play_started", "play_finished"):
@@ -73,18 +79,17 @@ def run(to_links: bool) -> tuple[int, int, list[str]]:
                 8, 10, link.getsockname(), int(Format.ULAW), 0, keying="voice", link=True
             )
             announcer = Announcer(config(to_links), bridge, "2000")
-            announcer.start()
             announcer.event("link_connected", node="2001")
-            await drive(engine, bridge)
+            await drive(engine, bridge, announcer)
             link_after_telemetry = received(link)
             call_after_telemetry = received(call)
             announcer.event("hangup")
-            await drive(engine, bridge)
+            await drive(engine, bridge, announcer)
             link_after_event = received(link)
             # The station transmitted: the ID is owed, and due at once (interval 1 s).
             announcer.activity(True)
             announcer.activity(False)
-            events = await drive(engine, bridge)
+            events = await drive(engine, bridge, announcer)
             assert announcer.stats()["played"] == 3
             link_after_id = received(link)
             played = [e for e in events if e[0] == "play_started"]

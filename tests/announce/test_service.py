@@ -24,7 +24,9 @@ def test_disabled_announcements_are_no_ops_and_the_player_still_reports() -> Non
     service.playback(("play_started", 1))  # before the bridge runs: nothing to say
     service.attach(FakeBridge())  # type: ignore[arg-type]
     assert service.announcer is None and service.stats() is None
-    service.start()
+    assert service.id_deadline() is None and service.playback_deadline() is None
+    service.id_timer(10.0)
+    service.playback_timer(10.0)
     service.event("hangup")
     service.telemetry("CONNECTED", ["2001"])
     service.status(["T2001"])

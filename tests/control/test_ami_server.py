@@ -401,7 +401,7 @@ def test_rpt_cmd_status_cop_macro_and_playback(tmp_path: Path) -> None:
         # status and cop run as the function table's entries; GPS and phone PTT do not apply.
         assert await server.command("rpt cmd 2000 status 2") == (True, "")
         assert await server.command("rpt cmd 2000 cop 34") == (True, "")
-        assert controller.announcements.telemetry_mode == "off"
+        assert controller._announcements.telemetry_mode == "off"
         refused = {
             "rpt cmd 2000 status 4": "status,4 is not available here\n",
             "rpt cmd 2000 cop 6": "cop,6 is not available here\n",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from node.config import KeyingConfig, NodeConfig, RadioConfig
+from node.effects import KeyingChanged
 from node.errors import CommandError
 from node.events import Link, Radio
 from node.radio.transmit import COURTESY, DSTAR_REFUSAL, TransmitService
@@ -54,19 +55,20 @@ def test_the_local_source_stays_keyed_while_any_source_holds_it() -> None:
     async def main() -> None:
         tx, bridge, links, rec = service()
         published = rec.published
-        tx.key("operator")
-        tx.key("carrier")
+        effects = [tx.key("operator"), tx.key("carrier")]
         assert bridge.keyed == [True] and links.local == [True]
         assert tx.tx_json(100.0) == {"keyed": True, "timeout_s": 180, "timeout_remaining_s": 180}
-        tx.unkey("carrier dropped", source="carrier")
+        effects.append(tx.unkey("carrier dropped", source="carrier"))
         assert bridge.keyed == [True]  # the operator still holds it
-        tx.unkey()
+        effects.append(tx.unkey())
         assert bridge.keyed == [True, False] and links.local == [True, False]
         assert [e for e in published if isinstance(e, Link)] == [
             Link(kind="keyed", node=None, call=None, keyed=True),
             Link(kind="keyed", node=None, call=None, keyed=False, reason=None),
         ]
-        assert rec.changes == 2
+        assert sum(fx.changed for fx in effects) == 2
+        # Each keying and unkeying is a status post.
+        assert [e for fx in effects for e in fx.events] == [KeyingChanged(), KeyingChanged()]
         assert tx.key_stats.timeouts == 0
 
     asyncio.run(main())
@@ -93,8 +95,11 @@ def test_the_tx_time_out_releases_every_hold() -> None:
         published = rec.published
         tx.key("operator")
         tx.key("carrier")
-        await asyncio.sleep(0.05)
+        # The time-out is the router's deadline of kind TX_TIMEOUT: 0 s after keying.
+        assert tx.next_deadline() == 100.0
+        tx.timer(100.0)
         assert bridge.keyed == [True, False] and tx.keyed_at is None
+        assert tx.next_deadline() is None
         assert tx.key_stats.timeouts == 1
         assert published[-1] == Link(
             kind="keyed", node=None, call=None, keyed=False, reason="TX time-out after 0 s"

@@ -46,7 +46,7 @@ def test_the_dstar_sides_own_voice_keys_the_node_but_no_tone_answers() -> None:
         from node.config import RadioConfig
 
         tx, bridge, _links, rec = dstar(radio=RadioConfig(courtesy_tone=((880.0, 0.0, 100),)))
-        tx.usrp_event("usrp_carrier", True)  # no radio edge here: key through the squelch path
+        tx.usrp_carrier_changed(True)  # no radio edge here: key through the squelch path
         tx._on_squelch(True)
         assert bridge.keyed == [True]
         tx._on_squelch(False)
@@ -77,13 +77,13 @@ def test_other_networks_and_links_keep_todays_guard() -> None:
 def test_caller_metadata_is_published_and_cleared() -> None:
     async def main() -> None:
         tx, _bridge, _links, rec = service()
-        tx.usrp_event("usrp_meta", {"callsign": "N0CALL", "source_id": 1, "talkgroup": 91})
+        tx.usrp_meta_received({"callsign": "N0CALL", "source_id": 1, "talkgroup": 91})
         assert tx.usrp_caller is not None and tx.usrp_caller["callsign"] == "N0CALL"
         ev = [e for e in rec.published if isinstance(e, Radio)][-1]
         assert ev.to_json()["caller"]["talkgroup"] == 91
-        tx.usrp_event("usrp_carrier", False)
+        tx.usrp_carrier_changed(False)
         assert tx.usrp_caller is None
-        tx.usrp_event("usrp_peer", False)
+        tx.usrp_peer_changed(False)
         last = [e for e in rec.published if isinstance(e, Radio)][-1]
         assert (last.kind, last.on, last.reason) == ("peer", False, "peer lost")
 

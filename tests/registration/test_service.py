@@ -1,5 +1,6 @@
 """The registration service alone: what it refuses, and what the machines' events become (bus
-events, announcements, a snapshot), with fakes for the calls and the announcements."""
+events published, announcements and a changed snapshot returned), on a port with a fake
+engine."""
 
 from __future__ import annotations
 
@@ -10,39 +11,37 @@ import pytest
 
 from node._core import FullFrame
 from node.config import Address, NodeConfig, RegisterConfig, SecretsConfig
+from node.effects import Announce
 from node.errors import CommandError
 from node.events import Registered, RegisterFailed
 from node.iax2.constants import IE, FrameType, IaxSubclass
 from node.iax2.registration import Deregistered, RegistrationFailed
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.registration.service import NAT_BINDING_LIFETIME, RegistrationService
+from tests.port import make_port
 from tests.service_context import Recorded, recording_context
 
 
-class FakeAnnounce:
+class SentFrames:
+    """The engine as the port sees it: what it would send."""
+
     def __init__(self) -> None:
-        self.said: list[str] = []
+        self.sent: list[Any] = []
 
-    def event(self, name: str, *, peer: str = "", node: str = "") -> None:
-        self.said.append(name)
+    def send(self, frame: Any, addr: Any) -> None:
+        self.sent.append(frame)
 
+    def leg_jitter_stats(self, callno: int) -> None:
+        return None
 
-class FakeCalls:
-    def send(self, frames: Any) -> None:
-        raise AssertionError("nothing is sent here")
-
-    def allocate_callno(self, now: float) -> int:
-        return 1
-
-    def release_callno(self, callno: int, now: float) -> None:
-        pass
+    def jitter_stats(self) -> list[Any]:
+        return []
 
 
 def service(register: RegisterConfig | None) -> tuple[RegistrationService, Recorded]:
     config = NodeConfig(register=register, secrets=SecretsConfig(source="control"))
     rec = recording_context(config, lambda: 10.0)
-    reg = RegistrationService(rec.ctx)
-    reg.wire(FakeCalls(), FakeAnnounce())
+    reg = RegistrationService(rec.ctx, make_port(rec.ctx))
     return reg, rec
 
 
@@ -71,9 +70,7 @@ def test_register_needs_the_section_and_the_secret() -> None:
 
 def test_the_machines_events_become_bus_events_announcements_and_one_snapshot() -> None:
     reg, rec = service(None)
-    announce = FakeAnnounce()
-    reg.wire(FakeCalls(), announce)
-    reg.on_events(
+    fx = reg.on_events(
         [
             RegistrationFailed("timed out"),
             RegistrationSucceeded(refresh=60, apparent_addr=("192.0.2.1", 4569)),
@@ -81,18 +78,9 @@ def test_the_machines_events_become_bus_events_announcements_and_one_snapshot() 
         ]
     )
     assert rec.published == [RegisterFailed(reason="timed out"), Registered()]
-    assert announce.said == ["register_failed", "registered"]
-    assert rec.changes == 1
-    reg.on_events([])
-    assert rec.changes == 1
-
-
-class SentFrames(FakeCalls):
-    def __init__(self) -> None:
-        self.sent: list[Any] = []
-
-    def send(self, frames: Any) -> None:
-        self.sent += [f for _, f in frames]
+    assert fx.events == (Announce("register_failed"), Announce("registered"))
+    assert fx.changed
+    assert not reg.on_events([]).changed
 
 
 def registered_service(
@@ -107,9 +95,10 @@ def registered_service(
     )
     rec = recording_context(config, lambda: clock[0])
     rec.ctx.secrets.set("2000", "password")
-    reg = RegistrationService(rec.ctx)
+    port = make_port(rec.ctx)
     calls = SentFrames()
-    reg.wire(calls, FakeAnnounce())
+    port.attach(calls)
+    reg = RegistrationService(rec.ctx, port)
     reg.bound_port = 4570
     reg.register()
     (req,) = calls.sent

@@ -1,9 +1,11 @@
 """The asyncio glue of the HTTP registration and the status posts: one timer, httpx, tasks.
 
-Each runner feeds its sans-I/O core the clock and the HTTP outcomes, makes the requests the core
-asks for, and re-arms a single `loop.call_at` handle at the core's deadline. Nothing here
-blocks the event loop, and a failing server never stops the node: failures become events (for
-registration) or one log line per outage (for status posts).
+Each runner feeds its sans-I/O core the clock and the HTTP outcomes and makes the requests the
+core asks for; the core's deadline is one of the router's timer kinds (`next_deadline`, `timer`),
+and an HTTP outcome reaches the router as an input (`on_events`, even with no event, so that it
+reads the moved deadline). Nothing here blocks the event loop, and a failing server never stops
+the node: failures become events (for registration) or one log line per outage (for status
+posts).
 
 The HTTP client ignores proxy settings from the environment on purpose: a registration sent
 through a proxy registers the proxy's address, and callees then refuse our calls because they
@@ -26,7 +28,6 @@ from node import __version__
 from node.allstar.http_registration import HttpOutput, HttpRegistration, RegistrationPost
 from node.allstar.statpost import StatOutput, StatPoster, StatReport
 from node.iax2.registration import RegistrationEvent
-from node.loop_timer import DeadlineTimer
 from node.secrets import Secret
 
 __all__ = [
@@ -76,8 +77,8 @@ async def _read_limited(response: httpx.Response) -> bytes:
 
 
 class _Runner(Generic[CoreT]):
-    """What both runners hold: the sans-I/O core, the clock, the HTTP client (closed with the
-    runner when it made it) and the timer that calls `_on_timer` at the core's deadline."""
+    """What both runners hold: the sans-I/O core, the clock and the HTTP client (closed with the
+    runner when it made it)."""
 
     def __init__(
         self, core: CoreT, clock: Callable[[], float], client: httpx.AsyncClient | None
@@ -86,19 +87,15 @@ class _Runner(Generic[CoreT]):
         self._clock = clock
         self._client = client or make_client()
         self._own_client = client is None
-        self._timer = DeadlineTimer(self._on_timer)
-
-    def _on_timer(self) -> None:
-        raise NotImplementedError
 
     async def _close_client(self) -> None:
-        self._timer.cancel()
         if self._own_client:
             await self._client.aclose()
 
 
 class HttpRegistrationRunner(_Runner[HttpRegistration]):
-    """Runs an `HttpRegistration`: POSTs with httpx, events to `on_events`."""
+    """Runs an `HttpRegistration`: POSTs with httpx; what a reply or a failure reported goes to
+    `on_events`, what an input reported is returned."""
 
     def __init__(
         self,
@@ -113,13 +110,13 @@ class HttpRegistrationRunner(_Runner[HttpRegistration]):
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
-    def register(self) -> None:
+    def register(self) -> Sequence[RegistrationEvent]:
         """Post now (the core makes this a no-op while a POST is under way)."""
-        self._apply(self.core.register(self._clock()))
+        return self._apply(self.core.register(self._clock()))
 
-    def deregister(self) -> None:
+    def deregister(self) -> Sequence[RegistrationEvent]:
         """Stop posting. Raises `LocalProtocolError` when not registered or trying."""
-        self._apply(self.core.deregister(self._clock()))
+        return self._apply(self.core.deregister(self._clock()))
 
     def set_secret(self, secret: Secret | None) -> None:
         self.core.set_secret(secret)
@@ -134,19 +131,21 @@ class HttpRegistrationRunner(_Runner[HttpRegistration]):
                 await task
         await self._close_client()
 
-    def _on_timer(self) -> None:
-        self._apply(self.core.timer(self._clock()))
+    def next_deadline(self) -> float | None:
+        """When the core next needs `timer` (a retry, a refresh), None once closed."""
+        return None if self._closed else self.core.next_deadline()
 
-    def _apply(self, out: HttpOutput) -> None:
+    def timer(self, now: float) -> Sequence[RegistrationEvent]:
+        return self._apply(self.core.timer(now))
+
+    def _apply(self, out: HttpOutput) -> Sequence[RegistrationEvent]:
         if self._closed:
-            return
+            return ()
         for post in out.posts:
             task = asyncio.create_task(self._post(post))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        if out.events:
-            self._on_events(out.events)
-        self._timer.arm(self.core.next_deadline())
+        return out.events
 
     async def _post(self, post: RegistrationPost) -> None:
         try:
@@ -162,7 +161,9 @@ class HttpRegistrationRunner(_Runner[HttpRegistration]):
             out = self.core.failed(post.seq, self._clock(), _reason(exc, post.timeout))
         else:
             out = self.core.replied(post.seq, self._clock(), response.status_code, body)
-        self._apply(out)
+        events = self._apply(out)
+        if not self._closed:
+            self._on_events(events)
 
 
 class StatPostRunner(_Runner[StatPoster]):
@@ -192,10 +193,14 @@ class StatPostRunner(_Runner[StatPoster]):
         self._where = host
 
     def start(self) -> None:
-        """Begin: the first link post goes out now, then one every interval."""
+        """Begin: the first link post goes out at the core's first deadline (now), then one
+        every interval."""
         if self._worker is None:
             self._worker = asyncio.create_task(self._work())
-        self._timer.arm(self.core.next_deadline())
+
+    def next_deadline(self) -> float | None:
+        """When the next status post is due (None before `start` and after `aclose`)."""
+        return None if self._worker is None else self.core.next_deadline()
 
     def key_changed(self) -> None:
         """The receiver keyed or unkeyed: post it (the report says which)."""
@@ -216,10 +221,8 @@ class StatPostRunner(_Runner[StatPoster]):
             self._worker = None
         await self._close_client()
 
-    def _on_timer(self) -> None:
-        now = self._clock()
+    def timer(self, now: float) -> None:
         if now < self.core.next_deadline():
-            self._timer.arm(self.core.next_deadline())
             return
         report = self._take_report()
         if report is None:
@@ -241,8 +244,6 @@ class StatPostRunner(_Runner[StatPoster]):
             except asyncio.QueueFull:
                 self.dropped += 1
                 log.debug("statpost: %d posts waiting; dropping one", self._queue.qsize())
-        if self._worker is not None:
-            self._timer.arm(out.deadline)
 
     async def _work(self) -> None:
         while True:

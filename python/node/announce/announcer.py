@@ -16,6 +16,10 @@ Speech comes from the TTS binary (`tts.py`); a binary that fails or takes longer
 `timeout_ms` is logged and counted, and the announcement goes out in CW instead: the node never
 waits on it longer than that. Announcements play in turn; the ID goes ahead of the waiting ones.
 docs/announce.md describes levels, timing and politeness.
+
+Its two timers are deadlines of the router's table: the station ID (`id_deadline`, `id_timer_due`)
+and the give-up time of the announcement playing (`playback_deadline`, `playback_timer`), for a
+playback whose end the engine never reports.
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ from node.announce.schedule import IdTimer
 from node.announce.tts import render
 from node.config import SPEC_EVENT_NAMES, AnnounceConfig
 from node.errors import NodeError, TtsError
-from node.loop_timer import DeadlineTimer
 from node.media.bridge import Destination, MediaBridge
 
 __all__ = ["CW_DBFS", "ID_CW_DBFS", "MAX_QUEUED", "SPEECH_PEAK_DBFS", "Announcer"]
@@ -102,8 +105,6 @@ class Announcer:
         self.id_timer = IdTimer(config.id_interval_secs, clock()) if periodic else None
         self._queue: collections.deque[_Item] = collections.deque()
         self._task: asyncio.Task[None] | None = None
-        # loop.time() and the clock are both CLOCK_MONOTONIC.
-        self._id_handle = DeadlineTimer(self._id_due)
         self._closed = False
         self.played = 0
         self.dropped = 0
@@ -115,18 +116,16 @@ class Announcer:
         self.telemetry_on: Callable[[], bool] = lambda: True
         #: The item playing and its playback id.
         self._current: tuple[_Item, int] | None = None
+        #: The playing item's end, and when it is given up if the engine never reports it.
+        self._ended: asyncio.Future[bool] | None = None
+        self._give_up_at: float | None = None
 
     # --- inputs (the controller) --------------------------------------------------------------
-
-    def start(self) -> None:
-        """Arm the ID timer (in the running loop)."""
-        self._arm()
 
     def activity(self, active: bool) -> None:
         """The conference got a talker, or has had none for the engine's activity hang."""
         if self.id_timer is not None:
             self.id_timer.activity(active, self._clock())
-            self._arm()
 
     def event(self, name: str, *, peer: str = "", node: str = "") -> None:
         """An `[announce.events.<name>]` event happened: announce it if it is enabled."""
@@ -230,7 +229,7 @@ class Announcer:
 
     def close(self) -> None:
         self._closed = True
-        self._id_handle.cancel()
+        self._give_up_at = None
         if self._task is not None:
             self._task.cancel()
             self._task = None
@@ -269,15 +268,16 @@ class Announcer:
 
     # --- the station ID -----------------------------------------------------------------------
 
-    def _arm(self) -> None:
+    def id_deadline(self) -> float | None:
+        """When the station ID timer next needs `id_timer_due` (None: no periodic ID)."""
         timer = self.id_timer
-        self._id_handle.arm(
-            timer.next_deadline() if timer is not None and not self._closed else None
-        )
+        return timer.next_deadline() if timer is not None and not self._closed else None
 
-    def _id_due(self) -> None:
+    def id_timer_due(self, now: float) -> None:
+        """The ID timer's deadline came: the ID goes ahead of the waiting announcements when
+        it is due (and polite)."""
         timer = self.id_timer
-        if timer is not None and timer.timer(self._clock()):
+        if timer is not None and not self._closed and timer.timer(now):
             cfg = self.config
             self._enqueue(
                 _Item(
@@ -290,7 +290,23 @@ class Announcer:
                 ),
                 first=True,
             )
-        self._arm()
+
+    # --- the playing item's watchdog ----------------------------------------------------------
+
+    def playback_deadline(self) -> float | None:
+        """When the announcement playing is given up if its end is not reported by then."""
+        return self._give_up_at
+
+    def playback_timer(self, now: float) -> None:
+        current, ended = self._current, self._ended
+        if self._give_up_at is None or now < self._give_up_at:
+            return
+        self._give_up_at = None
+        if current is not None:
+            log.warning("announcement %d did not report its end; stopping it", current[1])
+            self._bridge.stop_playing(current[1])
+        if ended is not None and not ended.done():
+            ended.set_result(False)
 
     # --- playing ------------------------------------------------------------------------------
 
@@ -341,20 +357,18 @@ class Announcer:
 
         if item.kind == "id" and self.id_timer is not None:
             self.id_timer.identified(self._clock())
-            self._arm()
         playback = self._bridge.play(
             pcm, item.destination, item.kind, keys_transmitter=item.keys, on_ended=on_ended
         )
         self._current = (item, playback)
+        self._ended = ended
         self.played += 1
         log.info("announcing (%s, %s): %s", item.kind, item.destination, item.phrase.speech)
         length = len(pcm) / 2 / self._bridge.rate
-        completed = False
+        self._give_up_at = self._clock() + length + PLAYBACK_GRACE_S
         try:
-            completed = await asyncio.wait_for(ended, length + PLAYBACK_GRACE_S)
-        except asyncio.TimeoutError:
-            log.warning("announcement %d did not report its end; stopping it", playback)
-            self._bridge.stop_playing(playback)
+            return await ended
         finally:
             self._current = None
-        return completed
+            self._ended = None
+            self._give_up_at = None

@@ -82,9 +82,27 @@ class Announcements:
             announcer.short_links = config.rpt.link_telemetry == "short"
             announcer.telemetry_on = self.telemetry_on
 
-    def start(self) -> None:
+    # --- time (two of the router's timer kinds) ------------------------------------------------
+
+    def id_deadline(self) -> float | None:
+        """The station ID timer's next deadline."""
+        return self.announcer.id_deadline() if self.announcer is not None else None
+
+    def id_timer(self, now: float) -> None:
         if self.announcer is not None:
-            self.announcer.start()
+            self.announcer.id_timer_due(now)
+
+    def _players(self) -> list[Announcer]:
+        return list({id(a): a for a in (self.announcer, self.player) if a is not None}.values())
+
+    def playback_deadline(self) -> float | None:
+        """When an announcement playing is given up if the engine has not reported its end."""
+        deadlines = [d for a in self._players() if (d := a.playback_deadline()) is not None]
+        return min(deadlines) if deadlines else None
+
+    def playback_timer(self, now: float) -> None:
+        for announcer in self._players():
+            announcer.playback_timer(now)
 
     # --- telemetry modes (app_rpt telemdefault, cop 33/34/35) ---------------------------------
 

@@ -1,11 +1,13 @@
 """Where DTMF digits become link commands, and where link commands from DTMF and AMI run.
 
-The calls and links services hand every received digit here (`digit`): from a call or a link's
-IAX2 DTMF frames, and `D` texts addressed to us; the router hands it the digits the engine
-decodes in audio. Each source gets its own `CommandMapper` (created at `*`,
-dropped when its sequence ends), and one loop timer for its inter-digit time-out. Every digit is
-published as a `dtmf` event; the event that completes a sequence carries the command. Commands
-run only with `[dtmf] enabled = true`; otherwise digits are still published, without commands.
+The router hands every received digit here (`digit`): a call's or a link's IAX2 DTMF frames,
+the `D` texts addressed to us, and the digits the engine decodes in audio. Each source gets its
+own `CommandMapper` (created at `*`, dropped when its sequence ends), and its inter-digit
+time-out is a deadline of the runner's (`next_deadline`, `timer`: one of the router's timer
+kinds). Every digit is published as a `dtmf` event; the event that completes a sequence carries
+the command. Commands run only with `[dtmf] enabled = true`; otherwise digits are still
+published, without commands. A command that completes runs as `Spawn` work the router awaits
+(a link command may look a node up); every input returns the `Effects` of what it did.
 
 `execute` runs a `Command` through the links service (what POST /link uses), so AMI
 `rpt cmd ... ilink`, AMI `rpt fun` and DTMF all behave the same.
@@ -20,7 +22,6 @@ over a link never enter it, so two nodes cannot bounce digits between them. In a
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 from collections.abc import Callable, Collection
@@ -28,11 +29,13 @@ from pathlib import Path
 from typing import Protocol
 
 from node.context import NodeContext
+from node.effects import NOTHING, Effects, Spawn
 from node.errors import CommandError
 from node.events import Dtmf
 from node.links.commands import END_CHAR, Command, CommandMapper, LastNode
 from node.links.network import LinkMode, LinkNetwork
 from node.links.resolve import parse_extnodes
+from node.machine import DeadlineTable
 
 __all__ = ["CommandRunner", "LinkCommands", "Outcome", "StatusAnnouncer"]
 
@@ -77,9 +80,9 @@ class LinkCommands(Protocol):
 
     async def link(
         self, action: str, node: str, addr: str | None = None, *, permanent: bool = False
-    ) -> None: ...
+    ) -> Effects: ...
 
-    def send_remote_digit(self, node: str, digit: str) -> None: ...
+    def send_remote_digit(self, node: str, digit: str) -> Effects: ...
 
 
 class StatusAnnouncer(Protocol):
@@ -121,12 +124,14 @@ class CommandRunner:
         #: The last node any command named (app_rpt `lastlinknode`), for `<node>` = 0.
         self.last = LastNode()
         self._mappers: dict[str, CommandMapper] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: ("digits", source): a source's inter-digit time-out; ("remote", source): its remote
+        #: command mode's idle time-out.
+        self._deadlines: DeadlineTable[tuple[str, str]] = DeadlineTable()
+        #: The call each source's digits came on (what its time-out's event shows).
+        self._call_of: dict[str, int | None] = {}
         self._echoes = _Echoes()
         #: Sources in remote command mode, and the node their digits go to.
         self._remote: dict[str, str] = {}
-        self._remote_timers: dict[str, asyncio.TimerHandle] = {}
         self._file_nodes: tuple[tuple[Path, int, int], frozenset[str]] | None = None
         #: Commands executed since start, today (local date) and the last one, for AMI stats.
         self.executed_total = 0
@@ -141,21 +146,21 @@ class CommandRunner:
         #: cop 15/16 switch the scheduler.
         self.scheduler_switch: Callable[[bool], None] | None = None
 
-    def start(self) -> None:
+    def start(self) -> Effects:
         """After start: `[rpt] startup_macro` runs once (the operator's own digits, so whatever
         `[dtmf] enabled` says)."""
         if self._ctx.config.rpt.startup_macro:
-            task = asyncio.get_running_loop().create_task(self._startup())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            return Effects(events=(Spawn(self._startup(), "the startup macro"),))
+        return NOTHING
 
-    async def _startup(self) -> None:
+    async def _startup(self) -> Effects:
         try:
-            result = await self.run_macro("0", "startup macro")
+            result, fx = await self.run_macro("0", "startup macro")
         except CommandError as exc:
             log.warning("startup macro refused: %s", exc)
-        else:
-            log.info("startup macro: %s", result)
+            return NOTHING
+        log.info("startup macro: %s", result)
+        return fx
 
     @property
     def enabled(self) -> bool:
@@ -168,21 +173,20 @@ class CommandRunner:
 
     # --- digits from calls and links ----------------------------------------------------------
 
-    def digit(self, source: str, call: int | None, digit: str, *, inband: bool = False) -> None:
+    def digit(self, source: str, call: int | None, digit: str, *, inband: bool = False) -> Effects:
         """One digit from `source` (e.g. "call 5", "local"); `call` is the call id the event
         shows; `inband` when it was decoded from tones in the audio (one key press that also
         came as an IAX2 DTMF frame counts once)."""
         bus = self._bus
         if self._echoes.is_echo(source, digit, inband, self._clock()):
             log.debug("DTMF %s from %s came as a frame and as tones; counted once", digit, source)
-            return
+            return NOTHING
         if not self.enabled:
             bus.publish(Dtmf(call=call, digit=digit))
-            return
+            return NOTHING
         node = self._remote.get(source)
         if node is not None:
-            self._remote_digit(source, call, node, digit)
-            return
+            return self._remote_digit(source, call, node, digit)
         mapper = self._mappers.get(source)
         if mapper is None:
             mapper = self._mappers[source] = self._mapper()
@@ -190,24 +194,25 @@ class CommandRunner:
         self._settle(source, call, mapper)
         bus.publish(Dtmf(call=call, digit=digit, command=None if command is None else str(command)))
         if command is not None:
-            self._completed(source, call, command)
+            return self._completed(source, call, command)
+        return NOTHING
 
-    def _completed(self, source: str, call: int | None, command: Command) -> None:
+    def _completed(self, source: str, call: int | None, command: Command) -> Effects:
         self.last_user = self._user_of(source, call)
         if command.kind != "remote":
-            self._launch(source, command, speak=not self._from_link(source, call))
-            return
+            return self._launch(source, command, speak=not self._from_link(source, call))
         # At once, not in a task: the very next digit must already go to the remote node.
         assert command.node is not None
         try:
             self._check_remote(source, call, command.node)
         except CommandError as exc:
             log.warning("DTMF %s from %s refused: %s", command, source, exc)
-            return
+            return NOTHING
         self._remote[source] = command.node
         self._arm_remote(source, call)
         self._count(command)
         log.info("DTMF %s from %s: digits go to node %s until #", command, source, command.node)
+        return NOTHING
 
     def _from_link(self, source: str, call: int | None) -> bool:
         """Digits that came over a link (frames on a link call, `D` texts): another node's
@@ -236,52 +241,66 @@ class CommandRunner:
         if not net.reachable(node):
             raise CommandError(f"node {node} is not in the network", 404)
 
-    def _remote_digit(self, source: str, call: int | None, node: str, digit: str) -> None:
+    def _remote_digit(self, source: str, call: int | None, node: str, digit: str) -> Effects:
         bus = self._bus
         if digit.upper() == END_CHAR:
             self._leave_remote(source)
             ended = Command("remote_end", END_CHAR, node=node)
             bus.publish(Dtmf(call=call, digit=digit, command=str(ended)))
             log.info("DTMF from %s: remote command mode to node %s ended", source, node)
-            return
+            return NOTHING
         bus.publish(Dtmf(call=call, digit=digit))
         try:
-            self._links.send_remote_digit(node, digit)
+            fx = self._links.send_remote_digit(node, digit)
         except CommandError as exc:
             self._leave_remote(source)
             log.warning("DTMF from %s: remote command mode to node %s ended: %s", source, node, exc)
-            return
+            return NOTHING
         self._arm_remote(source, call)
+        return fx
 
     def _arm_remote(self, source: str, call: int | None) -> None:
-        handle = self._remote_timers.pop(source, None)
-        if handle is not None:
-            handle.cancel()
-        self._remote_timers[source] = asyncio.get_running_loop().call_later(
-            self._timeout * REMOTE_IDLE_TIMEOUTS, self._remote_idle, source, call
-        )
+        self._call_of[source] = call
+        at = self._clock() + self._timeout * REMOTE_IDLE_TIMEOUTS
+        self._deadlines.set(("remote", source), at)
 
-    def _remote_idle(self, source: str, call: int | None) -> None:
-        self._remote_timers.pop(source, None)
+    def _remote_idle(self, source: str) -> None:
         node = self._remote.pop(source, None)
         if node is not None:
             ended = Command("remote_end", node=node)
+            call = self._call_of.get(source)
             self._bus.publish(Dtmf(call=call, digit="", command=str(ended)))
             log.info("DTMF from %s: remote command mode to node %s timed out", source, node)
 
     def _leave_remote(self, source: str) -> None:
         self._remote.pop(source, None)
-        handle = self._remote_timers.pop(source, None)
-        if handle is not None:
-            handle.cancel()
+        self._deadlines.cancel(("remote", source))
 
     def forget(self, source: str) -> None:
         """`source` is gone (its call ended): drop its sequence and its remote command mode."""
         self._leave_remote(source)
         self._mappers.pop(source, None)
-        handle = self._timers.pop(source, None)
-        if handle is not None:
-            handle.cancel()
+        self._deadlines.cancel(("digits", source))
+        self._call_of.pop(source, None)
+
+    # --- time ---------------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        """The earliest inter-digit or remote-idle time-out of any source."""
+        return self._deadlines.earliest()
+
+    def timer(self, now: float) -> Effects:
+        """Every time-out that is due: a sequence the time-out completes or ends, a remote
+        command mode left idle."""
+        fx = NOTHING
+        for key in self._deadlines.due(now):
+            self._deadlines.cancel(key)
+            kind, source = key
+            if kind == "remote":
+                self._remote_idle(source)
+            else:
+                fx = fx | self._timed_out(source, now)
+        return fx
 
     def remote_node(self, source: str) -> str | None:
         """The node `source`'s digits go to, in remote command mode."""
@@ -299,58 +318,59 @@ class CommandRunner:
 
     def _settle(self, source: str, call: int | None, mapper: CommandMapper) -> None:
         """Re-arm the source's time-out, or forget the source once its sequence is over."""
-        handle = self._timers.pop(source, None)
-        if handle is not None:
-            handle.cancel()
         deadline = mapper.next_deadline()
         if deadline is None:
+            self._deadlines.cancel(("digits", source))
             if not mapper.collecting:
                 self._mappers.pop(source, None)
             return
-        loop = asyncio.get_running_loop()
-        # loop.time() and the controller's clock are both CLOCK_MONOTONIC.
-        self._timers[source] = loop.call_at(deadline, self._timed_out, source, call)
+        self._call_of[source] = call
+        self._deadlines.set(("digits", source), deadline)
 
-    def _timed_out(self, source: str, call: int | None) -> None:
-        self._timers.pop(source, None)
+    def _timed_out(self, source: str, now: float) -> Effects:
         mapper = self._mappers.get(source)
         if mapper is None:
-            return
-        command = mapper.timer(self._clock())
+            return NOTHING
+        call = self._call_of.get(source)
+        command = mapper.timer(now)
         self._settle(source, call, mapper)
-        if command is not None:
-            # No digit completed it: the event carries the command with an empty digit.
-            self._bus.publish(Dtmf(call=call, digit="", command=str(command)))
-            self._completed(source, call, command)
+        if command is None:
+            return NOTHING
+        # No digit completed it: the event carries the command with an empty digit.
+        self._bus.publish(Dtmf(call=call, digit="", command=str(command)))
+        return self._completed(source, call, command)
 
-    def _launch(self, source: str, command: Command, *, speak: bool = True) -> None:
-        task = asyncio.get_running_loop().create_task(self._run_logged(source, command, speak))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _launch(self, source: str, command: Command, *, speak: bool = True) -> Effects:
+        work = self._run_logged(source, command, speak)
+        return Effects(events=(Spawn(work, f"DTMF {command} from {source}"),))
 
-    async def _run_logged(self, source: str, command: Command, speak: bool) -> None:
+    async def _run_logged(self, source: str, command: Command, speak: bool) -> Effects:
         try:
-            result = await self.execute(command, speak=speak)
+            result, fx = await self.execute(command, speak=speak)
         except CommandError as exc:
             log.warning("DTMF %s from %s refused: %s", command, source, exc)
-        else:
-            log.info("DTMF %s from %s: %s", command, source, result)
+            return NOTHING
+        log.info("DTMF %s from %s: %s", command, source, result)
+        return fx
 
     # --- whole strings (AMI rpt fun, POST /dtmf) ---------------------------------
 
-    async def run_digits(self, source: str, digits: str, *, execute: bool) -> list[Outcome]:
+    async def run_digits(
+        self, source: str, digits: str, *, execute: bool
+    ) -> tuple[list[Outcome], Effects]:
         """Map a whole digit string (its end acts as `#`); run the commands when `execute`, in
         order as they complete.
 
         Every digit is published as a `dtmf` event with `call` null (with the command it
         completes only when commands run). Returns each completed command with its result (or
-        refusal); commands not executed have the result "not executed". After `*4<node>` the
-        rest of the string, up to a `#`, goes to `<node>`.
+        refusal), and the effects of all of them; commands not executed have the result "not
+        executed". After `*4<node>` the rest of the string, up to a `#`, goes to `<node>`.
         """
         mapper = self._mapper()
         now = self._clock()
         bus = self._bus
         outcomes: list[Outcome] = []
+        fx = NOTHING
         remote: str | None = None
         for digit in digits:
             if remote is not None:
@@ -362,7 +382,7 @@ class CommandRunner:
                     continue
                 bus.publish(Dtmf(call=None, digit=digit))
                 try:
-                    self._links.send_remote_digit(remote, digit)
+                    fx = fx | self._links.send_remote_digit(remote, digit)
                 except CommandError as exc:
                     outcomes.append((Command("remote", node=remote), exc))
                     remote = None
@@ -383,26 +403,33 @@ class CommandRunner:
                 self._count(command)
                 outcomes.append((command, f"digits go to node {remote}"))
                 continue
-            outcomes.append(await self._outcome(source, command, execute))
+            outcome, done = await self._outcome(source, command, execute)
+            outcomes.append(outcome)
+            fx = fx | done
         if (command := mapper.end()) is not None:
             bus.publish(Dtmf(call=None, digit="", command=str(command) if execute else None))
-            outcomes.append(await self._outcome(source, command, execute))
-        return outcomes
+            outcome, done = await self._outcome(source, command, execute)
+            outcomes.append(outcome)
+            fx = fx | done
+        return outcomes, fx
 
-    async def _outcome(self, source: str, command: Command, execute: bool) -> Outcome:
+    async def _outcome(
+        self, source: str, command: Command, execute: bool
+    ) -> tuple[Outcome, Effects]:
         if not execute:
-            return (command, "not executed")
+            return (command, "not executed"), NOTHING
         try:
-            return (command, await self.execute(command))
+            result, fx = await self.execute(command)
         except CommandError as exc:
             log.warning("%s from %s refused: %s", command, source, exc)
-            return (command, exc)
+            return (command, exc), NOTHING
+        return (command, result), fx
 
     # --- execution ----------------------------------------------------------------------------
 
-    async def execute(self, command: Command, *, speak: bool = True) -> str:
-        """Run one command; returns what happened, raises CommandError when refused. With
-        `speak` false (a command from another node) nothing is said aloud here."""
+    async def execute(self, command: Command, *, speak: bool = True) -> tuple[str, Effects]:
+        """Run one command; returns what happened and its effects, raises CommandError when
+        refused. With `speak` false (a command from another node) nothing is said aloud here."""
         links, net = self._links, self._links.network
         kind, node = command.kind, command.node
         if kind == "unknown":
@@ -411,11 +438,12 @@ class CommandRunner:
             raise CommandError(command.reason or "not available here", 400)
         if kind in _LINK_KINDS and not self.links_enabled:
             raise CommandError("link commands are disabled (cop,11 enables them)", 409)
+        fx = NOTHING
         if kind in ("announce", "cop", "macro"):
-            result = await self._function(command, speak)
+            result, fx = await self._function(command, speak)
             self._count(command)
             self._announce.command_ran()
-            return result
+            return result, fx
         if kind in ("connect", "monitor", "local_monitor", "disconnect"):
             assert node is not None
             # The node operated on, whatever comes of it (app_rpt lastlinknode).
@@ -428,7 +456,7 @@ class CommandRunner:
                         f"node {node} is a permanent link: drop it with ilink 11 or POST /link",
                         409,
                     )
-            await links.link(kind, node, permanent=command.permanent)
+            fx = await links.link(kind, node, permanent=command.permanent)
             done = {
                 "connect": "linking",
                 "monitor": "monitoring",
@@ -439,10 +467,10 @@ class CommandRunner:
         elif kind == "disconnect_all":
             # app_rpt's ilink 6: permanent links go too.
             dropped = list(net.links)
-            await links.link("disconnect_all", "")
+            fx = await links.link("disconnect_all", "")
             result = f"disconnected {', '.join(dropped)}" if dropped else "no links"
         elif kind == "restore":
-            result = await self._restore()
+            result, fx = await self._restore()
         elif kind in ("status", "full_status"):
             # app_rpt's ilink 5 says our own links, ilink 15 the whole network behind them.
             if kind == "status":
@@ -467,9 +495,9 @@ class CommandRunner:
             raise CommandError(f"unknown command kind {kind!r}", 400)
         self._count(command)
         self._announce.command_ran()
-        return result
+        return result, fx
 
-    async def _function(self, command: Command, speak: bool) -> str:
+    async def _function(self, command: Command, speak: bool) -> tuple[str, Effects]:
         """app_rpt's status, cop and macro functions."""
         arg = command.arg or ""
         net = self._links.network
@@ -482,10 +510,10 @@ class CommandRunner:
             said = self._announce.status_message(
                 number, last_user=self.last_user, entries=entries, speak=speak
             )
-            return f"status {number}: {said}"
+            return f"status {number}: {said}", NOTHING
         if command.kind == "macro":
             return await self.run_macro(arg)
-        return self._cop(int(arg))
+        return self._cop(int(arg)), NOTHING
 
     def _cop(self, number: int) -> str:
         rpt = self._ctx.config.rpt
@@ -510,27 +538,28 @@ class CommandRunner:
             return f"flushed {self._announce.flush()} waiting announcements"
         raise CommandError(f"cop {number} is not available here", 400)
 
-    async def run_macro(self, number: str, source: str | None = None) -> str:
+    async def run_macro(self, number: str, source: str | None = None) -> tuple[str, Effects]:
         """Run macro `number` (`0`: `[rpt] startup_macro`) as digits from a source of its own;
-        what its commands did."""
+        what its commands did, and their effects."""
         config = self._ctx.config
         digits = config.rpt.startup_macro if number == "0" else config.macro.get(number)
         if not digits:
             raise CommandError(f"macro {number} not found", 404)
         where = source or f"macro {number}"
         log.info("%s runs %s", where, digits)
-        outcomes = await self.run_digits(where, digits, execute=True)
+        outcomes, fx = await self.run_digits(where, digits, execute=True)
         parts = [f"{cmd.digits or cmd}: {res}" for cmd, res in outcomes]
-        return f"macro {number}: " + ("; ".join(parts) if parts else "nothing ran")
+        return f"macro {number}: " + ("; ".join(parts) if parts else "nothing ran"), fx
 
-    async def _restore(self) -> str:
+    async def _restore(self) -> tuple[str, Effects]:
         """`*74` (app_rpt's ilink 16): redial the links the last disconnect-all dropped, each
         in its mode and permanence; the list is kept, as app_rpt keeps it."""
         saved = self._links.network.saved
         if not saved:
-            return "nothing to restore"
+            return "nothing to restore", NOTHING
         done: list[str] = []
         refused: list[str] = []
+        fx = NOTHING
         for link in saved:
             action = {
                 LinkMode.TRANSCEIVE: "connect",
@@ -538,13 +567,13 @@ class CommandRunner:
                 LinkMode.LOCAL_MONITOR: "local_monitor",
             }[link.mode]
             try:
-                await self._links.link(action, link.node, permanent=link.permanent)
+                fx = fx | await self._links.link(action, link.node, permanent=link.permanent)
             except CommandError as exc:
                 refused.append(f"{link.node} ({exc})")
             else:
                 done.append(link.node)
         result = f"restoring {', '.join(done)}" if done else "restored none"
-        return f"{result}; refused {', '.join(refused)}" if refused else result
+        return (f"{result}; refused {', '.join(refused)}" if refused else result), fx
 
     def _count(self, command: Command) -> None:
         self.executed_total += 1
@@ -582,11 +611,7 @@ class CommandRunner:
         return self._file_nodes[1]
 
     def close(self) -> None:
-        for handle in (*self._timers.values(), *self._remote_timers.values()):
-            handle.cancel()
-        self._timers.clear()
-        self._remote_timers.clear()
+        self._deadlines.clear()
+        self._call_of.clear()
         self._remote.clear()
         self._mappers.clear()
-        for task in self._tasks:
-            task.cancel()

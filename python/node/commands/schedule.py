@@ -6,16 +6,19 @@ of its own, and becomes a `schedule` event and a log line. Only the current minu
 a minute the host slept through (suspend) is not made up. Local time comes from the C library,
 so DST is the zone's: a wall-clock minute that does not exist does not run, one that happens
 twice runs twice. `cop,16` stops the scheduler and `cop,15` starts it again.
+
+The minute's turn is a deadline of the router's table (`next_deadline`, `timer`); the macros
+run as `Spawn` work the router awaits, and their effects are its.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from node.config.functions import ScheduleEntry
+from node.effects import NOTHING, Effects, Spawn
 from node.events import EventBus, Scheduled
 
 __all__ = ["Scheduler", "due"]
@@ -49,12 +52,13 @@ def due(entries: Sequence[ScheduleEntry], local: time.struct_time) -> list[Sched
 
 class Scheduler:
     """Runs `[schedule]` entries; `wall` is the wall clock (seconds since the epoch), `local`
-    turns it into local time (tests inject both)."""
+    turns it into local time (tests inject both). `run_macro(number, source)` runs a macro:
+    what it did, and its effects."""
 
     def __init__(
         self,
         entries: Sequence[ScheduleEntry],
-        run_macro: Callable[[str, str], Awaitable[str]],
+        run_macro: Callable[[str, str], Awaitable[tuple[str, Effects]]],
         bus: EventBus,
         *,
         wall: Callable[[], float] = time.time,
@@ -68,48 +72,61 @@ class Scheduler:
         self.enabled = True
         #: The last minute (wall seconds // 60) looked at.
         self._last_minute: int | None = None
-        self._task: asyncio.Task[None] | None = None
+        #: When the next minute turns (monotonic), None before `start` or without entries.
+        self._next_at: float | None = None
         self.runs = 0
 
-    def start(self) -> None:
-        if self._entries and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+    def start(self, now: float) -> None:
+        """Begin (monotonic `now`): the first look is just after the next minute turns."""
+        if self._entries:
+            self._arm(now)
 
     def switch(self, on: bool) -> None:
         self.enabled = on
         log.info("scheduler %s", "enabled" if on else "disabled")
 
-    async def _loop(self) -> None:
-        while True:
-            now = self._wall()
-            # Wake just after the next minute turns; sleep is re-measured each time, so a
-            # suspended host wakes into the current minute, not the ones it missed.
-            await asyncio.sleep(60 - now % 60 + 0.05)
-            await self.tick()
+    def _arm(self, now: float) -> None:
+        # Just after the next minute turns; measured again each time, so a suspended host wakes
+        # into the current minute, not the ones it missed.
+        self._next_at = now + 60 - self._wall() % 60 + 0.05
 
-    async def tick(self) -> list[str]:
-        """Look at the current minute (once); the macros run."""
+    def next_deadline(self) -> float | None:
+        return self._next_at
+
+    def timer(self, now: float) -> Effects:
+        """The minute turned: the macros of this minute run (as work for the router)."""
+        if self._next_at is None or now < self._next_at:
+            return NOTHING
+        self._arm(now)
+        return Effects(events=(Spawn(self._tick_work(), "the scheduler"),))
+
+    async def _tick_work(self) -> Effects:
+        return (await self.tick())[1]
+
+    async def tick(self) -> tuple[list[str], Effects]:
+        """Look at the current minute (once); the macros that ran, and their effects."""
         now = self._wall()
         minute = int(now // 60)
         if minute == self._last_minute:
-            return []
+            return [], NOTHING
         self._last_minute = minute
         if not self.enabled:
-            return []
+            return [], NOTHING
         ran = []
+        fx = NOTHING
         for entry in due(self._entries, self._local(minute * 60)):
             ran.append(entry.macro)
             self.runs += 1
             digits = self._macros.get(entry.macro, "")
             try:
-                result = await self._run_macro(entry.macro, f"schedule {entry.macro}")
+                result, done = await self._run_macro(entry.macro, f"schedule {entry.macro}")
             except Exception as exc:
                 result = f"refused: {exc}"
+            else:
+                fx = fx | done
             log.info("scheduled macro %s (%s) ran: %s", entry.macro, entry.text, result)
             self._bus.publish(Scheduled(macro=entry.macro, digits=digits, result=result))
-        return ran
+        return ran, fx
 
     def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        self._next_at = None

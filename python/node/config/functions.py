@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple, NoReturn, Protocol
@@ -24,13 +24,20 @@ from node.config.values import Context, Invalid, array, string, toml_type
 
 __all__ = [
     "DEFAULT_FUNCTIONS",
+    "DIGITS",
     "DTMF_KEYS",
+    "END_CHAR",
+    "FUNCTION_CHAR",
     "Function",
     "FunctionsSection",
     "MacroSection",
     "RptConfig",
     "ScheduleEntry",
     "ScheduleSection",
+    "could_run",
+    "first_function",
+    "macro_number_done",
+    "macros_called",
     "parse_function",
     "read_functions",
     "read_macros",
@@ -121,6 +128,65 @@ class Function(NamedTuple):
     permanent: bool = False
     arg: str | None = None
     spec: str = ""
+
+
+#: Starts (or restarts) a sequence (app_rpt `funcchar`).
+FUNCTION_CHAR = "*"
+#: Ends a sequence (app_rpt `endchar`).
+END_CHAR = "#"
+#: What a DTMF digit can be (IAX2 DTMF frames carry these).
+DIGITS = "0123456789ABCD"
+
+
+def first_function(table: Sequence[Function], buffer: str) -> Function | None:
+    """The entry the digits after `*` run: the first whose code begins them (app_rpt's
+    `collect_function_digits`); a code that an earlier one begins never runs."""
+    return next((f for f in table if buffer.startswith(f.code)), None)
+
+
+def could_run(table: Sequence[Function], buffer: str) -> bool:
+    """More digits may still make `buffer` an entry's code."""
+    return any(f.code.startswith(buffer) for f in table)
+
+
+def macro_number_done(number: str, macros: Mapping[str, str], longest: int) -> bool:
+    """A `macro` entry's number is complete: it names a macro (`0`: the startup macro), or it
+    has as many digits as the longest macro number."""
+    return number == "0" or number in macros or len(number) >= longest
+
+
+def macros_called(table: Sequence[Function], macros: Mapping[str, str], digits: str) -> list[str]:
+    """The macros a DTMF string runs when typed, in order: each `*` sequence runs the entry
+    its digits reach first (as `links.commands.CommandMapper` reads them); only a `macro`
+    entry runs a macro. A number that names no macro runs none."""
+    longest = max((len(m) for m in macros), default=1)
+    called: list[str] = []
+    buffer: str | None = None
+    for ch in digits.upper():
+        if ch == FUNCTION_CHAR:
+            buffer = ""
+            continue
+        if buffer is None or ch not in DIGITS:
+            buffer = None if ch == END_CHAR else buffer
+            continue
+        buffer += ch
+        fn = first_function(table, buffer)
+        if fn is None:
+            if not could_run(table, buffer):
+                buffer = None
+            continue
+        if fn.kind != "macro":
+            buffer = None  # another command: the rest of the sequence is its own
+        elif fn.arg is not None:
+            called.append(fn.arg)
+            buffer = None
+        else:
+            number = buffer[len(fn.code) :]
+            if number and (not number.isdigit() or macro_number_done(number, macros, longest)):
+                if number == "0" or number in macros:
+                    called.append(number)
+                buffer = None
+    return called
 
 
 def _unavailable(code: str, spec: str, why: str) -> Function:

@@ -37,13 +37,15 @@ from node.config.values import (
 )
 from node.config.values import node_id as parse_node_id
 from node.credential import Secret
-from node.iax2.endpoint import MAX_CALLS
 from node.wg_key import KEY_FORMAT, decode_key
 
 __all__ = [
     "AMI_PORT",
+    "CALLNO_MAX",
+    "CALLNO_MIN",
     "CONTROL_PORT",
     "IAX2_PORT",
+    "MAX_CALLS",
     "AmiConfig",
     "ControlConfig",
     "DnsConfig",
@@ -56,6 +58,15 @@ __all__ = [
     "StatpostConfig",
     "WireGuardConfig",
 ]
+
+#: IAX2 call numbers are 15 bits; the endpoint hands out 2..0x7FFF (never 0, which would make
+#: a full frame look like a meta frame to some parsers, nor 1, Asterisk's number for stateless
+#: replies). Declared here, at the bottom of the house, because `[listener] max_calls` is bound
+#: by it; `node.iax2.endpoint` takes them from here.
+CALLNO_MIN = 2
+CALLNO_MAX = 0x7FFF
+#: The most simultaneous calls the call-number space can hold: the bound of `max_calls`.
+MAX_CALLS = CALLNO_MAX - CALLNO_MIN + 1
 
 IAX2_PORT = 4569
 CONTROL_PORT = 8730

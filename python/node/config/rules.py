@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn, Protocol
 
+from node.config.functions import macros_called
 from node.config.network import AmiConfig, ControlConfig, RegisterConfig, SecretsConfig
 from node.config.node import NodeConfig
 from node.config.station import (
@@ -226,28 +227,12 @@ SECTION_RULES: Mapping[str, Callable[[Any, Mapping[str, Any], Fail], Any]] = {
 }
 
 
-def _macro_calls(config: NodeConfig, digits: str) -> list[str]:
-    """The macros a DTMF string runs, read through the function table as typed digits."""
-    # Imported here: the mapper lives with the commands, which read the config.
-    from node.links.commands import CommandMapper
-
-    mapper = CommandMapper(1.0, table=config.function_table, macros=config.macro)
-    called = []
-    for d in digits:
-        command = mapper.feed(d, 0.0)
-        if command is not None and command.kind == "macro" and command.arg is not None:
-            called.append(command.arg)
-    command = mapper.end()
-    if command is not None and command.kind == "macro" and command.arg is not None:
-        called.append(command.arg)
-    return called
-
-
 def _check_macros(config: NodeConfig, fail: Fail) -> None:
     """A macro that runs itself, directly or through others, would never end: refused."""
     startup = config.rpt.startup_macro
-    calls = {n: _macro_calls(config, d) for n, d in config.macro.items()}
-    calls["0"] = _macro_calls(config, startup)  # `*50`: the startup macro, as app_rpt.
+    table, macros = config.function_table, config.macro
+    calls = {n: macros_called(table, macros, d) for n, d in config.macro.items()}
+    calls["0"] = macros_called(table, macros, startup)  # `*50`: the startup macro, as app_rpt.
 
     def walk(number: str, path: tuple[str, ...]) -> None:
         for callee in calls.get(number, ()):

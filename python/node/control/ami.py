@@ -40,11 +40,10 @@ from node.config.values import Invalid
 from node.control import ami_protocol as p
 from node.control import ami_rpt as rpt
 from node.control.ami_guard import LoginGuard, source_of
-from node.controller import CODEC_NAMES, Controller
+from node.controller import Controller
 from node.errors import CommandError
 from node.events import Snapshot
-from node.iax2.constants import Format
-from node.iax2.registration import RegistrationState
+from node.iax2.constants import CODEC_NAMES, Format
 from node.links.commands import Command
 
 if TYPE_CHECKING:
@@ -461,31 +460,29 @@ class AmiServer:
         rows = tuple(
             rpt.LinkRow(
                 name=link.node,
-                peer=link.addr[0] if link.callno is not None and link.addr else "(none)",
+                peer=link.addr[0] if link.addr else "(none)",
                 reconnects=link.reconnects,
-                outbound=link.direction == "outbound",
+                outbound=link.outbound,
                 connected_ms=0
                 if link.connected_at is None
                 else int((now - link.connected_at) * 1000),
                 established=link.up,
-                mode=link.list_letter,
-                keyed=link.rx_keyed,
+                mode=link.mode,
+                keyed=link.keyed,
                 since_key=secs(link.keyed_at),
                 since_unkey=secs(link.unkeyed_at),
             )
-            for link in ctl.links.links.values()
+            for link in ctl.link_views()
         )
         ptt = ctl.ptt_keyed
-        rx, tx = _transmitting(
-            ptt, any(r.keyed for r in rows), any(info.keyed for info in ctl.calls.values())
-        )
-        commands = ctl.commands
+        rx, tx = _transmitting(ptt, any(r.keyed for r in rows), ctl.plain_calls_keyed())
+        commands = ctl.command_stats()
         dtmf_off = not ctl.config.dtmf.enabled
         keyups_today, keyups_total, tx_today, tx_total = self._tx.report(now, datetime.date.today())
         return rpt.NodeView(
             node=node,
             links=rows,
-            network=tuple(str(e) for e in ctl.links.network_entries()),
+            network=ctl.network_entries(),
             rx_keyed=rx,
             tx_keyed=tx,
             flags=rpt.Flags(
@@ -496,12 +493,12 @@ class AmiServer:
                 tot_state=1 if ptt else 2,
             ),
             stats=rpt.Stats(
-                timeouts=ctl.key_stats.timeouts,
+                timeouts=ctl.tx_timeouts,
                 keyups_today=keyups_today,
                 keyups_total=keyups_total,
-                commands_today=commands.executed_today(),
-                commands_total=commands.executed_total,
-                last_command=commands.last_executed,
+                commands_today=commands.today,
+                commands_total=commands.total,
+                last_command=commands.last,
                 tx_ms_today=tx_today,
                 tx_ms_total=tx_total,
             ),
@@ -687,17 +684,16 @@ class AmiServer:
         cfg = self._controller.config.register
         # Only IAX2 registrations are listed (ASL3's HTTP registration is not chan_iax2's).
         if cfg is not None and cfg.peer is not None:
-            reg = self._controller.registration
-            state = reg.state if reg is not None else RegistrationState.IDLE
-            registered = state in (RegistrationState.REGISTERED, RegistrationState.REFRESHING)
-            apparent = reg.apparent_addr if reg is not None and registered else None
+            reg = self._controller.registration_view()
+            state = reg.state if reg is not None else "idle"
+            apparent = reg.apparent_addr if reg is not None else None
             refresh = (reg.granted_refresh if reg is not None else None) or cfg.refresh
             dns = "N" if _is_ip(cfg.peer.host) else "Y"
             perceived = f"{apparent[0]}:{apparent[1]}" if apparent else "<Unregistered>"
             shown = {
-                RegistrationState.REGISTERED: "Registered",
-                RegistrationState.REFRESHING: "Registered",
-                RegistrationState.REGISTERING: "Request Sent",
+                "registered": "Registered",
+                "refreshing": "Registered",
+                "registering": "Request Sent",
             }.get(state, "Unregistered")
             out.append(row.format(str(cfg.peer), dns, cfg.node_id, perceived, str(refresh), shown))
         out.append(f"{len(out) - 1} IAX2 registrations.\n")
@@ -724,28 +720,24 @@ class AmiServer:
             )
         ]
         legs: dict[str, Any] = ctl.counters().get("legs", {})
-        names = {info.callno: info.peer for info in ctl.calls.values()}
-        for link in ctl.links.links.values():
-            if link.callno is not None:
-                names[link.callno] = link.node
-        calls = ctl.endpoint.calls
-        for callno, call in sorted(calls.items()):
-            user = names.get(callno, "")
+        channels = ctl.channels()
+        for ch in channels:
+            user, callno = ch.name, ch.callno
             leg = legs.get(str(callno), {})
             out.append(
                 row.format(
-                    f"IAX2/{user or call.peer_addr[0]}-{callno}",
-                    call.peer_addr[0],
+                    f"IAX2/{user or ch.peer_addr[0]}-{callno}",
+                    ch.peer_addr[0],
                     user,
-                    f"{callno:05d}/{call.peer_callno:05d}",
-                    f"{call.oseq:05d}/{call.iseq:05d}",
-                    f"{int(call.rtt * 1000)}ms",
+                    f"{callno:05d}/{ch.peer_callno:05d}",
+                    f"{ch.oseq:05d}/{ch.iseq:05d}",
+                    f"{int(ch.rtt_s * 1000)}ms",
                     f"{max(0, leg.get('jitter_ms', 0))}ms",
                     f"{max(0, leg.get('delay_ms', 0))}ms",
-                    _format_name(call.format),
+                    _format_name(ch.format),
                 )
             )
-        n = len(calls)
+        n = len(channels)
         out.append(f"{n} active IAX channel{'' if n == 1 else 's'}\n")
         return Cli.SUCCESS, "".join(out)
 

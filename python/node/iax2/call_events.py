@@ -27,6 +27,7 @@ __all__ = [
     "RadioUnkeyed",
     "TextReceived",
     "VoiceFullReceived",
+    "end_reason",
 ]
 
 
@@ -180,3 +181,17 @@ class MediaFormatChanged(CallEvent):
     """The peer's voice switched to another format (a full voice frame in a new codec)."""
 
     format: int
+
+
+def end_reason(event: CallHungUp | CallRejected | CallLost) -> str:
+    """Why a call ended, as the log and the `hangup` event say it."""
+    if isinstance(event, CallLost):
+        return (
+            "connection lost"
+            if event.reason is LossReason.RETRIES_EXHAUSTED
+            else "peer has no such call"
+        )
+    cause = event.cause or f"cause code {event.causecode}"
+    if isinstance(event, CallRejected):
+        return f"rejected: {cause}" if event.by_peer else f"refused: {cause}"
+    return f"hung up by peer: {cause}" if event.by_peer else f"hung up: {cause}"

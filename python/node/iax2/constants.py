@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import IntEnum, IntFlag
 
-__all__ = ["IE", "ControlSubclass", "Format", "FrameType", "IaxSubclass"]
+__all__ = ["CODEC_NAMES", "IE", "ControlSubclass", "Format", "FrameType", "IaxSubclass"]
 
 
 class FrameType(IntEnum):
@@ -211,3 +211,12 @@ class Format(IntFlag):
     OPUS = 1 << 34
     CODEC2 = 1 << 42
     TESTLAW = 1 << 47
+
+
+#: The formats the node carries, by the names the snapshot, the logs and AMI give them.
+CODEC_NAMES: dict[int | None, str] = {
+    Format.ULAW: "ulaw",
+    Format.ALAW: "alaw",
+    Format.SLIN: "slin",
+    Format.SLIN16: "slin16",
+}

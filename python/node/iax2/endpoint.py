@@ -3,8 +3,9 @@
 The analogue of quinn-proto's `Endpoint`: one per UDP socket, no I/O, no clock. It owns the call
 table and the call-number space, answers what needs no call (POKE, INVAL for unknown calls, call
 tokens, refusals), applies the `[listener]` policy to every inbound NEW, and runs the `Call`
-machines. Every input returns one `EndpointOutput(frames, events, deadline)` whose frames are
-`(address, FullFrame)` pairs, the shape `iax2/transport.py` sends.
+machines. Every input returns one `EndpointOutput(frames, events)` whose frames are
+`(address, FullFrame)` pairs, the shape `iax2/transport.py` sends; `next_deadline()` says when
+`timer()` must run next.
 
 Inbound admission, in order (docs/iax2.md has the reasoning):
 
@@ -36,6 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from node._core import FullFrame
+from node.config.network import CALLNO_MAX, CALLNO_MIN, MAX_CALLS
 from node.errors import LocalProtocolError
 from node.iax2.auth import CallTokens, RandBelow, SecretLike, make_challenge
 from node.iax2.call import (
@@ -72,12 +74,6 @@ __all__ = [
     "Transmit",
 ]
 
-#: Call numbers we hand out: never 0 (it would make a full frame look like a meta frame to some
-#: parsers) nor 1 (Asterisk's number for stateless replies).
-CALLNO_MIN = 2
-CALLNO_MAX = 0x7FFF
-#: The most simultaneous calls the call-number space can hold: the bound of `max_calls`.
-MAX_CALLS = CALLNO_MAX - CALLNO_MIN + 1
 #: A released call number is not reused for this long, so late frames of an old call cannot
 #: land in a new one.
 CALLNO_QUARANTINE = 60.0
@@ -173,12 +169,11 @@ class InboundRejected(EndpointEvent):
 
 @dataclass(frozen=True, slots=True)
 class EndpointOutput:
-    """What one endpoint input produced: frames with their destinations, events, deadline."""
+    """What one endpoint input produced: frames with their destinations, and events (the next
+    deadline is the getter `Endpoint.next_deadline`)."""
 
     frames: tuple[Transmit, ...] = ()
     events: tuple[CallEvent | EndpointEvent, ...] = ()
-    #: Absolute time at which `Endpoint.timer()` must run next, or None.
-    deadline: float | None = None
 
 
 class Endpoint:
@@ -285,7 +280,7 @@ class Endpoint:
     # --- plumbing -----------------------------------------------------------------------------
 
     def _output(self) -> EndpointOutput:
-        out = EndpointOutput(tuple(self._frames), tuple(self._events), self.next_deadline())
+        out = EndpointOutput(tuple(self._frames), tuple(self._events))
         self._frames = []
         self._events = []
         return out

@@ -109,6 +109,14 @@ class EngineTransport:
     def counters(self) -> dict[str, int]:
         return self._engine.counters()
 
+    def leg_jitter_stats(self, callno: int) -> dict[str, int] | None:
+        """One media leg's jitter-buffer figures (None without a leg)."""
+        return self._engine.leg_jitter_stats(callno)
+
+    def jitter_stats(self) -> list[tuple[int, dict[str, int]]]:
+        """Every media leg's jitter-buffer figures, by call number."""
+        return self._engine.jitter_stats()
+
     def tunnel(self) -> dict[str, Any] | None:
         """The WireGuard tunnel's figures (`Engine.tunnel`), None on plain UDP."""
         return self._engine.tunnel()

@@ -34,7 +34,16 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
-from node.config.functions import DEFAULT_FUNCTIONS, Function
+from node.config.functions import (
+    DEFAULT_FUNCTIONS,
+    DIGITS,
+    END_CHAR,
+    FUNCTION_CHAR,
+    Function,
+    could_run,
+    first_function,
+    macro_number_done,
+)
 
 __all__ = [
     "END_CHAR",
@@ -47,14 +56,8 @@ __all__ = [
     "LastNode",
 ]
 
-#: Starts (or restarts) a sequence (app_rpt `funcchar`).
-FUNCTION_CHAR = "*"
-#: Ends a sequence (app_rpt `endchar`).
-END_CHAR = "#"
 #: Node numbers have at most this many digits (AllStarLink's longest; app_rpt `longestnode`).
 MAX_NODE_DIGITS = 6
-#: What a DTMF digit can be (IAX2 DTMF frames carry these).
-DIGITS = "0123456789ABCD"
 
 #: How each kind reads in a command's text.
 _WORDS = {
@@ -201,9 +204,9 @@ class CommandMapper:
         buf = self._buffer
         assert buf is not None
         typed = FUNCTION_CHAR + buf
-        fn = next((f for f in self._table if buf.startswith(f.code)), None)
+        fn = first_function(self._table, buf)
         if fn is None:
-            if not final and any(f.code.startswith(buf) for f in self._table):
+            if not final and could_run(self._table, buf):
                 return None
             return self._done(Command("unknown", typed, reason="no such command"))
         if fn.kind == "macro" and fn.arg is None:
@@ -247,7 +250,7 @@ class CommandMapper:
             return refused
         if number == "0" or number in self._macros:
             return self._done(Command("macro", typed, arg=number, spec=fn.spec))
-        if final or len(number) >= self._macro_longest:
+        if final or macro_number_done(number, self._macros, self._macro_longest):
             reason = f"macro {number} not found"
             return self._done(Command("unknown", typed, reason=reason, spec=fn.spec))
         return None

@@ -1,30 +1,24 @@
-"""The I/O the link machine asks for: where a node is, a web-transceiver token, the call that
-dials it, and whether an inbound link's source address is the node's.
+"""The I/O the link machine asks for: where a node is, a web-transceiver token, the parameters
+of the call that dials it, and whether an inbound link's source address is the node's.
 
-The link machine's `Dial` and `VerifySource` actions come here (from the links service). Lookups
-and tokens are awaited in tasks; what they give goes back to the machine through `DialResults`
-(the links service), wired at start-up, so this room never reaches into the machine itself.
+The links service asks (its `Dial` and `VerifySource` actions): lookups and tokens are awaited
+in the work the service hands the router (`effects.Spawn`), and what they give goes back to the
+machine by the service. This room never reaches into the machine, or up to the service.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Coroutine
-from typing import Any, Protocol
 
 from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.config import NodeConfig
 from node.context import NodeContext
-from node.errors import LocalProtocolError
 from node.iax2 import call as c
-from node.iax2.endpoint import Endpoint, EndpointOutput
-from node.iax2.transport import Address
 from node.links.lookup import NodeResolver
 from node.links.resolve import NodeAddress, same_ip
 
-__all__ = ["CallPort", "DialResults", "LinkDialer"]
+__all__ = ["DialFailed", "LinkDialer"]
 
 log = logging.getLogger(__name__)
 
@@ -34,28 +28,12 @@ WT_SECRET = "allstar"  # published in ASL3's iax.conf: it is no secret
 WT_EXTENSION = "s"
 
 
-class CallPort(Protocol):
-    """The calls service as the links see it: the endpoint, and where its output goes."""
-
-    endpoint: Endpoint
-
-    def apply(self, out: EndpointOutput) -> None: ...
-
-
-class DialResults(Protocol):
-    """Where the outcome of a dial or a source check goes (the links service, to its machine)."""
-
-    def wanted(self, node: str) -> bool: ...
-
-    def dialled(self, node: str, callno: int, addr: Address) -> None: ...
-
-    def dial_failed(self, node: str, reason: str) -> None: ...
-
-    def source_checked(self, callno: int, matches: bool | None) -> None: ...
+class DialFailed(Exception):
+    """A node could not be looked up, or a guest token not minted: the reason, to show."""
 
 
 class LinkDialer:
-    """Lookups, tokens, link calls and source checks for the links service."""
+    """Lookups, tokens, link call parameters and source checks for the links service."""
 
     def __init__(self, ctx: NodeContext) -> None:
         self._ctx = ctx
@@ -69,14 +47,6 @@ class LinkDialer:
         self.tokens: TokenSource | None = None
         #: Addresses resolved for a link connect, used by the Dial that follows it.
         self._targets: dict[str, NodeAddress] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        # Wired at start-up (`wire`).
-        self._calls: CallPort | None = None
-        self._results: DialResults | None = None
-
-    def wire(self, calls: CallPort, results: DialResults) -> None:
-        self._calls = calls
-        self._results = results
 
     def reconfigure(self, config: NodeConfig) -> None:
         """SIGHUP, before `config` replaces the running one: a new nodes file or DNS setting
@@ -85,10 +55,9 @@ class LinkDialer:
         if (config.nodes_file, config.dns) != (running.nodes_file, running.dns):
             self.resolver = NodeResolver.from_config(config)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def is_guest(self, node: str) -> bool:
+        """`node` is dialled as a web-transceiver guest (a token is minted for each call)."""
+        return node in self._guest_nodes
 
     async def lookup(self, node: str, addr: str | None) -> NodeAddress:
         """Where `node` is: `addr`, its `[links.<node>] addr`, else the nodes file, then DNS."""
@@ -104,22 +73,15 @@ class LinkDialer:
     def release(self, node: str) -> None:
         self._targets.pop(node, None)
 
-    # --- the machine's actions ----------------------------------------------------------------
+    def take_target(self, node: str) -> NodeAddress | None:
+        """The address the connect being made looked up for `node`, once."""
+        return self._targets.pop(node, None)
 
-    def dial(self, node: str) -> None:
-        """The machine's `Dial`: at once when the connect looked `node` up, else after the
-        lookup (and a token, for a web-transceiver guest link)."""
-        target = self._targets.pop(node, None)
-        if target is not None and node not in self._guest_nodes:
-            self._dial(node, target)
-        else:
-            self._spawn(self._resolve_and_dial(node, target))
-
-    def verify_source(self, node: str, ip: str, callno: int) -> None:
-        """The machine's `VerifySource`: is `ip` where `node` is?"""
-        self._spawn(self._verify_source(node, ip, callno))
-
-    async def _resolve_and_dial(self, node: str, target: NodeAddress | None = None) -> None:
+    async def resolve(
+        self, node: str, target: NodeAddress | None
+    ) -> tuple[NodeAddress, GuestToken | None]:
+        """Where to dial `node` (`target`, else looked up) and, for a guest link, its token;
+        DialFailed with the reason when either cannot be had."""
         guest: GuestToken | None = None
         try:
             if target is None:
@@ -129,41 +91,27 @@ class LinkDialer:
                     raise TokenError("no web-transceiver token source ([portal])")
                 guest = await self.tokens.mint(node)
         except (LookupError, ValueError, TokenError) as exc:
-            self._result().dial_failed(node, str(exc))
-            return
-        self._dial(node, target, guest)
+            raise DialFailed(str(exc)) from None
+        return target, guest
 
-    def _result(self) -> DialResults:
-        assert self._results is not None, "wire() first"
-        return self._results
-
-    def _dial(self, node: str, target: NodeAddress, guest: GuestToken | None = None) -> None:
-        results = self._result()
-        if not results.wanted(node):
-            return  # disconnected (or dialled) while being resolved
-        if guest is not None:
-            # As the web transceiver dials (research/allstar.md §5.1): the public user and its
-            # published secret, extension "s", the target node as CALLING_NUMBER and the token
-            # as CALLING_NAME.
-            self._ctx.secrets.remember_transient(guest.calling_name)
-            params = c.DialParams(
-                called_number=WT_EXTENSION,
-                calling_number=node,
-                calling_name=guest.calling_name,
-                username=WT_USER,
-                secret=WT_SECRET,
-                datetime=time.localtime()[:6],
-            )
-        else:
-            params = self._link_params(node, target)
-        assert self._calls is not None, "wire() first"
-        try:
-            callno, out = self._calls.endpoint.dial(self._ctx.clock(), target.addr, params)
-        except LocalProtocolError as exc:
-            results.dial_failed(node, str(exc))
-            return
-        results.dialled(node, callno, target.addr)
-        self._calls.apply(out)
+    def params(
+        self, node: str, target: NodeAddress, guest: GuestToken | None = None
+    ) -> c.DialParams:
+        """The NEW's parameters of a link call to `node`."""
+        if guest is None:
+            return self._link_params(node, target)
+        # As the web transceiver dials (research/allstar.md §5.1): the public user and its
+        # published secret, extension "s", the target node as CALLING_NUMBER and the token as
+        # CALLING_NAME.
+        self._ctx.secrets.remember_transient(guest.calling_name)
+        return c.DialParams(
+            called_number=WT_EXTENSION,
+            calling_number=node,
+            calling_name=guest.calling_name,
+            username=WT_USER,
+            secret=WT_SECRET,
+            datetime=time.localtime()[:6],
+        )
 
     def _link_params(self, node: str, target: NodeAddress) -> c.DialParams:
         """A link call as ASL3 places one: user `radio` (or the configured or peer-secret
@@ -185,21 +133,15 @@ class LinkDialer:
             datetime=time.localtime()[:6],
         )
 
-    async def _verify_source(self, node: str, ip: str, callno: int) -> None:
+    async def source_matches(self, node: str, ip: str) -> bool | None:
+        """Whether `ip` is where `node` is: True, False, or None when `node` cannot be
+        resolved."""
         cfg = self._ctx.config.links.get(node)
-        matches: bool | None
         if cfg is not None and cfg.addr is not None:
             try:
                 target = await self.lookup(node, None)
             except (LookupError, ValueError):
-                matches = None
-            else:
-                matches = same_ip(target.host, ip)
-        else:
-            # app_rpt's check: the looked-up address or the extnodes 2nd field, NONE for none.
-            matches = await self.resolver.source_ip_matches(node, ip)
-        self._result().source_checked(callno, matches)
-
-    def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+                return None
+            return same_ip(target.host, ip)
+        # app_rpt's check: the looked-up address or the extnodes 2nd field, NONE for none.
+        return await self.resolver.source_ip_matches(node, ip)

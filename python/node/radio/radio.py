@@ -1,10 +1,13 @@
 """The radio edge on the asyncio loop: the PTT line, the carrier detector and their timing.
 
-The controller owns one `Radio` and is its only caller: it passes on the engine's `local_tx`
-edges (the conference has audio for the local radio) and `vox` edges, and receives PTT changes
-and squelch changes through the callbacks given to `start`. A squelch change is not keying: the
-controller keys the local source on it through `Controller.key`, behind the D-Star guard, as
-POST /key does.
+The transmit service drives one `Radio` and is its only caller: it passes on the engine's
+`local_tx` edges (the conference has audio for the local radio) and `vox` edges, and the carrier
+detector's edges the router receives (`start` names where they go); every input returns the
+`RadioChange` it caused (a PTT change, the squelch opening or closing). A squelch change is not
+keying: the transmit service keys the local source on it, behind the D-Star guard, as POST /key
+does. The hang time, the TX time-out and the carrier's on-delay are deadlines of the router's
+table (`next_deadline`, `timer`); only the carrier detector's own device polling keeps a loop
+timer of its own (the hardware edge, `carrier.py`).
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from node.config import RadioConfig, UsrpConfig
 from node.errors import RadioError
-from node.loop_timer import DeadlineTimer
 from node.radio.carrier import CarrierInput, open_carrier
 from node.radio.cm108 import Cm108
 from node.radio.ptt import PttLine, open_ptt
@@ -25,9 +28,21 @@ from node.radio.squelch import Squelch
 from node.radio.transmitter import PttChange, Transmitter
 from node.radio.usrp import UsrpPtt
 
-__all__ = ["Radio"]
+__all__ = ["NO_CHANGE", "Radio", "RadioChange"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RadioChange:
+    """What one input to the radio changed: the transmitter (`ptt`) and the squelch (`squelch`:
+    True opened, False closed); None: unchanged."""
+
+    ptt: PttChange | None = None
+    squelch: bool | None = None
+
+
+NO_CHANGE = RadioChange()
 
 
 class Radio:
@@ -47,10 +62,6 @@ class Radio:
         #: TX time-outs of the transmitter since start.
         self.timeouts = 0
         self._clock = clock
-        self._on_ptt: Callable[[PttChange], None] | None = None
-        self._on_squelch: Callable[[bool], None] | None = None
-        # loop.time() and the clock are both CLOCK_MONOTONIC.
-        self._timer = DeadlineTimer(self._on_timer)
         self._closed = False
 
     @classmethod
@@ -95,71 +106,67 @@ class Radio:
             return None
         return (c.vox_threshold_db, c.vox_attack_ms, c.vox_release_ms)
 
-    def start(
-        self, on_ptt: Callable[[PttChange], None], on_squelch: Callable[[bool], None]
-    ) -> None:
-        self._on_ptt, self._on_squelch = on_ptt, on_squelch
+    def start(self, on_carrier: Callable[[bool], None]) -> None:
+        """Start the carrier detector: its edges go to `on_carrier` (the router, which hands
+        them to the transmit service's `carrier_changed`)."""
         if self.carrier is not None:
-            self.carrier.start(asyncio.get_running_loop(), self.carrier_changed)
+            self.carrier.start(asyncio.get_running_loop(), on_carrier)
 
     def now(self) -> float:
         return self._clock()
 
     # --- inputs ------------------------------------------------------------------------------
 
-    def tx_demand(self, on: bool) -> None:
+    def tx_demand(self, on: bool) -> RadioChange:
         """The engine's `local_tx` edge."""
         if self._closed:
-            return
+            return NO_CHANGE
         if self.ptt.backend == "none":
             # No transmitter: nothing keys, nothing is timed, no event; the snapshot still
             # shows whether the conference has audio for the radio.
             self.transmitter.demanded = on
-            return
-        self._ptt(self.transmitter.demand(on, self.now()))
-        self._arm()
+            return NO_CHANGE
+        return RadioChange(ptt=self._ptt(self.transmitter.demand(on, self.now())))
 
-    def carrier_changed(self, active: bool) -> None:
+    def carrier_changed(self, active: bool) -> RadioChange:
         """A hardware detector's edge, or VOX's (`vox_changed`)."""
         if self._closed:
-            return
-        self._squelch(self.squelch.carrier(active, self.now()))
-        self._arm()
+            return NO_CHANGE
+        return RadioChange(squelch=self.squelch.carrier(active, self.now()))
 
-    def vox_changed(self, open: bool) -> None:
+    def vox_changed(self, open: bool) -> RadioChange:
         """The engine's `vox` edge: the carrier when `carrier = "vox"`."""
         if self.cfg.carrier == "vox":
-            self.carrier_changed(open)
+            return self.carrier_changed(open)
+        return NO_CHANGE
 
-    def _on_timer(self) -> None:
-        now = self.now()
-        self._squelch(self.squelch.timer(now))
-        self._ptt(self.transmitter.timer(now))
-        self._arm()
+    def next_deadline(self) -> float | None:
+        """The next hang-time, time-out or on-delay deadline (None: none pending)."""
+        if self._closed:
+            return None
+        deadlines = [
+            d for d in (self.transmitter.next_deadline(), self.squelch.next_deadline()) if d
+        ]
+        return min(deadlines) if deadlines else None
+
+    def timer(self, now: float) -> RadioChange:
+        if self._closed:
+            return NO_CHANGE
+        squelch = self.squelch.timer(now)
+        return RadioChange(ptt=self._ptt(self.transmitter.timer(now)), squelch=squelch)
 
     # --- outputs -----------------------------------------------------------------------------
 
-    def _ptt(self, change: PttChange | None) -> None:
+    def _ptt(self, change: PttChange | None) -> PttChange | None:
         if change is None:
-            return
+            return None
         try:
             self.ptt.set(change.keyed)
         except RadioError as exc:
             log.error("PTT: %s", exc)
         if change.timed_out:
             self.timeouts += 1
-        if self._on_ptt is not None:
-            self._on_ptt(change)
-
-    def _squelch(self, opened: bool | None) -> None:
-        if opened is not None and self._on_squelch is not None:
-            self._on_squelch(opened)
-
-    def _arm(self) -> None:
-        deadlines = [
-            d for d in (self.transmitter.next_deadline(), self.squelch.next_deadline()) if d
-        ]
-        self._timer.arm(min(deadlines) if deadlines else None)
+        return change
 
     # --- status and shutdown -----------------------------------------------------------------
 
@@ -192,12 +199,12 @@ class Radio:
             },
         }
 
-    def close(self, reason: str = "node shutting down") -> None:
-        """Release the PTT (whatever else fails) and let the devices go. Idempotent."""
+    def close(self, reason: str = "node shutting down") -> PttChange | None:
+        """Release the PTT (whatever else fails) and let the devices go; the release, if the
+        transmitter was keyed. Idempotent."""
         if self._closed:
-            return
+            return None
         self._closed = True
-        self._timer.cancel()
         change = self.transmitter.release(reason)
         try:
             if self.carrier is not None:
@@ -207,5 +214,4 @@ class Radio:
         finally:
             # The line goes released whatever the state machine thought or the detector did.
             self.ptt.close()
-        if change is not None and self._on_ptt is not None:
-            self._on_ptt(change)
+        return change

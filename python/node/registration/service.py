@@ -1,21 +1,22 @@
 """The registration service: the node's registration with its registrar, IAX2 or HTTP.
 
 `[register] method = "iax2"`: the sans-I/O `Registration` machine (`node.iax2.registration`)
-runs here; its frames go out through the calls' transport, its call numbers come from the
-endpoint's pool, and its timer is one of the node's deadlines. `method = "http"`: the daemon runs
-an `HttpRegistrationRunner` and hands it over (`http`); its events come back through `on_events`.
-Either way the events become `registered` / `register_failed` bus events and announcements.
+runs here, an owner on the node's IAX2 port (`node.port`) beside the calls: its frames go out
+through the port, its call numbers come from the port's pool, and its deadline is one of the
+router's. `method = "http"`: the daemon runs an `HttpRegistrationRunner` and hands it over
+(`http`); its events come back through `on_events`. Either way the events become `registered` /
+`register_failed` bus events, and announcements in the `Effects` every input returns.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 from node.allstar.runner import HttpRegistrationRunner
-from node.calls.service import Announce
 from node.context import NodeContext
+from node.effects import CHANGED, NOTHING, Announce, Effects
 from node.errors import CommandError, LocalProtocolError
 from node.events import Registered, RegisterFailed
 from node.iax2.registration import (
@@ -26,9 +27,10 @@ from node.iax2.registration import (
 )
 from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address
+from node.port import IaxPort
 from node.registration.status import format_addr, registration_json
 
-__all__ = ["NAT_BINDING_LIFETIME", "CallNumbers", "RegistrationService"]
+__all__ = ["NAT_BINDING_LIFETIME", "OWNER", "RegistrationService"]
 
 log = logging.getLogger(__name__)
 
@@ -36,40 +38,26 @@ log = logging.getLogger(__name__)
 #: but many home routers drop one after 60 s; a registrar's refresh is what keeps ours open.
 NAT_BINDING_LIFETIME = 60.0
 
-
-class CallNumbers(Protocol):
-    """Where registration frames go and where its call numbers come from (the calls service)."""
-
-    def send(self, frames: Iterable[tuple[Address, Any]]) -> None: ...
-
-    def allocate_callno(self, now: float) -> int: ...
-
-    def release_callno(self, callno: int, now: float) -> None: ...
+#: The port's tag for the registration's call numbers.
+OWNER = "registration"
 
 
 class RegistrationService:
     """Registers the node (IAX2 here, HTTP through the daemon's runner) and reports it."""
 
-    def __init__(self, ctx: NodeContext) -> None:
+    def __init__(self, ctx: NodeContext, port: IaxPort) -> None:
         self._ctx = ctx
+        self._port = port
         #: The IAX2 machine, made by the first `register`.
         self.machine: Registration | None = None
         self._callnos: set[int] = set()
         #: `[register] method = "http"`: the HTTP registration, given by the daemon.
         self.http: HttpRegistrationRunner | None = None
-        # Wired at start-up (`wire`).
-        self._calls: CallNumbers | None = None
-        self._announce: Announce | None = None
         #: Our bound UDP port (set when the transport is attached): a registrar that sees
         #: another one is behind a NAT that rewrites ports.
         self.bound_port: int | None = None
         # When a frame last went to the registrar (it refreshes the NAT binding).
         self._last_sent: float | None = None
-
-    def wire(self, calls: CallNumbers, announce: Announce) -> None:
-        """Connect the calls (frames out, call numbers) and the announcements."""
-        self._calls = calls
-        self._announce = announce
 
     # --- state --------------------------------------------------------------------------------
 
@@ -127,38 +115,45 @@ class RegistrationService:
         return reg is not None and addr == reg.peer and frame.dcall in reg.callnos
 
     def next_deadline(self) -> float | None:
+        """The registration's next deadline: the IAX2 machine's, or the HTTP runner's."""
+        if self.http is not None:
+            return self.http.next_deadline()
         return self.machine.next_deadline() if self.machine is not None else None
 
     # --- inputs -------------------------------------------------------------------------------
 
-    def receive(self, frame: Any, now: float) -> None:
-        if self.machine is not None:
-            self._apply(self.machine.receive(frame, now))
+    def receive(self, frame: Any, now: float) -> Effects:
+        if self.machine is None:
+            return NOTHING
+        return self._apply(self.machine.receive(frame, now))
 
-    def timer(self, now: float) -> None:
-        if self.machine is not None:
-            self._apply(self.machine.timer(now))
+    def timer(self, now: float) -> Effects:
+        if self.http is not None:
+            return self.on_events(self.http.timer(now))
+        if self.machine is None:
+            return NOTHING
+        return self._apply(self.machine.timer(now))
 
-    def _apply(self, out: Any) -> None:
+    def _apply(self, out: Any) -> Effects:
         reg = self.machine
-        calls = self._calls
-        if reg is None or calls is None:
-            return
+        if reg is None:
+            return NOTHING
+        port = self._port
         now = self._ctx.clock()
         if out.frames:
             # A refresh that goes out later than a NAT binding likely lives: say so once.
             if (late := self._binding_warning(now)) is not None:
                 log.warning("registration: %s", late)
             self._last_sent = now
-        calls.send((reg.peer, f) for f in out.frames)
+        port.send_frames(reg.peer, out.frames)
         for callno in self._callnos - reg.callnos:
-            calls.release_callno(callno, now)
+            port.release_callno(callno, now)
         self._callnos = set(reg.callnos)
-        self.on_events(out.events)
-        self._ctx.rearm()
+        return self.on_events(out.events)
 
-    def on_events(self, events: Sequence[RegistrationEvent]) -> None:
+    def on_events(self, events: Sequence[RegistrationEvent]) -> Effects:
         """Publish what a registration machine (IAX2 or HTTP) reported."""
+        said: list[object] = []
         for event in events:
             if isinstance(event, RegistrationSucceeded):
                 seen = format_addr(event.apparent_addr) or "an address it did not say"
@@ -166,23 +161,18 @@ class RegistrationService:
                 if (rewritten := self._port_warning()) is not None:
                     log.warning("registration: %s", rewritten)
                 self._ctx.bus.publish(Registered())
-                self._event("registered")
+                said.append(Announce("registered"))
             elif isinstance(event, RegistrationFailed):
                 log.warning("registration failed: %s", event.reason)
                 self._ctx.bus.publish(RegisterFailed(reason=event.reason))
-                self._event("register_failed")
+                said.append(Announce("register_failed"))
             elif isinstance(event, Deregistered):
                 log.info("deregistered")
-        if events:
-            self._ctx.changed()
-
-    def _event(self, name: str) -> None:
-        if self._announce is not None:
-            self._announce.event(name)
+        return Effects(bool(events), tuple(said))
 
     # --- commands -----------------------------------------------------------------------------
 
-    def register(self) -> None:
+    def register(self) -> Effects:
         reg_cfg = self._ctx.config.register
         if reg_cfg is None:
             raise CommandError("no [register] section in the configuration", 409)
@@ -191,9 +181,7 @@ class RegistrationService:
             raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
         if self.http is not None:
             self.http.set_secret(secret)
-            self.http.register()
-            self._ctx.changed()
-            return
+            return self.on_events(self.http.register()) | CHANGED
         if reg_cfg.peer is None:
             raise CommandError(f"registration method {reg_cfg.method} is not running", 500)
         now = self._ctx.clock()
@@ -207,30 +195,27 @@ class RegistrationService:
                 now,
             )
         try:
-            self._apply(self.machine.register(now))
+            return self._apply(self.machine.register(now))
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
 
     def _callno_source(self) -> int:
-        assert self._calls is not None, "wire() first"
-        return self._calls.allocate_callno(self._ctx.clock())
+        return self._port.allocate_callno(OWNER, self._ctx.clock())
 
-    def deregister(self) -> None:
+    def deregister(self) -> Effects:
         if self.http is not None:
             try:
-                self.http.deregister()
+                return self.on_events(self.http.deregister())
             except LocalProtocolError as exc:
                 raise CommandError(str(exc), 409) from None
-            return
         if self.machine is None:
             raise CommandError("not registered", 409)
         try:
-            self._apply(self.machine.deregister(self._ctx.clock()))
+            return self._apply(self.machine.deregister(self._ctx.clock())) | CHANGED
         except LocalProtocolError as exc:
             raise CommandError(str(exc), 409) from None
-        self._ctx.changed()
 
-    def secret_changed(self) -> None:
+    def secret_changed(self) -> Effects:
         """The node's own credential changed (POST /secrets): the machines take it, and an
         unregistered node registers, as it would have at start-up with the `env` source."""
         secret = self._ctx.secrets.node_secret()
@@ -239,19 +224,21 @@ class RegistrationService:
         if self.http is not None:
             self.http.set_secret(secret)
         if not self.registered:
-            self.register()
+            return self.register()
+        return NOTHING
 
-    def start(self) -> None:
+    def start(self) -> Effects:
         """Register at start-up when configured and the credential is known."""
         if self._ctx.config.register is not None and self._ctx.secrets.node_secret() is not None:
-            self.register()
+            return self.register()
+        return NOTHING
 
     def close(self, now: float) -> None:
         """Shutdown: release the IAX2 registration (frames only)."""
         reg = self.machine
-        if reg is not None and reg.registered and self._calls is not None:
+        if reg is not None and reg.registered:
             try:
                 frames = reg.deregister(now).frames
             except LocalProtocolError:
                 return
-            self._calls.send((reg.peer, f) for f in frames)
+            self._port.send_frames(reg.peer, frames)

@@ -1,0 +1,302 @@
+"""The node's IAX2 port: one UDP socket's endpoint, as every owner of calls uses it.
+
+The layer under the services, in the place of quinn's `Endpoint` under its connections. It holds
+the sans-I/O `iax2.endpoint.Endpoint` (call table, call-number pool, call tokens, admission,
+retransmission) and the engine transport it sends through, and knows nothing of links,
+registration or plain calls. Whoever places or takes a call is its *owner*, an opaque tag the
+port only stores: `dial` and `allocate_callno` record the owner of a number, `claim` sets it for
+an inbound call, and `owner` tells the router whose an event is.
+
+Inputs (`receive`, `timer`) and the owners' commands (`dial`, `answer`, `send_text`, ...) send
+their frames at once, in order, and queue the call events; the router takes them (`take_events`)
+after each input and hands each one to the owner of its call number. Nothing here calls up.
+
+Refused inbound calls are the port's own business: logged here, at most once per
+`REFUSAL_LOG_INTERVAL` (a flood of spoofed NEW frames would otherwise write a line each).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Protocol
+
+from node._core import FullFrame
+from node.iax2 import call as c
+from node.iax2.call import Address, DialParams, RrStats
+from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
+
+__all__ = ["REFUSAL_LOG_INTERVAL", "FrameSender", "IaxPort", "Owner", "health_json"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two log lines about refused inbound calls.
+REFUSAL_LOG_INTERVAL = 10.0
+
+#: Who a call number belongs to (the router's tag; the port only stores it).
+Owner = Hashable
+
+#: What the port hands up: a call's event, from `node.iax2.call_events`.
+CallEvent = c.CallEvent
+
+
+class FrameSender(Protocol):
+    """The engine transport as the port sees it."""
+
+    def send(self, frame: FullFrame, addr: Address) -> None: ...
+
+    def leg_jitter_stats(self, callno: int) -> dict[str, int] | None: ...
+
+    def jitter_stats(self) -> Iterable[tuple[int, dict[str, int]]]: ...
+
+
+def health_json(call: c.Call | None, rx: Mapping[str, int] | None) -> dict[str, Any]:
+    """The `health` object of a call or link: the round-trip time (None until a PING/PONG or
+    LAGRQ/LAGRP round measured one), what our jitter buffer sees of the peer's stream (`rx`,
+    None without a media leg), and what the peer says of ours in its PONG's RR IEs (`peer`,
+    None until one came)."""
+    rtt = call.measured_rtt if call is not None else None
+    body: dict[str, Any] = {
+        "rtt_ms": None if rtt is None else round(rtt * 1000),
+        "rx": None,
+        "peer": None,
+    }
+    if rx is not None:
+        total = rx["frames_in"] + rx["lost"]
+        body["rx"] = {
+            "jitter_ms": rx["jitter_ms"],
+            "loss_pct": round(100 * rx["lost"] / total, 1) if total else 0.0,
+            "lost": rx["lost"],
+            "late": rx["late"],
+            "frames_in": rx["frames_in"],
+            "delay_ms": rx["delay_ms"],
+            "target_ms": rx["target_ms"],
+        }
+    rr = call.peer_rr if call is not None else None
+    if rr is not None:
+        body["peer"] = {
+            "jitter_ms": rr.jitter,
+            "loss_pct": rr.loss_percent,
+            "lost": rr.lost,
+            "packets": rr.packets,
+            "delay_ms": rr.delay,
+            "dropped": rr.dropped,
+            "out_of_order": rr.out_of_order,
+        }
+    return body
+
+
+class IaxPort:
+    """The endpoint of the node's IAX2 socket, its sending, and the owners of its calls."""
+
+    def __init__(
+        self,
+        inbound: InboundPolicy,
+        codec_policy: str,
+        *,
+        token_key: bytes,
+        randbelow: Callable[[int], int],
+        peer_secret: Callable[[str], Any],
+        holds: Callable[[str, str], bool],
+        clock: Callable[[], float],
+    ) -> None:
+        """`holds(calling_number, username)` says which admitted callers are held unanswered
+        for their owner to vet (a pure rule of the configuration: link callers)."""
+        self.endpoint = Endpoint(
+            inbound,
+            codec_policy,
+            token_key=token_key,
+            randbelow=randbelow,
+            peer_secret=peer_secret,
+            rr_stats=self._rr_stats,
+            holds=holds,
+        )
+        self._clock = clock
+        self._sender: FrameSender | None = None
+        self._owners: dict[int, Owner] = {}
+        self._events: list[CallEvent] = []
+        self._refusal_logged_at: float | None = None
+        self._refusals_unlogged = 0
+
+    def attach(self, sender: FrameSender) -> None:
+        """The engine runs: frames go out through `sender` from now on."""
+        self._sender = sender
+
+    # --- getters ------------------------------------------------------------------------------
+
+    @property
+    def calls(self) -> Mapping[int, c.Call]:
+        """Every call by our call number (read-only)."""
+        return self.endpoint.calls
+
+    def call(self, callno: int) -> c.Call | None:
+        return self.endpoint.call(callno)
+
+    def owner(self, callno: int) -> Owner | None:
+        """Who call number `callno` belongs to (None: nobody claimed it)."""
+        return self._owners.get(callno)
+
+    @property
+    def listening(self) -> bool:
+        return self.endpoint.listening
+
+    @property
+    def inbound(self) -> InboundPolicy:
+        return self.endpoint.inbound
+
+    def next_deadline(self) -> float | None:
+        return self.endpoint.next_deadline()
+
+    def leg_stats(self) -> dict[int, dict[str, int]]:
+        """Every media leg's jitter-buffer figures by call number, in one call to the engine
+        (a snapshot of a hub's thousands of calls must not ask for each leg on its own)."""
+        return {} if self._sender is None else dict(self._sender.jitter_stats())
+
+    def health(
+        self, callno: int, legs: Mapping[int, dict[str, int]] | None = None
+    ) -> dict[str, Any]:
+        """The `health` object of call `callno` (see `health_json`); `legs` is `leg_stats()`
+        when the caller reports many calls at once."""
+        if legs is not None:
+            rx = legs.get(callno)
+        elif self._sender is not None:
+            rx = self._sender.leg_jitter_stats(callno)
+        else:
+            rx = None
+        return health_json(self.endpoint.call(callno), rx)
+
+    def _rr_stats(self, callno: int) -> RrStats:
+        if self._sender is None:
+            return RrStats()
+        # One leg's figures: a PONG per call every few seconds must not copy every leg's.
+        s = self._sender.leg_jitter_stats(callno)
+        if s is None:
+            return RrStats()
+        total = s["frames_in"] + s["lost"]
+        return RrStats(
+            jitter=max(0, s["jitter_ms"]),
+            loss_percent=min(100, 100 * s["lost"] // total) if total else 0,
+            lost=s["lost"],
+            packets=s["frames_in"],
+            delay=max(0, s["delay_ms"]),
+            dropped=s["dropped"] + s["late"],
+            out_of_order=s["reordered"],
+        )
+
+    # --- inputs -------------------------------------------------------------------------------
+
+    def receive(self, addr: Address, frame: FullFrame, now: float) -> None:
+        """One received full frame for the endpoint (any call, or a new one)."""
+        self._take(self.endpoint.receive(addr, frame, now))
+
+    def timer(self, now: float) -> None:
+        self._take(self.endpoint.timer(now))
+
+    def take_events(self) -> list[CallEvent]:
+        """The call events since the last take, in order (the router routes them)."""
+        events, self._events = self._events, []
+        return events
+
+    # --- owners -------------------------------------------------------------------------------
+
+    def claim(self, callno: int, owner: Owner) -> None:
+        """`owner` takes inbound call `callno` (the router, at its `CallIncoming`)."""
+        self._owners[callno] = owner
+
+    def disown(self, callno: int) -> None:
+        """Call `callno` ended: its number belongs to nobody until it is handed out again."""
+        self._owners.pop(callno, None)
+
+    # --- the owners' commands -----------------------------------------------------------------
+
+    def dial(self, owner: Owner, now: float, addr: Address, params: DialParams) -> int:
+        """Place an outbound call for `owner`; our call number (LocalProtocolError when none is
+        free)."""
+        callno, out = self.endpoint.dial(now, addr, params)
+        self._owners[callno] = owner
+        self._take(out)
+        return callno
+
+    def allocate_callno(self, owner: Owner, now: float) -> int:
+        """A call number for a dialog the endpoint does not run (registration)."""
+        callno = self.endpoint.allocate_callno(now)
+        self._owners[callno] = owner
+        return callno
+
+    def release_callno(self, callno: int, now: float) -> None:
+        self.endpoint.release_callno(callno, now)
+        self._owners.pop(callno, None)
+
+    def send_frames(self, addr: Address, frames: Iterable[FullFrame]) -> None:
+        """Frames of a dialog the endpoint does not run (registration)."""
+        sender = self._sender
+        if sender is None:
+            return
+        for frame in frames:
+            sender.send(frame, addr)
+
+    def answer(self, callno: int, now: float) -> None:
+        self._take(self.endpoint.answer(callno, now))
+
+    def reject(
+        self, callno: int, now: float, cause: str = "Call rejected", causecode: int = 21
+    ) -> None:
+        self._take(self.endpoint.reject(callno, now, cause, causecode))
+
+    def hangup(
+        self, callno: int, now: float, cause: str | None = None, causecode: int = 16
+    ) -> None:
+        self._take(self.endpoint.hangup(callno, now, cause, causecode))
+
+    def key(self, callno: int, now: float) -> None:
+        self._take(self.endpoint.key(callno, now))
+
+    def unkey(self, callno: int, now: float) -> None:
+        self._take(self.endpoint.unkey(callno, now))
+
+    def send_cng(self, callno: int, now: float) -> None:
+        self._take(self.endpoint.send_cng(callno, now))
+
+    def send_text(self, callno: int, now: float, text: str) -> None:
+        self._take(self.endpoint.send_text(callno, now, text))
+
+    def send_voice_full(self, callno: int, now: float, fmt: int, payload: bytes, ts: int) -> None:
+        self._take(self.endpoint.send_voice_full(callno, now, fmt, payload, ts))
+
+    def request_voice_resend(self, callno: int, now: float) -> None:
+        self._take(self.endpoint.request_voice_resend(callno, now))
+
+    def set_listening(self, enabled: bool) -> None:
+        self.endpoint.set_listening(enabled)
+
+    def set_policy(self, inbound: InboundPolicy) -> None:
+        self.endpoint.set_policy(inbound)
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _take(self, out: EndpointOutput) -> None:
+        sender = self._sender
+        if sender is not None:
+            for addr, frame in out.frames:
+                sender.send(frame, addr)
+        for event in out.events:
+            if isinstance(event, InboundRejected):
+                self._log_refusal(event)
+            else:
+                self._events.append(event)  # type: ignore[arg-type]
+
+    def _log_refusal(self, event: InboundRejected) -> None:
+        now = self._clock()
+        last = self._refusal_logged_at
+        if last is not None and now - last < REFUSAL_LOG_INTERVAL:
+            self._refusals_unlogged += 1
+            return
+        more = self._refusals_unlogged
+        who = event.calling_number or event.username or event.addr[0]
+        log.info(
+            "refused inbound call from %s: %s%s",
+            who,
+            event.cause,
+            f" ({more} more refused since the last report)" if more else "",
+        )
+        self._refusal_logged_at, self._refusals_unlogged = now, 0
