@@ -312,13 +312,6 @@ class Downsampler:
 # The thread that owns the IAX2 UDP socket and the 20 ms media clock.
 
 _Addr: TypeAlias = tuple[str, int]
-#: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
-#: | ("spurt_ended", callno, ts)
-#: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
-#: | ("play_started", id) | ("play_finished", id, completed) | ("activity", active)
-#: | ("local_tx", on) | ("vox", open) | ("command_failed", message) | ("tunnel_changed",)
-_EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
 class WireGuard:
@@ -373,7 +366,8 @@ class Engine:
     def rate(self) -> int: ...
     def wakeup_fd(self) -> int: ...
     def drain(self) -> list[tuple[_Addr, FullFrame]]: ...
-    def drain_events(self) -> list[_EngineEvent]: ...
+    def drain_events(self) -> list[EngineEvent]:
+        """The events since the last call, oldest first (see the engine events section)."""
     def send_to(self, data: bytes, addr: _Addr) -> None: ...
     def counters(self) -> dict[str, int]: ...
     def queue_depths(self) -> dict[str, int]: ...
@@ -434,20 +428,20 @@ class Engine:
     ) -> DevicePort:
         """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
         radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
-        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports ("vox", open)
+        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports `VoxChanged`
         events. DeviceError for a setting it cannot take."""
     def open_usrp(
         self, listen: str, peer: str, settings: Mapping[str, float] | None = None
     ) -> UsrpPort:
         """Attach a USRP radio (ip:port literals) as the local radio: an engine thread owns its
         socket and 20 ms clock. `settings`: rx_gain_db, tx_gain_db, prefill_frames,
-        queue_frames, rx_timeout_ms, talkgroup. Events "usrp_carrier", "usrp_dtmf",
-        "usrp_meta", "usrp_peer". ValueError for an address or an unknown setting, EngineError
-        for a port or a setting out of range."""
+        queue_frames, rx_timeout_ms, talkgroup. Events `UsrpCarrierChanged`,
+        `UsrpDtmfReceived`, `UsrpMetaReceived`, `UsrpPeerChanged`. ValueError for an address
+        or an unknown setting, EngineError for a port or a setting out of range."""
     def stop(self) -> None: ...
 
 # --- engine events ---
-# The engine's events as frozen records, one class per kind, all `EngineEvent`s. Each is
+# What `Engine.drain_events()` returns: one frozen record per kind, all `EngineEvent`s. Each is
 # built with its fields in order (as `__match_args__` lists them), compares equal to an event of
 # the same class with equal fields, and is not hashable.
 
@@ -477,7 +471,7 @@ class FullVoiceNeeded(EngineEvent):
         """The frame's timestamp (ms of the call)."""
     @property
     def payload(self) -> bytes:
-        """The encoded audio (made into bytes on each read)."""
+        """The encoded audio, in `format`."""
     @property
     def spurt_start(self) -> bool:
         """The first frame of a talk spurt (a legacy link sends RADIO_KEY before it)."""
@@ -697,7 +691,7 @@ class UsrpMetaReceived(EngineEvent):
     @property
     def meta(self) -> dict[str, str | int]:
         """The caller: "callsign" (str), "source_id", "talkgroup", "repeater_id", "slot",
-        "color_code" (ints); a copy on each read (the constructor copies its argument too)."""
+        "color_code" (ints). The event's own dict: copy it to keep or change it."""
 
 @final
 class UsrpPeerChanged(EngineEvent):

@@ -12,8 +12,9 @@ start-up, wires each one's narrow interfaces to the others, and routes inputs to
 - announcements (`node.announce.service`) and commands (`node.commands`).
 
 A received frame goes to the registration when it owns the frame, else to the calls service; an
-engine event goes to the service of its kind. One loop timer stands at the earliest deadline any
-machine asked for. Every state change publishes a `Snapshot` event.
+engine event goes to the service of its class (one table, `_engine_handlers`). One loop timer
+stands at the earliest deadline any machine asked for. Every state change publishes a `Snapshot`
+event.
 """
 
 from __future__ import annotations
@@ -36,7 +37,29 @@ from node.context import NodeContext
 from node.errors import CommandError, NodeLookupError
 from node.events import EventBus, Health, Snapshot
 from node.iax2.registration import Registration, RegistrationEvent
-from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
+from node.iax2.transport import (
+    ActivityChanged,
+    CommandFailed,
+    ControlPlayed,
+    DtmfDecoded,
+    EngineEvent,
+    EngineEvents,
+    EngineTransport,
+    FrameBatch,
+    FullVoiceNeeded,
+    LocalTxChanged,
+    MiniBeforeFull,
+    PlayFinished,
+    PlayStarted,
+    RxKeyed,
+    SpurtEnded,
+    TunnelChanged,
+    UsrpCarrierChanged,
+    UsrpDtmfReceived,
+    UsrpMetaReceived,
+    UsrpPeerChanged,
+    VoxChanged,
+)
 from node.links.commands import Command
 from node.links.lookup import NodeResolver
 from node.links.report import LinkReporter
@@ -126,6 +149,26 @@ class Controller:
         self.links = self.link_service.network
         #: The operator's keying as status posts count it.
         self.key_stats = self.transmit.key_stats
+        #: Who takes each engine event: its class -> handler(event, now).
+        self._engine_handlers: dict[type[EngineEvent], Callable[[Any, float], None]] = {
+            FullVoiceNeeded: self._full_voice,
+            SpurtEnded: self._spurt_ended,
+            RxKeyed: self._rx_keyed,
+            MiniBeforeFull: self._mini_before_full,
+            ControlPlayed: self._control_played,
+            DtmfDecoded: self._dtmf_decoded,
+            PlayStarted: self._playback,
+            PlayFinished: self._playback,
+            ActivityChanged: self._activity_changed,
+            LocalTxChanged: self._local_tx_changed,
+            VoxChanged: self._vox_changed,
+            UsrpCarrierChanged: self._usrp_carrier_changed,
+            UsrpDtmfReceived: self._usrp_dtmf_received,
+            UsrpMetaReceived: self._usrp_meta_received,
+            UsrpPeerChanged: self._usrp_peer_changed,
+            CommandFailed: self._command_failed,
+            TunnelChanged: self._tunnel_changed,
+        }
 
     # --- wiring -------------------------------------------------------------------------------
 
@@ -374,48 +417,73 @@ class Controller:
                 self._changed()
 
     def on_engine_events(self, events: EngineEvents) -> None:
-        """Media events from the engine: full voice frames to send, control edges, failures."""
+        """Media events from the engine: full voice frames to send, control edges, failures.
+        Each goes to the handler of its class; an unknown class is logged and skipped."""
         now = self.now()
-        calls = self.call_service
+        handlers = self._engine_handlers
         for event in events:
-            kind = event[0]
-            if kind == "full_voice":
-                _, callno, fmt, ts, payload, spurt_start = event
-                calls.full_voice(callno, fmt, ts, payload, spurt_start, now)
-            elif kind == "spurt_ended":
-                calls.spurt_ended(event[1], now)
-            elif kind == "rx_key":
-                calls.rx_keyed(event[1], event[2], now)
-            elif kind == "mini_before_full":
-                calls.voice_resend(event[1], now)
-            elif kind == "control":
-                _, callno, (ckind, value), _ts, _payload = event
-                log.debug("call %d: %s %s played out", callno, ckind, value)
-            elif kind == "dtmf":
-                # Tones decoded in a call's, a link's or the local radio's received audio.
-                _, callno, digit = event
-                source = "local" if callno is None else f"call {callno}"
-                self.commands.digit(source, callno, digit, inband=True)
-            elif kind in ("play_started", "play_finished"):
-                self.announcements.playback(event)
-            elif kind == "activity":
-                self.announcements.activity(bool(event[1]))
-            elif kind == "local_tx":
-                self.transmit.tx_demand(event[1])
-            elif kind == "vox":
-                self.transmit.vox_changed(event[1])
-            elif kind == "usrp_dtmf":
-                # The USRP peer's DTMF packets: a digit source of their own.
-                self.commands.digit("usrp", None, event[1])
-            elif kind.startswith("usrp_"):
-                self.transmit.usrp_event(kind, event[1])
-            elif kind == "command_failed":
-                log.warning("media command failed: %s", event[1])
-            elif kind == "tunnel_changed":
-                if (tunnel := self._tunnel_json()) is not None:
-                    state, peer = tunnel["state"], tunnel["endpoint"] or "unknown"
-                    log.info("WireGuard tunnel %s (peer endpoint %s)", state, peer)
-                self._changed()
+            handler = handlers.get(type(event))
+            if handler is None:
+                log.debug("engine event not handled: %r", event)
+                continue
+            handler(event, now)
+
+    # The engine events' handlers, in `_engine_handlers`.
+
+    def _full_voice(self, e: FullVoiceNeeded, now: float) -> None:
+        self.call_service.full_voice(e.callno, e.format, e.ts, e.payload, e.spurt_start, now)
+
+    def _spurt_ended(self, event: SpurtEnded, now: float) -> None:
+        self.call_service.spurt_ended(event.callno, now)
+
+    def _rx_keyed(self, event: RxKeyed, now: float) -> None:
+        self.call_service.rx_keyed(event.callno, event.keyed, now)
+
+    def _mini_before_full(self, event: MiniBeforeFull, now: float) -> None:
+        self.call_service.voice_resend(event.callno, now)
+
+    def _control_played(self, event: ControlPlayed, now: float) -> None:
+        log.debug("call %d: %s %s played out", event.callno, event.kind, event.value)
+
+    def _dtmf_decoded(self, event: DtmfDecoded, now: float) -> None:
+        # Tones decoded in a call's, a link's or the local radio's received audio.
+        callno = event.callno
+        source = "local" if callno is None else f"call {callno}"
+        self.commands.digit(source, callno, event.digit, inband=True)
+
+    def _playback(self, event: PlayStarted | PlayFinished, now: float) -> None:
+        self.announcements.playback(event)
+
+    def _activity_changed(self, event: ActivityChanged, now: float) -> None:
+        self.announcements.activity(event.active)
+
+    def _local_tx_changed(self, event: LocalTxChanged, now: float) -> None:
+        self.transmit.tx_demand(event.on)
+
+    def _vox_changed(self, event: VoxChanged, now: float) -> None:
+        self.transmit.vox_changed(event.open)
+
+    def _usrp_carrier_changed(self, event: UsrpCarrierChanged, now: float) -> None:
+        self.transmit.usrp_carrier_changed(event.on)
+
+    def _usrp_dtmf_received(self, event: UsrpDtmfReceived, now: float) -> None:
+        # The USRP peer's DTMF packets: a digit source of their own.
+        self.commands.digit("usrp", None, event.digit)
+
+    def _usrp_meta_received(self, event: UsrpMetaReceived, now: float) -> None:
+        self.transmit.usrp_meta_received(event.meta)
+
+    def _usrp_peer_changed(self, event: UsrpPeerChanged, now: float) -> None:
+        self.transmit.usrp_peer_changed(event.heard)
+
+    def _command_failed(self, event: CommandFailed, now: float) -> None:
+        log.warning("media command failed: %s", event.message)
+
+    def _tunnel_changed(self, event: TunnelChanged, now: float) -> None:
+        if (tunnel := self._tunnel_json()) is not None:
+            state, peer = tunnel["state"], tunnel["endpoint"] or "unknown"
+            log.info("WireGuard tunnel %s (peer endpoint %s)", state, peer)
+        self._changed()
 
     def on_registration_events(self, events: Sequence[RegistrationEvent]) -> None:
         """Publish what a registration machine (IAX2 or HTTP) reported."""

@@ -46,7 +46,7 @@ def test_the_dstar_sides_own_voice_keys_the_node_but_no_tone_answers() -> None:
         from node.config import RadioConfig
 
         tx, bridge, _links, rec = dstar(radio=RadioConfig(courtesy_tone=((880.0, 0.0, 100),)))
-        tx.usrp_event("usrp_carrier", True)  # no radio edge here: key through the squelch path
+        tx.usrp_carrier_changed(True)  # no radio edge here: key through the squelch path
         tx._on_squelch(True)
         assert bridge.keyed == [True]
         tx._on_squelch(False)
@@ -77,13 +77,13 @@ def test_other_networks_and_links_keep_todays_guard() -> None:
 def test_caller_metadata_is_published_and_cleared() -> None:
     async def main() -> None:
         tx, _bridge, _links, rec = service()
-        tx.usrp_event("usrp_meta", {"callsign": "N0CALL", "source_id": 1, "talkgroup": 91})
+        tx.usrp_meta_received({"callsign": "N0CALL", "source_id": 1, "talkgroup": 91})
         assert tx.usrp_caller is not None and tx.usrp_caller["callsign"] == "N0CALL"
         ev = [e for e in rec.published if isinstance(e, Radio)][-1]
         assert ev.to_json()["caller"]["talkgroup"] == 91
-        tx.usrp_event("usrp_carrier", False)
+        tx.usrp_carrier_changed(False)
         assert tx.usrp_caller is None
-        tx.usrp_event("usrp_peer", False)
+        tx.usrp_peer_changed(False)
         last = [e for e in rec.published if isinstance(e, Radio)][-1]
         assert (last.kind, last.on, last.reason) == ("peer", False, "peer lost")
 
@@ -170,10 +170,10 @@ def test_bad_usrp_settings_name_the_file_key_and_values(
 @pytest.mark.parametrize(("network", "keys"), [("dmr", True), ("dstar", False)])
 def test_no_playback_keys_a_dstar_usrp_transmitter(network: str, keys: bool) -> None:
     # The station ID under cw_keys_when_idle and the courtesy tone are the playbacks that key
-    # the transmitter: behind a dstar USRP radio none may (the engine reports no local_tx).
+    # the transmitter: behind a dstar USRP radio none may (the engine reports no LocalTxChanged).
     import time
 
-    from node._core import Engine
+    from node._core import Engine, EngineEvent, LocalTxChanged, PlayFinished
     from node.media.bridge import MediaBridge, Topology
 
     engine = Engine("127.0.0.1:0")
@@ -182,17 +182,17 @@ def test_no_playback_keys_a_dstar_usrp_transmitter(network: str, keys: bool) -> 
         bridge = MediaBridge(engine, Topology(), "usrp", usrp=cfg)
         bridge.start_audio()
         bridge.play(bridge.tone_pcm(880.0, 200, -20.0), "to_monitor", "id", keys_transmitter=True)
-        seen: list[tuple] = []
+        seen: list[EngineEvent] = []
 
         def finished() -> bool:
             seen.extend(engine.drain_events())
-            return any(e[0] == "play_finished" for e in seen)
+            return any(isinstance(e, PlayFinished) for e in seen)
 
         deadline = time.monotonic() + 10
         while not finished() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert finished()
-        assert (("local_tx", True) in seen) is keys, seen
+        assert (LocalTxChanged(True) in seen) is keys, seen
         bridge.close()
     finally:
         engine.stop()

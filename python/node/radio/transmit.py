@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from node._core import tone_sequence_pcm
@@ -230,33 +230,34 @@ class TransmitService:
         if self.radio is not None:
             self.radio.vox_changed(open)
 
-    def usrp_event(self, kind: str, value: Any) -> None:
-        """The engine's USRP radio: its carrier (the peer's keyup voice), the digital caller's
-        metadata, the peer lost mid-transmission or heard again."""
-        if kind == "usrp_carrier":
-            if self.radio is not None:
-                self.radio.carrier_changed(bool(value))
-            if not value:
-                self.usrp_caller = None
-            return
-        if kind == "usrp_meta":
-            self.usrp_caller = dict(value)
-            caller = self.usrp_caller
-            log.info(
-                "USRP caller %s (id %s, talkgroup %s)",
-                caller.get("callsign") or "?",
-                caller.get("source_id"),
-                caller.get("talkgroup"),
-            )
-            self._ctx.bus.publish(Radio(kind="caller", on=True, reason=None, caller=caller))
-        elif kind == "usrp_peer":
-            if value:
-                log.info("USRP peer heard again")
-            else:
-                log.warning("USRP peer lost: its transmission stopped without its end packet")
-            self._ctx.bus.publish(
-                Radio(kind="peer", on=bool(value), reason=None if value else "peer lost")
-            )
+    def usrp_carrier_changed(self, on: bool) -> None:
+        """The engine's USRP radio: its carrier (the peer's keyup voice) rose or fell; the
+        digital caller is forgotten when it falls."""
+        if self.radio is not None:
+            self.radio.carrier_changed(on)
+        if not on:
+            self.usrp_caller = None
+
+    def usrp_meta_received(self, meta: Mapping[str, Any]) -> None:
+        """The engine's USRP radio: the digital caller's metadata."""
+        self.usrp_caller = caller = dict(meta)
+        log.info(
+            "USRP caller %s (id %s, talkgroup %s)",
+            caller.get("callsign") or "?",
+            caller.get("source_id"),
+            caller.get("talkgroup"),
+        )
+        self._ctx.bus.publish(Radio(kind="caller", on=True, reason=None, caller=caller))
+        self._ctx.changed()
+
+    def usrp_peer_changed(self, heard: bool) -> None:
+        """The engine's USRP radio: the peer lost mid-transmission (`heard` False) or heard
+        again."""
+        if heard:
+            log.info("USRP peer heard again")
+        else:
+            log.warning("USRP peer lost: its transmission stopped without its end packet")
+        self._ctx.bus.publish(Radio(kind="peer", on=heard, reason=None if heard else "peer lost"))
         self._ctx.changed()
 
     def close_radio(self) -> None:
