@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from node._core import RxKeyed, SpurtEnded
 from node.calls import service as plain
 from node.config import NodeConfig
 from node.controller import Controller, TimerKind
@@ -72,9 +73,7 @@ def test_a_node_calling_is_the_links_and_so_are_its_calls_events() -> None:
 def test_engine_edges_go_to_the_owner_of_the_call() -> None:
     ctl, calls, link_calls = router()
     ctl._take(Effects(events=(incoming(9, "2001"), incoming(4, "5550100", "phone"))))
-    ctl.on_engine_events(
-        [("rx_key", 9, True), ("rx_key", 4, True), ("spurt_ended", 9, 0), ("spurt_ended", 4, 0)]
-    )
+    ctl.on_engine_events([RxKeyed(9, True), RxKeyed(4, True), SpurtEnded(9, 0), SpurtEnded(4, 0)])
     assert link_calls.seen[1:] == [("rx_keyed", (9, True)), ("spurt", (9, False))]
     assert calls.seen[1:] == [("rx_keyed", (4, True))]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from node._core import Engine, FullFrame, WireGuard
+from node._core import Engine, FullFrame, TunnelChanged, WireGuard
 from node.wireguard import (
     decode_key,
     encode_key,
@@ -193,7 +193,7 @@ def test_two_engines_exchange_frames_through_their_tunnels() -> None:
         assert b.local_addr == ("10.9.0.2", 4569)
         # The keepalive brings the tunnel up by itself, and says so.
         wait_for("A's tunnel up", lambda: (a.tunnel() or {})["state"] == "up")
-        wait_for("the event", lambda: ("tunnel_changed",) in a.drain_events())
+        wait_for("the event", lambda: TunnelChanged() in a.drain_events())
         a.send_to(poke(11).to_bytes(), b.local_addr)
         got = wait_for("B's frame", b.drain)
         assert [(addr, f.scall) for addr, f in got] == [(("10.9.0.1", 4569), 11)]

@@ -2,32 +2,50 @@
 
 from collections.abc import Iterable, Mapping
 from collections.abc import Iterable as _Iterable
-from typing import Any, TypeAlias, final
+from typing import Any, ClassVar, TypeAlias, final
 from typing import final as _final
 
 from typing_extensions import Buffer as _Buffer
 
 # Every section adds its public names here (stubtest compares this with the runtime list).
 __all__ = [
+    "ActivityChanged",
     "CodecError",
+    "CommandFailed",
     "Conference",
+    "ControlPlayed",
     "Decimator",
     "DeviceError",
     "DevicePort",
     "Downsampler",
+    "DtmfDecoded",
     "DtmfDetector",
     "Engine",
     "EngineError",
+    "EngineEvent",
     "FrameError",
     "FullFrame",
+    "FullVoiceNeeded",
     "Interpolator",
+    "LocalTxChanged",
+    "MiniBeforeFull",
     "MiniFrame",
     "MixerError",
+    "PlayFinished",
+    "PlayStarted",
+    "RxKeyed",
+    "SpurtEnded",
     "ToneError",
     "TrunkFrame",
+    "TunnelChanged",
     "Upsampler",
+    "UsrpCarrierChanged",
+    "UsrpDtmfReceived",
+    "UsrpMetaReceived",
+    "UsrpPeerChanged",
     "UsrpPort",
     "VideoFrame",
+    "VoxChanged",
     "WireGuard",
     "__version__",
     "alaw_decode",
@@ -294,13 +312,6 @@ class Downsampler:
 # The thread that owns the IAX2 UDP socket and the 20 ms media clock.
 
 _Addr: TypeAlias = tuple[str, int]
-#: Engine events: ("full_voice", callno, format, ts, payload, spurt_start)
-#: | ("spurt_ended", callno, ts)
-#: | ("control", callno, (kind, value), ts, payload) | ("mini_before_full", callno)
-#: | ("rx_key", callno, keyed) | ("dtmf", callno | None, digit)
-#: | ("play_started", id) | ("play_finished", id, completed) | ("activity", active)
-#: | ("local_tx", on) | ("vox", open) | ("command_failed", message) | ("tunnel_changed",)
-_EngineEvent: TypeAlias = tuple[Any, ...]
 
 @final
 class WireGuard:
@@ -355,7 +366,8 @@ class Engine:
     def rate(self) -> int: ...
     def wakeup_fd(self) -> int: ...
     def drain(self) -> list[tuple[_Addr, FullFrame]]: ...
-    def drain_events(self) -> list[_EngineEvent]: ...
+    def drain_events(self) -> list[EngineEvent]:
+        """The events since the last call, oldest first (see the engine events section)."""
     def send_to(self, data: bytes, addr: _Addr) -> None: ...
     def counters(self) -> dict[str, int]: ...
     def queue_depths(self) -> dict[str, int]: ...
@@ -416,17 +428,285 @@ class Engine:
     ) -> DevicePort:
         """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
         radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
-        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports ("vox", open)
+        back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports `VoxChanged`
         events. DeviceError for a setting it cannot take."""
     def open_usrp(
         self, listen: str, peer: str, settings: Mapping[str, float] | None = None
     ) -> UsrpPort:
         """Attach a USRP radio (ip:port literals) as the local radio: an engine thread owns its
         socket and 20 ms clock. `settings`: rx_gain_db, tx_gain_db, prefill_frames,
-        queue_frames, rx_timeout_ms, talkgroup. Events "usrp_carrier", "usrp_dtmf",
-        "usrp_meta", "usrp_peer". ValueError for an address or an unknown setting, EngineError
-        for a port or a setting out of range."""
+        queue_frames, rx_timeout_ms, talkgroup. Events `UsrpCarrierChanged`,
+        `UsrpDtmfReceived`, `UsrpMetaReceived`, `UsrpPeerChanged`. ValueError for an address
+        or an unknown setting, EngineError for a port or a setting out of range."""
     def stop(self) -> None: ...
+
+# --- engine events ---
+# What `Engine.drain_events()` returns: one frozen record per kind, all `EngineEvent`s. Each is
+# built with its fields in order (as `__match_args__` lists them), compares equal to an event of
+# the same class with equal fields, and is not hashable.
+
+class EngineEvent:
+    """The base of every engine event (never made itself)."""
+
+@final
+class FullVoiceNeeded(EngineEvent):
+    """Send `payload` as a full VOICE frame on call `callno`, with the call's sequence numbers:
+    the engine asks for it on the first frame of each talk spurt towards the leg (once per talk
+    spurt per leg), and when the 16-bit timestamp of its mini frames wraps."""
+
+    __match_args__ = ("callno", "format", "ts", "payload", "spurt_start")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(
+        cls, callno: int, format: int, ts: int, payload: bytes, spurt_start: bool
+    ) -> FullVoiceNeeded: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def callno(self) -> int:
+        """Our call number of the leg."""
+    @property
+    def format(self) -> int:
+        """The payload's format bit (the frame's subclass)."""
+    @property
+    def ts(self) -> int:
+        """The frame's timestamp (ms of the call)."""
+    @property
+    def payload(self) -> bytes:
+        """The encoded audio, in `format`."""
+    @property
+    def spurt_start(self) -> bool:
+        """The first frame of a talk spurt (a legacy link sends RADIO_KEY before it)."""
+
+@final
+class SpurtEnded(EngineEvent):
+    """The conference went quiet towards call `callno` after a talk spurt; sent once per talk
+    spurt per leg (a radio link sends UNKEY)."""
+
+    __match_args__ = ("callno", "ts")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, callno: int, ts: int) -> SpurtEnded: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def callno(self) -> int:
+        """Our call number of the leg."""
+    @property
+    def ts(self) -> int:
+        """The call's timestamp (ms) when it went quiet."""
+
+@final
+class ControlPlayed(EngineEvent):
+    """A control event given to `Engine.push_control` reached its playout point in call
+    `callno`'s received audio, in order with it."""
+
+    __match_args__ = ("callno", "kind", "value", "ts", "payload")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(
+        cls, callno: int, kind: str, value: int | None, ts: int, payload: bytes
+    ) -> ControlPlayed: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def callno(self) -> int:
+        """Our call number of the leg."""
+    @property
+    def kind(self) -> str:
+        """The kind as `push_control` names it: "control", "dtmf", "text" or "cng"."""
+    @property
+    def value(self) -> int | None:
+        """The CONTROL subclass for "control" (12 RADIO_KEY, 13 RADIO_UNKEY, 1 HANGUP, ...), the
+        digit's character code for "dtmf", 0 for "text", 10 for "cng"; the engine always
+        gives an int."""
+    @property
+    def ts(self) -> int:
+        """The event's timestamp (ms of the call)."""
+    @property
+    def payload(self) -> bytes:
+        """The text of a "text" event; empty for the others."""
+
+@final
+class MiniBeforeFull(EngineEvent):
+    """A mini frame arrived on call `callno` before any full voice frame (the engine cannot
+    know its format): answer with VNAK."""
+
+    __match_args__ = ("callno",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, callno: int) -> MiniBeforeFull: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def callno(self) -> int:
+        """Our call number of the leg."""
+
+@final
+class RxKeyed(EngineEvent):
+    """Call `callno`'s receiver keyed or unkeyed, as its leg's keying ("always", "vox", "voice"
+    or "control") defines it; sent on each edge."""
+
+    __match_args__ = ("callno", "keyed")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, callno: int, keyed: bool) -> RxKeyed: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def callno(self) -> int:
+        """Our call number of the leg."""
+    @property
+    def keyed(self) -> bool:
+        """True: the peer started talking; False: it stopped."""
+
+@final
+class DtmfDecoded(EngineEvent):
+    """An in-band DTMF digit in a leg's received audio (`add_leg(dtmf=True)`) or the local
+    radio's (`set_local_dtmf`); sent once per press, about 40 ms after the tone began."""
+
+    __match_args__ = ("callno", "digit")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, callno: int | None, digit: str) -> DtmfDecoded: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def callno(self) -> int | None:
+        """Our call number of the leg, None for the local radio."""
+    @property
+    def digit(self) -> str:
+        """One of 0-9, *, #, A-D."""
+
+@final
+class PlayStarted(EngineEvent):
+    """Clip `id` (given to `Engine.play`) sent its first frame this tick."""
+
+    __match_args__ = ("id",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, id: int) -> PlayStarted: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def id(self) -> int:
+        """The caller's number of the clip."""
+
+@final
+class PlayFinished(EngineEvent):
+    """Clip `id` sent its last frame, or was stopped (`Engine.stop_playing`) or refused; sent
+    once per clip."""
+
+    __match_args__ = ("id", "completed")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, id: int, completed: bool) -> PlayFinished: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def id(self) -> int:
+        """The caller's number of the clip."""
+    @property
+    def completed(self) -> bool:
+        """True: played to its end; False: stopped or refused."""
+
+@final
+class ActivityChanged(EngineEvent):
+    """Somebody started talking in the conference (a call, a link, the local radio, the
+    operator's key), or nobody has for the activity hang time; announcements never count."""
+
+    __match_args__ = ("active",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, active: bool) -> ActivityChanged: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def active(self) -> bool:
+        """True: talking started; False: quiet since the hang time."""
+
+@final
+class LocalTxChanged(EngineEvent):
+    """The local radio started or stopped hearing audio from the conference (or its parrot's
+    playback, or the station ID allowed to key it): what its transmitter has to send. The
+    node keys the PTT on it, with the hang time."""
+
+    __match_args__ = ("on",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, on: bool) -> LocalTxChanged: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def on(self) -> bool:
+        """True: there is audio to transmit; False: no more."""
+
+@final
+class VoxChanged(EngineEvent):
+    """VOX on the local receiver's audio (`open_device(vox=...)`) opened or closed, reported
+    by the device thread as the audio is captured."""
+
+    __match_args__ = ("open",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, open: bool) -> VoxChanged: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def open(self) -> bool:
+        """True: the level rose above the threshold; False: it fell back for the release."""
+
+@final
+class CommandFailed(EngineEvent):
+    """A command the engine could not apply (e.g. one naming a leg that is gone)."""
+
+    __match_args__ = ("message",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, message: str) -> CommandFailed: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def message(self) -> str:
+        """What failed, for the log."""
+
+@final
+class TunnelChanged(EngineEvent):
+    """The WireGuard tunnel changed state (down, handshaking, up): read `Engine.tunnel()`."""
+
+    __match_args__ = ()
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls) -> TunnelChanged: ...
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class UsrpCarrierChanged(EngineEvent):
+    """The USRP peer's transmission started (keyup-1 voice) or ended (its keyup-0, or silence
+    for `rx_timeout_ms`)."""
+
+    __match_args__ = ("on",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, on: bool) -> UsrpCarrierChanged: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def on(self) -> bool:
+        """True: the peer is transmitting; False: it stopped."""
+
+@final
+class UsrpDtmfReceived(EngineEvent):
+    """A DTMF packet from the USRP peer."""
+
+    __match_args__ = ("digit",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, digit: str) -> UsrpDtmfReceived: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def digit(self) -> str:
+        """The digit, one character."""
+
+@final
+class UsrpMetaReceived(EngineEvent):
+    """The USRP peer's digital caller (a metadata packet, as a transmission starts)."""
+
+    __match_args__ = ("meta",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, meta: dict[str, str | int]) -> UsrpMetaReceived: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def meta(self) -> dict[str, str | int]:
+        """The caller: "callsign" (str), "source_id", "talkgroup", "repeater_id", "slot",
+        "color_code" (ints). The event's own dict: copy it to keep or change it."""
+
+@final
+class UsrpPeerChanged(EngineEvent):
+    """The USRP peer went quiet mid-transmission without its end packet (lost), or was heard
+    again."""
+
+    __match_args__ = ("heard",)
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, heard: bool) -> UsrpPeerChanged: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def heard(self) -> bool:
+        """True: heard again; False: lost."""
+
+# --- end engine events ---
 
 # --- device ---
 # The sound card edge: 48 kHz <-> station rate converters, gains, meters, local radio frames.

@@ -57,7 +57,28 @@ from node.events import EventBus, Health, Snapshot
 from node.iax2 import call as c
 from node.iax2.endpoint import InboundPolicy
 from node.iax2.registration import RegistrationEvent
-from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
+from node.iax2.transport import (
+    ActivityChanged,
+    CommandFailed,
+    ControlPlayed,
+    DtmfDecoded,
+    EngineEvents,
+    EngineTransport,
+    FrameBatch,
+    FullVoiceNeeded,
+    LocalTxChanged,
+    MiniBeforeFull,
+    PlayFinished,
+    PlayStarted,
+    RxKeyed,
+    SpurtEnded,
+    TunnelChanged,
+    UsrpCarrierChanged,
+    UsrpDtmfReceived,
+    UsrpMetaReceived,
+    UsrpPeerChanged,
+    VoxChanged,
+)
 from node.links import service as links
 from node.links.commands import Command
 from node.links.health import HealthChanged
@@ -183,25 +204,25 @@ class Controller:
             LinkEvent: self._reporter.report,
             HealthChanged: self._reporter.health,
         }
-        #: What each engine event means, by its kind.
-        self._engine_routes: dict[str, Callable[[tuple[Any, ...], float], Effects]] = {
-            "full_voice": self._full_voice,
-            "spurt_ended": self._spurt_ended,
-            "rx_key": self._rx_key,
-            "mini_before_full": self._mini_before_full,
-            "control": self._control_played,
-            "dtmf": self._dtmf_decoded,
-            "play_started": self._playback,
-            "play_finished": self._playback,
-            "activity": self._activity,
-            "local_tx": self._local_tx,
-            "vox": self._vox,
-            "usrp_dtmf": self._usrp_dtmf,
-            "usrp_carrier": self._usrp_carrier,
-            "usrp_meta": self._usrp_meta,
-            "usrp_peer": self._usrp_peer,
-            "command_failed": self._command_failed,
-            "tunnel_changed": self._tunnel_changed,
+        #: What each engine event means, by its class.
+        self._engine_routes: dict[type, Callable[[Any, float], Effects]] = {
+            FullVoiceNeeded: self._full_voice,
+            SpurtEnded: self._spurt_ended,
+            RxKeyed: self._rx_keyed,
+            MiniBeforeFull: self._mini_before_full,
+            ControlPlayed: self._control_played,
+            DtmfDecoded: self._dtmf_decoded,
+            PlayStarted: self._playback,
+            PlayFinished: self._playback,
+            ActivityChanged: self._activity,
+            LocalTxChanged: self._local_tx,
+            VoxChanged: self._vox,
+            UsrpDtmfReceived: self._usrp_dtmf,
+            UsrpCarrierChanged: self._usrp_carrier,
+            UsrpMetaReceived: self._usrp_meta,
+            UsrpPeerChanged: self._usrp_peer,
+            CommandFailed: self._command_failed,
+            TunnelChanged: self._tunnel_changed,
         }
         #: The deadline table: each kind's next deadline and what runs when it comes.
         self._deadlines: DeadlineTable[TimerKind] = DeadlineTable()
@@ -650,14 +671,14 @@ class Controller:
         now = self.now()
         routes = self._engine_routes
         for event in events:
-            handler = routes.get(event[0])
+            handler = routes.get(type(event))
             if handler is None:
-                log.debug("engine event %r not handled", event[0])
+                log.debug("engine event %r not handled", event)
                 continue
             try:
                 self._take(handler(event, now))
             except Exception:
-                log.exception("error handling the engine event %s", event[0])
+                log.exception("error handling the engine event %r", event)
         self._settle()
 
     def on_carrier(self, active: bool) -> None:
@@ -668,86 +689,85 @@ class Controller:
         """What the HTTP registration reported (an outcome of a POST, possibly nothing)."""
         self._commit(self._registration.on_events(events))
 
-    def _owner_of(self, callno: int) -> CallService | LinkService | None:
-        owner = self._port.owner(callno)
-        return None if owner is None else self._owners.get(owner)
-
-    def _full_voice(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _full_voice(self, event: FullVoiceNeeded, now: float) -> Effects:
         """The engine asks for a full voice frame (talk-spurt start, timestamp wrap, codec)."""
-        _, callno, fmt, ts, payload, spurt_start = event
+        callno = event.callno
         # A call that is hanging up no longer carries voice: its leg goes with it.
         if self._port.call(callno) is None:
             return NOTHING
         fx = NOTHING
-        if spurt_start and self._port.owner(callno) == links.OWNER:
+        if event.spurt_start:
             # A legacy link needs its RADIO_KEY ahead of the first voice frame.
-            fx = self._owners[links.OWNER].spurt(callno, True, now)  # type: ignore[union-attr]
+            fx = self._spurt(callno, True, now)
         with contextlib.suppress(LocalProtocolError):
-            self._port.send_voice_full(callno, now, fmt, payload, ts)
+            self._port.send_voice_full(callno, now, event.format, event.payload, event.ts)
         return fx
 
-    def _spurt_ended(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _spurt_ended(self, event: SpurtEnded, now: float) -> Effects:
         """Our talk spurt into a call ended (links send their RADIO_UNKEY)."""
-        callno = event[1]
-        if self._port.owner(callno) == links.OWNER:
-            return self._owners[links.OWNER].spurt(callno, False, now)  # type: ignore[union-attr]
-        return NOTHING
+        return self._spurt(event.callno, False, now)
 
-    def _rx_key(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _spurt(self, callno: int, started: bool, now: float) -> Effects:
+        """Our talk spurt into a link call began or ended (RADIO_KEY / RADIO_UNKEY)."""
+        if self._port.owner(callno) != links.OWNER:
+            return NOTHING
+        return self._owners[links.OWNER].spurt(callno, started, now)  # type: ignore[union-attr]
+
+    def _rx_keyed(self, event: RxKeyed, now: float) -> Effects:
         """A call's received audio keyed or unkeyed (a link's voice, a plain call's VOX)."""
-        service = self._owner_of(event[1])
-        return NOTHING if service is None else service.rx_keyed(event[1], event[2], now)
+        owner = self._port.owner(event.callno)
+        service = self._owners.get(owner) if owner is not None else None
+        return NOTHING if service is None else service.rx_keyed(event.callno, event.keyed, now)
 
-    def _mini_before_full(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _mini_before_full(self, event: MiniBeforeFull, now: float) -> Effects:
         """Mini frames arrived before any full one: ask the peer for a full voice frame."""
-        if self._port.call(event[1]) is not None:
+        if self._port.call(event.callno) is not None:
             with contextlib.suppress(LocalProtocolError):
-                self._port.request_voice_resend(event[1], now)
+                self._port.request_voice_resend(event.callno, now)
         return NOTHING
 
-    def _control_played(self, event: tuple[Any, ...], now: float) -> Effects:
-        _, callno, (kind, value), _ts, _payload = event
-        log.debug("call %d: %s %s played out", callno, kind, value)
+    def _control_played(self, event: ControlPlayed, now: float) -> Effects:
+        log.debug("call %d: %s %s played out", event.callno, event.kind, event.value)
         return NOTHING
 
-    def _dtmf_decoded(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _dtmf_decoded(self, event: DtmfDecoded, now: float) -> Effects:
         """Tones decoded in a call's, a link's or the local radio's received audio."""
-        _, callno, digit = event
+        callno = event.callno
         source = "local" if callno is None else f"call {callno}"
-        return self._commands.digit(source, callno, digit, inband=True)
+        return self._commands.digit(source, callno, event.digit, inband=True)
 
-    def _playback(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _playback(self, event: PlayStarted | PlayFinished, now: float) -> Effects:
         self._announcements.playback(event)
         return NOTHING
 
-    def _activity(self, event: tuple[Any, ...], now: float) -> Effects:
-        self._announcements.activity(bool(event[1]))
+    def _activity(self, event: ActivityChanged, now: float) -> Effects:
+        self._announcements.activity(event.active)
         return NOTHING
 
-    def _local_tx(self, event: tuple[Any, ...], now: float) -> Effects:
-        return self._transmit.tx_demand(event[1])
+    def _local_tx(self, event: LocalTxChanged, now: float) -> Effects:
+        return self._transmit.tx_demand(event.on)
 
-    def _vox(self, event: tuple[Any, ...], now: float) -> Effects:
-        return self._transmit.vox_changed(event[1])
+    def _vox(self, event: VoxChanged, now: float) -> Effects:
+        return self._transmit.vox_changed(event.open)
 
-    def _usrp_dtmf(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _usrp_dtmf(self, event: UsrpDtmfReceived, now: float) -> Effects:
         # The USRP peer's DTMF packets: a digit source of their own.
-        return self._commands.digit("usrp", None, event[1])
+        return self._commands.digit("usrp", None, event.digit)
 
-    def _usrp_carrier(self, event: tuple[Any, ...], now: float) -> Effects:
-        return self._transmit.usrp_carrier_changed(bool(event[1]))
+    def _usrp_carrier(self, event: UsrpCarrierChanged, now: float) -> Effects:
+        return self._transmit.usrp_carrier_changed(event.on)
 
-    def _usrp_meta(self, event: tuple[Any, ...], now: float) -> Effects:
-        return self._transmit.usrp_meta_received(event[1])
+    def _usrp_meta(self, event: UsrpMetaReceived, now: float) -> Effects:
+        return self._transmit.usrp_meta_received(event.meta)
 
-    def _usrp_peer(self, event: tuple[Any, ...], now: float) -> Effects:
-        return self._transmit.usrp_peer_changed(bool(event[1]))
+    def _usrp_peer(self, event: UsrpPeerChanged, now: float) -> Effects:
+        return self._transmit.usrp_peer_changed(event.heard)
 
-    def _command_failed(self, event: tuple[Any, ...], now: float) -> Effects:
-        log.warning("media command failed: %s", event[1])
+    def _command_failed(self, event: CommandFailed, now: float) -> Effects:
+        log.warning("media command failed: %s", event.message)
         return NOTHING
 
-    def _tunnel_changed(self, event: tuple[Any, ...], now: float) -> Effects:
+    def _tunnel_changed(self, event: TunnelChanged, now: float) -> Effects:
         if (tunnel := self._tunnel_json()) is not None:
             state, peer = tunnel["state"], tunnel["endpoint"] or "unknown"
             log.info("WireGuard tunnel %s (peer endpoint %s)", state, peer)

@@ -7,23 +7,18 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::device::PyDevicePort;
 use super::errors::EngineError as PyEngineError;
+use super::events::{event_to_py, CONTROL_HANGUP, CONTROL_RADIO_KEY, CONTROL_RADIO_UNKEY};
 use super::frame::full_frame_to_py;
 use super::wireguard::{tunnel_to_py, PyWireGuard};
 use crate::codec::Codec;
 use crate::device::DeviceEdge;
-use crate::engine::{Command, Engine, EngineConfig, EngineError, EngineEvent};
+use crate::engine::{Command, Engine, EngineConfig, EngineError};
 use crate::jitter::{ControlKind, JitterConfig, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying};
+use crate::media::{LegMode, LegSpec, RxKeying};
 use crate::parrot::ParrotSettings;
-use crate::player::{Destination, PlayerEvent};
+use crate::player::Destination;
 use crate::vox::VoxConfig;
 use crate::wireguard::WgTransport;
-
-/// IAX2 CONTROL subclasses and frame types the engine keeps in order with the audio.
-const CONTROL_HANGUP: i64 = 1;
-const CONTROL_RADIO_KEY: i64 = 12;
-const CONTROL_RADIO_UNKEY: i64 = 13;
-const FRAME_CNG: i64 = 10;
 
 impl From<EngineError> for PyErr {
     fn from(e: EngineError) -> PyErr {
@@ -80,18 +75,6 @@ fn control_kind(kind: &str, value: i64) -> PyResult<ControlKind> {
         ("cng", _) => ControlKind::Cng,
         _ => return Err(bad()),
     })
-}
-
-fn control_kind_to_py(kind: ControlKind) -> (&'static str, i64) {
-    match kind {
-        ControlKind::Key => ("control", CONTROL_RADIO_KEY),
-        ControlKind::Unkey => ("control", CONTROL_RADIO_UNKEY),
-        ControlKind::Hangup => ("control", CONTROL_HANGUP),
-        ControlKind::Cng => ("cng", FRAME_CNG),
-        ControlKind::Dtmf(d) => ("dtmf", i64::from(d)),
-        ControlKind::Text => ("text", 0),
-        ControlKind::Other { subclass, .. } => ("control", i64::from(subclass)),
-    }
 }
 
 fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, PyDict>> {
@@ -216,70 +199,17 @@ impl PyEngine {
         Ok(out)
     }
 
-    /// Engine events since the last call, oldest first, as tuples naming their kind:
-    /// ("full_voice", callno, format, ts, payload, spurt_start), ("spurt_ended", callno, ts),
-    /// ("control", callno, (kind, value), ts, payload), ("mini_before_full", callno),
-    /// ("rx_key", callno, keyed), ("dtmf", callno or None for the local radio, digit),
-    /// ("play_started", id), ("play_finished", id, completed), ("activity", active),
-    /// ("local_tx", on), ("vox", open), ("command_failed", message), ("tunnel_changed",),
-    /// ("usrp_carrier", on), ("usrp_dtmf", digit), ("usrp_meta", {...}), ("usrp_peer", heard).
+    /// Engine events since the last call, oldest first: one frozen `EngineEvent` subclass per
+    /// kind (`FullVoiceNeeded`, `SpurtEnded`, `ControlPlayed`, `MiniBeforeFull`, `RxKeyed`,
+    /// `DtmfDecoded`, `PlayStarted`, `PlayFinished`, `ActivityChanged`, `LocalTxChanged`,
+    /// `VoxChanged`, `CommandFailed`, `TunnelChanged` and the USRP radio's
+    /// `UsrpCarrierChanged`, `UsrpDtmfReceived`, `UsrpMetaReceived`, `UsrpPeerChanged`; see
+    /// `binding/events.rs`). Each is one object whose payload stays the engine's buffer until
+    /// read.
     fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        for ev in self.inner.drain_events() {
-            match ev {
-                EngineEvent::Media(MediaEvent::FullVoice {
-                    callno,
-                    format,
-                    ts,
-                    payload,
-                    spurt_start,
-                }) => out.append((
-                    "full_voice",
-                    callno,
-                    format,
-                    ts,
-                    pyo3::types::PyBytes::new(py, &payload),
-                    spurt_start,
-                ))?,
-                EngineEvent::Media(MediaEvent::SpurtEnded { callno, ts }) => {
-                    out.append(("spurt_ended", callno, ts))?
-                }
-                EngineEvent::Media(MediaEvent::Control {
-                    callno,
-                    kind,
-                    ts,
-                    payload,
-                }) => out.append((
-                    "control",
-                    callno,
-                    control_kind_to_py(kind),
-                    ts,
-                    pyo3::types::PyBytes::new(py, &payload),
-                ))?,
-                EngineEvent::Media(MediaEvent::MiniBeforeFull { callno }) => {
-                    out.append(("mini_before_full", callno))?
-                }
-                EngineEvent::Media(MediaEvent::RxKey { callno, keyed }) => {
-                    out.append(("rx_key", callno, keyed))?
-                }
-                EngineEvent::Media(MediaEvent::Dtmf { callno, digit }) => {
-                    out.append(("dtmf", callno, digit.to_string()))?
-                }
-                EngineEvent::Media(MediaEvent::Play(PlayerEvent::Started { id })) => {
-                    out.append(("play_started", id))?
-                }
-                EngineEvent::Media(MediaEvent::Play(PlayerEvent::Finished { id, completed })) => {
-                    out.append(("play_finished", id, completed))?
-                }
-                EngineEvent::Media(MediaEvent::Activity { active }) => {
-                    out.append(("activity", active))?
-                }
-                EngineEvent::Media(MediaEvent::LocalTx { on }) => out.append(("local_tx", on))?,
-                EngineEvent::Vox(open) => out.append(("vox", open))?,
-                EngineEvent::CommandFailed(msg) => out.append(("command_failed", msg))?,
-                EngineEvent::TunnelChanged => out.append(("tunnel_changed",))?,
-                EngineEvent::Usrp(e) => out.append(super::usrp::event_to_py(py, &e)?)?,
-            }
+        for event in self.inner.drain_events() {
+            out.append(event_to_py(py, event)?)?;
         }
         Ok(out)
     }
@@ -287,8 +217,9 @@ impl PyEngine {
     /// Start the media leg of a call: mini frames from (peer, peer_callno) go to its jitter
     /// buffer, and the conference is sent to it encoded with `format`. `keying` is how its
     /// received audio keys it: "always", "vox" (plain calls), "voice" or "control" (links).
-    /// `dtmf` decodes in-band DTMF in its received audio ("dtmf" events) and mutes the tones.
-    /// `link` marks a node-to-node link, which announcements reach only as "to_air_and_links".
+    /// `dtmf` decodes in-band DTMF in its received audio (`DtmfDecoded` events) and mutes the
+    /// tones. `link` marks a node-to-node link, which announcements reach only as
+    /// "to_air_and_links".
     #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false))]
     #[allow(clippy::too_many_arguments)]
     fn add_leg(
@@ -380,7 +311,7 @@ impl PyEngine {
     }
 
     /// Play `pcm` (native-endian int16 at the station rate) from the next tick, as clip `id`
-    /// (the caller's number; "play_started"/"play_finished" events carry it). `destination`:
+    /// (the caller's number; `PlayStarted`/`PlayFinished` events carry it). `destination`:
     /// "to_monitor" (the local radio's output only), "to_air" (the local radio's output and the
     /// calls), "to_air_and_links" (and the transceive links: this keys them). `keys_local` lets
     /// the clip key the local transmitter: only for the station ID under cw_keys_when_idle.
@@ -411,7 +342,7 @@ impl PyEngine {
         })?)
     }
 
-    /// Stop clip `id` now (a "play_finished" event with completed False follows).
+    /// Stop clip `id` now (a `PlayFinished` event with completed False follows).
     fn stop_playing(&self, id: u32) -> PyResult<()> {
         Ok(self.inner.command(Command::StopPlay(id))?)
     }
@@ -457,7 +388,7 @@ impl PyEngine {
     /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local
     /// radio member; the port converts, applies the gains (dB) and meters. `rx_delay_ms` holds
     /// the received audio back (to cut a squelch tail); `vox` = (threshold dBFS, attack ms,
-    /// release ms) runs VOX on the received audio, reported as ("vox", open) events.
+    /// release ms) runs VOX on the received audio, reported as `VoxChanged` events.
     #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None))]
     fn open_device(
         &self,
@@ -491,7 +422,7 @@ impl PyEngine {
     /// plays, default 3), "queue_frames" (most frames held, default 25), "rx_timeout_ms" (a
     /// transmission silent this long without its keyup-0 is over and the peer reported lost,
     /// default 300) and "talkgroup" (default 0). Its carrier, DTMF, caller metadata and peer
-    /// state come as "usrp_*" events.
+    /// state come as `Usrp*` events.
     #[pyo3(signature = (listen, peer, settings = None))]
     fn open_usrp(
         &self,

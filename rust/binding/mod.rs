@@ -35,6 +35,7 @@ mod codec;
 mod device;
 mod engine;
 mod errors;
+mod events;
 mod frame;
 mod mixer;
 mod plc;
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     frame::register(m)?;
     codec::register(m)?;
     engine::register(m)?;
+    events::register(m)?;
     mixer::register(m)?;
     plc::register(m)?;
     resampler::register(m)?;

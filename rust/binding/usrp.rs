@@ -1,14 +1,14 @@
-//! `node._core` USRP radio: the port `Engine.open_usrp` returns, and its events as tuples.
+//! `node._core` USRP radio: the port `Engine.open_usrp` returns (its events are in `events.rs`).
 
 use std::sync::atomic::Ordering;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 
 use super::device::direction;
 use super::errors::EngineError as PyEngineError;
 use crate::engine::UsrpLink;
-use crate::usrp::{Metadata, UsrpConfigError, UsrpEvent};
+use crate::usrp::{Metadata, UsrpConfigError};
 
 impl From<UsrpConfigError> for PyErr {
     fn from(e: UsrpConfigError) -> PyErr {
@@ -78,7 +78,8 @@ impl PyUsrpPort {
     }
 }
 
-fn meta_dict<'py>(py: Python<'py>, m: &Metadata) -> PyResult<Bound<'py, PyDict>> {
+/// The digital caller's metadata as a dict (a `UsrpMetaReceived` event's, and `stats()["meta"]`).
+pub(super) fn meta_dict<'py>(py: Python<'py>, m: &Metadata) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("callsign", &m.callsign)?;
     let ids = [
@@ -92,17 +93,6 @@ fn meta_dict<'py>(py: Python<'py>, m: &Metadata) -> PyResult<Bound<'py, PyDict>>
         d.set_item(k, v)?;
     }
     Ok(d)
-}
-
-/// The drained event's tuple: ("usrp_carrier", on), ("usrp_dtmf", digit),
-/// ("usrp_meta", {...}), ("usrp_peer", heard).
-pub(super) fn event_to_py<'py>(py: Python<'py>, e: &UsrpEvent) -> PyResult<Bound<'py, PyTuple>> {
-    match e {
-        UsrpEvent::Carrier(on) => ("usrp_carrier", *on).into_pyobject(py),
-        UsrpEvent::Dtmf(c) => ("usrp_dtmf", c.to_string()).into_pyobject(py),
-        UsrpEvent::Meta(m) => ("usrp_meta", meta_dict(py, m)?).into_pyobject(py),
-        UsrpEvent::Peer(heard) => ("usrp_peer", *heard).into_pyobject(py),
-    }
 }
 
 #[pymethods]

@@ -8,7 +8,7 @@ import dataclasses
 import socket
 import time
 
-from node._core import Engine
+from node._core import Engine, EngineEvent, PlayFinished, PlayStarted
 from node.announce.announcer import Announcer
 from node.config import AnnounceConfig, AnnounceEventConfig
 from node.iax2.constants import Format
@@ -32,21 +32,23 @@ def config(to_links: bool) -> AnnounceConfig:
 
 async def drive(
     engine: Engine, bridge: MediaBridge, announcer: Announcer, finished: int = 1
-) -> list[tuple]:
+) -> list[EngineEvent]:
     """Hand the engine's playback events to the bridge and fire the announcer's ID timer at
     its deadline, as the controller does, until `finished` playbacks ended (then a little
     more, for the last frames to arrive)."""
-    seen: list[tuple] = []
+    seen: list[EngineEvent] = []
     deadline = time.monotonic() + 20
-    while sum(e[0] == "play_finished" for e in seen) < finished:
+    while sum(isinstance(e, PlayFinished) for e in seen) < finished:
         assert time.monotonic() < deadline, seen
         due = announcer.id_deadline()
         if due is not None and due <= time.monotonic():
             announcer.id_timer_due(time.monotonic())
         for event in engine.drain_events():
             seen.append(event)
-            if event[0] in ("play_started", "play_finished"):
-                bridge.playback_event(event[0] == "play_started", event[1], *event[2:])
+            if isinstance(event, PlayStarted):
+                bridge.playback_event(True, event.id)
+            elif isinstance(event, PlayFinished):
+                bridge.playback_event(False, event.id, event.completed)
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.1)
     return seen
@@ -92,7 +94,7 @@ def run(to_links: bool) -> tuple[int, int, list[str]]:
             events = await drive(engine, bridge, announcer)
             assert announcer.stats()["played"] == 3
             link_after_id = received(link)
-            played = [e for e in events if e[0] == "play_started"]
+            played = [e for e in events if isinstance(e, PlayStarted)]
             announcer.close()
             assert call_after_telemetry > 0
             return link_after_telemetry + link_after_id, link_after_event, [str(p) for p in played]

@@ -3,6 +3,7 @@ the player's events become `announcement_*` bus events, never for the courtesy t
 
 from __future__ import annotations
 
+from node._core import PlayFinished, PlayStarted
 from node.announce.service import Announcements
 from node.config import NodeConfig
 from node.events import AnnouncementFinished, AnnouncementStarted
@@ -21,7 +22,7 @@ def test_disabled_announcements_are_no_ops_and_the_player_still_reports() -> Non
     rec = recording_context(NodeConfig())
     published = rec.published
     service = Announcements(rec.ctx, quiet_kinds=("courtesy",))
-    service.playback(("play_started", 1))  # before the bridge runs: nothing to say
+    service.playback(PlayStarted(1))  # before the bridge runs: nothing to say
     service.attach(FakeBridge())  # type: ignore[arg-type]
     assert service.announcer is None and service.stats() is None
     assert service.id_deadline() is None and service.playback_deadline() is None
@@ -32,10 +33,10 @@ def test_disabled_announcements_are_no_ops_and_the_player_still_reports() -> Non
     service.status(["T2001"])
     service.last_keyed(None)
     service.activity(True)
-    service.playback(("play_started", 1))
-    service.playback(("play_finished", 1, False))
-    service.playback(("play_started", 2))
-    service.playback(("play_finished", 3, True))
+    service.playback(PlayStarted(1))
+    service.playback(PlayFinished(1, False))
+    service.playback(PlayStarted(2))
+    service.playback(PlayFinished(3, True))
     service.close()
     assert published == [
         AnnouncementStarted(kind="id"),

@@ -2,7 +2,7 @@
 
 Run as its own process (`python node_proc.py`) so its CPU time can be read alone from
 /proc/<pid>/stat. The engine thread owns the socket and the 20 ms clock; this asyncio loop does
-only what the daemon's Python does for media: it turns the engine's "full_voice" events into
+only what the daemon's Python does for media: it turns the engine's `FullVoiceNeeded` events into
 real IAX2 full VOICE frames with the call's sequence numbers, feeds the peers' full voice
 frames back with push_voice, and acknowledges full frames. Mini frames never reach Python.
 
@@ -59,14 +59,14 @@ class Leg:
         return _core.FullFrame(ftype, subclass, ts=ts, payload=payload, **call, **seq)
 
 
-#: Engine events only counted: kind -> counter.
-COUNTED = {
-    "spurt_ended": "spurts_ended",
-    "mini_before_full": "mini_before_full",
-    "rx_key": "rx_key_edges",
-    "control": "control_events",
-    "activity": "activity_edges",
-    "dtmf": "dtmf_digits",
+#: Engine events only counted: class -> counter.
+COUNTED: dict[type[_core.EngineEvent], str] = {
+    _core.SpurtEnded: "spurts_ended",
+    _core.MiniBeforeFull: "mini_before_full",
+    _core.RxKeyed: "rx_key_edges",
+    _core.ControlPlayed: "control_events",
+    _core.ActivityChanged: "activity_edges",
+    _core.DtmfDecoded: "dtmf_digits",
 }
 
 
@@ -112,21 +112,20 @@ class Node:
         for event in self.engine.drain_events():
             self.on_event(event)
 
-    def on_event(self, event: tuple[Any, ...]) -> None:
-        kind = event[0]
-        if kind == "full_voice":
-            _, callno, fmt, ts, payload, _spurt_start = event
-            leg = self.legs[callno]
-            frame = leg.frame(VOICE, fmt, ts, payload)
+    def on_event(self, event: _core.EngineEvent) -> None:
+        kind = type(event)
+        if isinstance(event, _core.FullVoiceNeeded):
+            leg = self.legs[event.callno]
+            frame = leg.frame(VOICE, event.format, event.ts, event.payload)
             leg.oseq = (leg.oseq + 1) & 0xFF
             self.engine.send_to(frame.to_bytes(), leg.addr)
             self.counts["full_voice_out"] += 1
         elif kind in COUNTED:
             self.counts[COUNTED[kind]] += 1
-        elif kind == "command_failed":
-            self.failures.append(str(event[1]))
+        elif isinstance(event, _core.CommandFailed):
+            self.failures.append(event.message)
         else:
-            self.failures.append(f"unexpected engine event {kind!r}")
+            self.failures.append(f"unexpected engine event {event!r}")
 
     def add_legs(self, peers: list[list[Any]], first_callno: int) -> list[int]:
         callnos = []

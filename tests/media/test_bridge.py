@@ -8,7 +8,19 @@ import time
 import numpy as np
 import pytest
 
-from node._core import Engine, MiniFrame, parse, ulaw_decode, ulaw_encode
+from node._core import (
+    CommandFailed,
+    ControlPlayed,
+    Engine,
+    EngineEvent,
+    FullVoiceNeeded,
+    MiniFrame,
+    PlayFinished,
+    PlayStarted,
+    parse,
+    ulaw_decode,
+    ulaw_encode,
+)
 from node.errors import CommandError
 from node.iax2.constants import ControlSubclass, Format
 from node.media.bridge import MediaBridge, Topology
@@ -27,15 +39,15 @@ def test_a_radio_key_pushed_by_the_controller_plays_out_in_order_with_the_audio(
         for i in range(10):
             bridge.push_voice(7, int(Format.ULAW), 20 + 20 * i, frame)
         bridge.push_control(7, "control", int(ControlSubclass.RADIO_KEY), 30)
-        events: list[tuple] = []
+        events: list[EngineEvent] = []
         for _ in range(250):
             events += engine.drain_events()
-            if any(e[0] == "control" for e in events):
+            if any(isinstance(e, ControlPlayed) for e in events):
                 break
             time.sleep(0.02)
-        controls = [e for e in events if e[0] == "control"]
-        assert controls == [("control", 7, ("control", int(ControlSubclass.RADIO_KEY)), 30, b"")]
-        assert not [e for e in events if e[0] == "command_failed"]
+        controls = [e for e in events if isinstance(e, ControlPlayed)]
+        assert controls == [ControlPlayed(7, "control", int(ControlSubclass.RADIO_KEY), 30, b"")]
+        assert not [e for e in events if isinstance(e, CommandFailed)]
     finally:
         engine.stop()
 
@@ -79,17 +91,17 @@ def test_announcements_reach_calls_and_links_only_as_asked() -> None:
         heard_call, heard_link = _received(call, 0.6), _received(link, 0.05)
         events = engine.drain_events()
         # The full voice frames went to Python as events; the minis straight to the call.
-        full = [e for e in events if e[0] == "full_voice"]
-        assert [e[1] for e in full] == [7]
+        full = [e for e in events if isinstance(e, FullVoiceNeeded)]
+        assert [e.callno for e in full] == [7]
         assert heard_link == []
         audio = np.concatenate(
-            [np.frombuffer(ulaw_decode(full[0][4]), np.int16), _voice(heard_call)]
+            [np.frombuffer(ulaw_decode(full[0].payload), np.int16), _voice(heard_call)]
         )
         assert len(audio) == 160 * 11
         peak = 20 * np.log10(np.abs(audio.astype(float)).max() / 32767)
         assert abs(peak - -10.0) < 0.5
-        plays = [e for e in events if e[0].startswith("play_")]
-        assert plays == [("play_started", first), ("play_finished", first, True)]
+        plays = [e for e in events if isinstance(e, (PlayStarted, PlayFinished))]
+        assert plays == [PlayStarted(first), PlayFinished(first, True)]
         assert bridge.playback_event(True, first) == "event"
         assert bridge.playback_event(False, first, True) == "event"
         assert ended == [True]
@@ -104,8 +116,8 @@ def test_announcements_reach_calls_and_links_only_as_asked() -> None:
         time.sleep(0.1)
         bridge.stop_playing(third)
         time.sleep(0.1)
-        finished = [e for e in engine.drain_events() if e[0] == "play_finished"]
-        assert finished == [("play_finished", third, False)]
+        finished = [e for e in engine.drain_events() if isinstance(e, PlayFinished)]
+        assert finished == [PlayFinished(third, False)]
         assert bridge.playback_event(False, third, False) == "id" and ended == [True, False]
         assert second != third
         with pytest.raises(CommandError, match="to_air_and_links"):

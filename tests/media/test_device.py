@@ -15,9 +15,11 @@ from node._core import (
     Decimator,
     DeviceError,
     Downsampler,
+    DtmfDecoded,
     DtmfDetector,
     Engine,
     EngineError,
+    FullVoiceNeeded,
     Interpolator,
     dtmf_pcm,
     resample_pcm,
@@ -276,10 +278,12 @@ def test_dtmf_on_the_radios_receiver_is_decoded_and_kept_off_the_call(engine: En
     finally:
         port.close()
         peer.close()
-    assert [e for e in events if e[0] == "dtmf"] == [("dtmf", None, d) for d in "*70#"]
+    assert [e for e in events if isinstance(e, DtmfDecoded)] == [
+        DtmfDecoded(None, d) for d in "*70#"
+    ]
     # The call heard the radio while it sent tones (muted: silence, not gaps), and no digit.
     # Each spurt's first frame is a full voice frame the engine hands to Python.
-    heard += [pcm(ulaw_decode(e[4])) for e in events if e[0] == "full_voice"]
+    heard += [pcm(ulaw_decode(e.payload)) for e in events if isinstance(e, FullVoiceNeeded)]
     assert len(heard) >= 16
     detector = DtmfDetector(8000)
     assert detector.process(np.concatenate(heard).tobytes()) == []

@@ -1,5 +1,5 @@
 """The PTT is released when the node's own code fails while keyed: the node runs in the test's
-loop (tests/in_process.py), keyed by the engine's `local_tx` edge, and an exception unwinds
+loop (tests/in_process.py), keyed by the engine's `LocalTxChanged` edge, and an exception unwinds
 through `RunningNode.close`, as it does through `node serve`'s `finally`."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from node._core import LocalTxChanged
 from tests.in_process import in_process_node, node_config
 from tests.radio.fake_hidraw import KEY_GPIO3, UNKEY_GPIO3, FakeHidraw
 
@@ -25,7 +26,7 @@ def test_an_exception_while_keyed_releases_the_ptt(tmp_path: Path) -> None:
         )
         async with in_process_node(config) as node:
             # What the engine reports when the conference has audio for the local radio.
-            node.controller.on_engine_events([("local_tx", True)])
+            node.controller.on_engine_events([LocalTxChanged(True)])
             assert node.controller.snapshot()["radio"]["ptt"]["keyed"]
             assert hid.reports() == [UNKEY_GPIO3, KEY_GPIO3]
             raise Failure("something in the node broke")

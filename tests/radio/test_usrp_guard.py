@@ -170,10 +170,10 @@ def test_bad_usrp_settings_name_the_file_key_and_values(
 @pytest.mark.parametrize(("network", "keys"), [("dmr", True), ("dstar", False)])
 def test_no_playback_keys_a_dstar_usrp_transmitter(network: str, keys: bool) -> None:
     # The station ID under cw_keys_when_idle and the courtesy tone are the playbacks that key
-    # the transmitter: behind a dstar USRP radio none may (the engine reports no local_tx).
+    # the transmitter: behind a dstar USRP radio none may (the engine reports no LocalTxChanged).
     import time
 
-    from node._core import Engine
+    from node._core import Engine, EngineEvent, LocalTxChanged, PlayFinished
     from node.media.bridge import MediaBridge, Topology
 
     engine = Engine("127.0.0.1:0")
@@ -182,17 +182,17 @@ def test_no_playback_keys_a_dstar_usrp_transmitter(network: str, keys: bool) -> 
         bridge = MediaBridge(engine, Topology(), "usrp", usrp=cfg)
         bridge.start_audio()
         bridge.play(bridge.tone_pcm(880.0, 200, -20.0), "to_monitor", "id", keys_transmitter=True)
-        seen: list[tuple] = []
+        seen: list[EngineEvent] = []
 
         def finished() -> bool:
             seen.extend(engine.drain_events())
-            return any(e[0] == "play_finished" for e in seen)
+            return any(isinstance(e, PlayFinished) for e in seen)
 
         deadline = time.monotonic() + 10
         while not finished() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert finished()
-        assert (("local_tx", True) in seen) is keys, seen
+        assert (LocalTxChanged(True) in seen) is keys, seen
         bridge.close()
     finally:
         engine.stop()

@@ -1,5 +1,5 @@
 """VOX on the received audio through the binding: the engine's device port measures what the
-sound card captured and reports ("vox", open) edges with the engine's events; the bridge opens
+sound card captured and reports `VoxChanged` edges with the engine's events; the bridge opens
 the port with `[radio]`'s VOX settings and receive-audio delay."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from node._core import DeviceError, Engine
+from node._core import DeviceError, Engine, VoxChanged
 from node.media.bridge import MediaBridge, Topology
 
 
@@ -24,7 +24,7 @@ def vox_events(engine: Engine, want: int) -> list[bool]:
     seen: list[bool] = []
     deadline = time.monotonic() + 5
     while len(seen) < want and time.monotonic() < deadline:
-        seen += [e[1] for e in engine.drain_events() if e[0] == "vox"]
+        seen += [e.open for e in engine.drain_events() if isinstance(e, VoxChanged)]
         time.sleep(0.01)
     return seen
 

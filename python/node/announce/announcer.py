@@ -2,8 +2,8 @@
 after another through the engine's player (`MediaBridge.play`).
 
 The controller calls it (all methods return at once): `activity` with the conference's talker
-edges (the engine's "activity" events), `event` for `[announce.events.<name>]` events, `telemetry`
-for `T` telemetry from other nodes, `status` for `*70`. What plays:
+edges (the engine's `ActivityChanged` events), `event` for `[announce.events.<name>]` events,
+`telemetry` for `T` telemetry from other nodes, `status` for `*70`. What plays:
 
 - the station ID: kind `id`, `to_air` (never the links), keys the local transmitter only with
   `cw_keys_when_idle`; CW (`id_mode = "cw"`) or speech (`"tts"`);

@@ -2,8 +2,8 @@
 
 With `[announce] enabled` it holds the `Announcer` (made once the media bridge runs); without
 it every input is a no-op, so the other services announce without asking whether they may. The
-engine's `play_started` / `play_finished` come here too and become `announcement_*` bus events
-(never for the radio's courtesy tone).
+engine's `PlayStarted` / `PlayFinished` events come here too and become `announcement_*` bus
+events (never for the radio's courtesy tone).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from node.announce.tail import TailMessages
 from node.context import NodeContext
 from node.errors import CommandError
 from node.events import AnnouncementFinished, AnnouncementStarted
+from node.iax2.transport import PlayFinished, PlayStarted
 from node.media.bridge import Destination, MediaBridge
 
 log = logging.getLogger(__name__)
@@ -257,13 +258,15 @@ class Announcements:
             return
         player.say("tail", Phrase(message, message.upper()), "to_air", done=done)
 
-    def playback(self, event: tuple[Any, ...]) -> None:
+    def playback(self, event: PlayStarted | PlayFinished) -> None:
         """An announcement started or ended in the engine: `announcement_*` events."""
         if self._bridge is None:
             return
-        started = event[0] == "play_started"
-        completed = bool(event[2]) if not started else True
-        kind = self._bridge.playback_event(started, event[1], completed)
+        if isinstance(event, PlayStarted):
+            started, completed = True, True
+        else:
+            started, completed = False, event.completed
+        kind = self._bridge.playback_event(started, event.id, completed)
         if kind is None or kind in self._quiet:
             return
         if started:

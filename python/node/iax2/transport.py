@@ -2,7 +2,9 @@
 
 This and `media/bridge.py` are the only modules that touch `node._core.Engine`. The engine thread
 parses every datagram; this class registers the engine's wakeup descriptor with the event loop and,
-when it becomes readable, hands the whole batch of full frames to one callback.
+when it becomes readable, hands the whole batch of full frames to one callback, and the batch of
+engine events to another. The events' classes are named here too (from `node._core`), so the
+router and the services that take them need not import the native module.
 """
 
 from __future__ import annotations
@@ -12,18 +14,63 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from node._core import Engine, FullFrame, WireGuard
+from node._core import (
+    ActivityChanged,
+    CommandFailed,
+    ControlPlayed,
+    DtmfDecoded,
+    Engine,
+    EngineEvent,
+    FullFrame,
+    FullVoiceNeeded,
+    LocalTxChanged,
+    MiniBeforeFull,
+    PlayFinished,
+    PlayStarted,
+    RxKeyed,
+    SpurtEnded,
+    TunnelChanged,
+    UsrpCarrierChanged,
+    UsrpDtmfReceived,
+    UsrpMetaReceived,
+    UsrpPeerChanged,
+    VoxChanged,
+    WireGuard,
+)
 from node.errors import EngineError
 from node.wireguard import TunnelSettings, decode_key
 
-__all__ = ["Address", "EngineEvents", "EngineTransport", "FrameBatch"]
+__all__ = [
+    "ActivityChanged",
+    "Address",
+    "CommandFailed",
+    "ControlPlayed",
+    "DtmfDecoded",
+    "EngineEvent",
+    "EngineEvents",
+    "EngineTransport",
+    "FrameBatch",
+    "FullVoiceNeeded",
+    "LocalTxChanged",
+    "MiniBeforeFull",
+    "PlayFinished",
+    "PlayStarted",
+    "RxKeyed",
+    "SpurtEnded",
+    "TunnelChanged",
+    "UsrpCarrierChanged",
+    "UsrpDtmfReceived",
+    "UsrpMetaReceived",
+    "UsrpPeerChanged",
+    "VoxChanged",
+]
 
 log = logging.getLogger(__name__)
 
 Address = tuple[str, int]
 FrameBatch = list[tuple[Address, FullFrame]]
-#: Engine events as drained: tuples whose first item names the kind (see `node._core.Engine`).
-EngineEvents = list[tuple]
+#: Engine events as drained: one frozen record per kind (see `node._core`'s engine events).
+EngineEvents = list[EngineEvent]
 
 
 class EngineTransport:

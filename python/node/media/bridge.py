@@ -217,7 +217,7 @@ class MediaBridge:
             self._engine.stop_playing(playback)
 
     def playback_event(self, started: bool, playback: int, completed: bool = True) -> str | None:
-        """An engine "play_started"/"play_finished" event: the playback's kind (None for one
+        """An engine `PlayStarted`/`PlayFinished` event: the playback's kind (None for one
         this bridge did not start); on the finish, `on_ended` is called and the id forgotten."""
         if started:
             entry = self._playing.get(playback)
@@ -258,7 +258,7 @@ class MediaBridge:
         link: bool = False,
     ) -> None:
         """Start a call's media; `dtmf` decodes in-band DTMF in what it sends us (engine
-        "dtmf" events) and mutes the tones from the conference; `link` marks a node-to-node
+        `DtmfDecoded` events) and mutes the tones from the conference; `link` marks a node-to-node
         link, which announcements reach only as "to_air_and_links"."""
         self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf, link)
 

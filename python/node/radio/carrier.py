@@ -4,7 +4,7 @@ Each detector calls `on_change(active)` when the carrier appears or goes; `activ
 accounts for `carrier_invert`. CM108 input reports and GPIO edge events wake the loop through
 their file descriptors; a serial port's modem lines cannot (TIOCMIWAIT blocks a thread), so they
 are polled every 20 ms, one media frame. VOX is not here: the engine measures the received audio
-and reports ("vox", open) events, which the radio takes as its carrier.
+and reports `VoxChanged` events, which the radio takes as its carrier.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The packets themselves never reach Python: the engine's USRP thread sends a keyup-1 voice packet
 every 20 ms while `UsrpPtt` holds it keyed and one keyup-0 packet at the release, and reports
-the peer's transmissions as ("usrp_carrier", on) events, which the controller hands to the
+the peer's transmissions as `UsrpCarrierChanged` events, which the controller hands to the
 radio as a hardware detector's edges.
 """
 
