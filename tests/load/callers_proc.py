@@ -120,8 +120,9 @@ class Callers:
                 self.socks[i].sendto(frame.to_bytes(), addr)
         for ev in out.events:
             self._event(i, ev, now)
-        if out.deadline is not None:
-            heapq.heappush(self.timers, (out.deadline, i))
+        deadline = self.eps[i].next_deadline()
+        if deadline is not None:
+            heapq.heappush(self.timers, (deadline, i))
 
     def _event(self, i: int, ev: Any, now: float) -> None:
         if isinstance(ev, InboundRejected):
