@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase says when it starts (seconds since the script began), so a slow phase shows.
+stamp() { echo "== $* (at ${SECONDS} s)"; }
+
 # Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem),
 # PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
 # status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
@@ -26,7 +29,7 @@ ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportau
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "== installing Debian packages: ${missing[*]}"
+    stamp "installing Debian packages: ${missing[*]}"
     apt-get update -qq
     updated=1
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
@@ -40,7 +43,7 @@ command -v wireguard-go >/dev/null || wg_missing+=(wireguard-go)
 command -v wg >/dev/null || wg_missing+=(wireguard-tools)
 if [ ${#wg_missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "== installing Debian packages: ${wg_missing[*]}"
+    stamp "installing Debian packages: ${wg_missing[*]}"
     [ "$updated" = 1 ] || apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       "${wg_missing[@]}" >/dev/null
@@ -49,10 +52,10 @@ if [ ${#wg_missing[@]} -gt 0 ]; then
   fi
 fi
 
-echo "== Python package (builds the Rust extension) with test extras"
+stamp "Python package (builds the Rust extension) with test extras"
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 
-echo "== Rust: format, lint, tests"
+stamp "Rust: format, lint, tests"
 cargo fmt --check
 cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q --all-targets --features python -- -D warnings
@@ -62,7 +65,7 @@ cargo test -q
 # every committed input is replayed through its checks, then libFuzzer mutates from there.
 # New inputs go to a scratch directory so the run leaves the tree untouched. cargo-fuzz needs a
 # nightly toolchain; its install from crates.io takes about a minute.
-echo "== Rust: fuzz targets, 10 s each"
+stamp "Rust: fuzz targets, 10 s each"
 cargo fmt --check --manifest-path fuzz/Cargo.toml
 if cargo +nightly --version >/dev/null 2>&1; then
   command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
@@ -83,40 +86,44 @@ else
   echo "== note: no nightly Rust toolchain; fuzz targets not run" >&2
 fi
 
-echo "== Python: lint and stubs"
+stamp "Python: lint and stubs"
 python3 -m ruff check python tests benches
 python3 -m ruff format --check python tests benches
 python3 -m mypy.stubtest node._core --allowlist .stubtest-allowlist
 
-echo "== pytest"
-set +e
-python3 -m pytest -q -p no:cacheprovider tests benches --benchmark-disable
-rc=$?
-set -e
-if [ "$rc" = 5 ]; then
-  echo "pytest collected no tests" >&2
-  exit 1
-fi
-[ "$rc" = 0 ] || exit "$rc"
-
-# The third of the suite most sensitive to a busy host, again, with two CPU hogs beside it: the
-# tests that run real daemons, real peers (iaxmodem, tshark, wireguard-go, ASL3) and real timers.
-# A test here must assert behaviour, never the host's speed (issue 21).
+# pytest runs test files in parallel (pytest-xdist, `--dist loadfile`: a file's tests stay
+# together in one worker, so a module's fixtures and its order hold). Most of the suite waits on
+# real daemons, peers and timers rather than on the CPU, so more workers than cores pay.
+#
+# First everything but the third of the suite most sensitive to a busy host: the tests that run
+# real daemons, real peers (iaxmodem, tshark, wireguard-go, ASL3) and real timers. That third
+# then runs beside two CPU hogs, where a test must assert behaviour, never the host's speed
+# (issue 21): the busy host is the harder condition, and each of its tests runs there.
 LOADED_THIRD=(tests/interop tests/links tests/load tests/radio)
-echo "== pytest again under load: ${LOADED_THIRD[*]}"
+run_pytest() {
+  set +e
+  python3 -m pytest -q -p no:cacheprovider --dist loadfile "$@"
+  local rc=$?
+  set -e
+  if [ "$rc" = 5 ]; then
+    echo "pytest collected no tests" >&2
+    exit 1
+  fi
+  [ "$rc" = 0 ] || exit "$rc"
+}
+
+stamp "pytest"
+ignored=()
+for dir in "${LOADED_THIRD[@]}"; do ignored+=(--ignore="$dir"); done
+run_pytest -n 2 tests benches --benchmark-disable "${ignored[@]}"
+
+stamp "pytest under load: ${LOADED_THIRD[*]}"
 hogs=()
 for _ in 1 2; do
   yes >/dev/null &
   hogs+=($!)
 done
 trap 'kill "${hogs[@]}" 2>/dev/null || true' EXIT
-set +e
-python3 -m pytest -q -p no:cacheprovider "${LOADED_THIRD[@]}"
-rc=$?
-set -e
+run_pytest -n 3 "${LOADED_THIRD[@]}"
 kill "${hogs[@]}" 2>/dev/null || true
-if [ "$rc" = 5 ]; then
-  echo "pytest collected no tests" >&2
-  exit 1
-fi
-exit "$rc"
+stamp "done"
