@@ -64,22 +64,39 @@ cargo test -q
 # Each cargo-fuzz target (fuzz/, its own workspace) for 10 s, seeded with its committed corpus:
 # every committed input is replayed through its checks, then libFuzzer mutates from there.
 # New inputs go to a scratch directory so the run leaves the tree untouched. cargo-fuzz needs a
-# nightly toolchain; its install from crates.io takes about a minute.
+# nightly toolchain; its install from crates.io takes about a minute. The targets are built
+# once, then run two at a time (one per core).
 stamp "Rust: fuzz targets, 10 s each"
 cargo fmt --check --manifest-path fuzz/Cargo.toml
+fuzz_one() {
+  local target=$1 scratch=$2
+  mkdir -p "$scratch/$target"
+  local log="$scratch/$target.log"
+  if ! (cd fuzz && cargo +nightly fuzz run -O "$target" "$scratch/$target" "corpus/$target" -- \
+    -max_total_time=10 -max_len=2048 -print_final_stats=1) >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    echo "fuzz target $target failed; the input is under fuzz/artifacts/$target/" >&2
+    return 1
+  fi
+  echo "$target: $(grep -m1 '^stat::number_of_executed_units' "$log" | tr -dc 0-9) executions"
+}
 if cargo +nightly --version >/dev/null 2>&1; then
   command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz
   scratch=$(mktemp -d)
-  for target in $(cd fuzz && cargo +nightly fuzz list); do
-    mkdir -p "$scratch/$target"
-    log="$scratch/$target.log"
-    if ! (cd fuzz && cargo +nightly fuzz run -O "$target" "$scratch/$target" "corpus/$target" -- \
-      -max_total_time=10 -max_len=2048 -print_final_stats=1) >"$log" 2>&1; then
-      tail -n 60 "$log" >&2
-      echo "fuzz target $target failed; the input is under fuzz/artifacts/$target/" >&2
-      exit 1
-    fi
-    echo "$target: $(grep -m1 '^stat::number_of_executed_units' "$log" | tr -dc 0-9) executions"
+  if ! (cd fuzz && cargo +nightly fuzz build -O) >"$scratch/build.log" 2>&1; then
+    tail -n 60 "$scratch/build.log" >&2
+    exit 1
+  fi
+  mapfile -t targets < <(cd fuzz && cargo +nightly fuzz list)
+  for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    pids=()
+    for target in "${targets[@]:i:2}"; do
+      fuzz_one "$target" "$scratch" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      wait "$pid" || exit 1
+    done
   done
   rm -rf "$scratch"
 else
@@ -91,9 +108,10 @@ python3 -m ruff check python tests benches
 python3 -m ruff format --check python tests benches
 python3 -m mypy.stubtest node._core --allowlist .stubtest-allowlist
 
-# pytest runs test files in parallel (pytest-xdist, `--dist loadfile`: a file's tests stay
-# together in one worker, so a module's fixtures and its order hold). Most of the suite waits on
-# real daemons, peers and timers rather than on the CPU, so more workers than cores pay.
+# pytest runs test files in parallel (pytest-xdist, `--dist loadgroup` with one group per file,
+# so a module's fixtures and its order hold, and one group for the heavy files, which never run
+# beside each other: tests/conftest.py). Most of the suite waits on real daemons, peers and
+# timers rather than on the CPU, so more workers than cores pay.
 #
 # First everything but the third of the suite most sensitive to a busy host: the tests that run
 # real daemons, real peers (iaxmodem, tshark, wireguard-go, ASL3) and real timers. That third
@@ -102,7 +120,7 @@ python3 -m mypy.stubtest node._core --allowlist .stubtest-allowlist
 LOADED_THIRD=(tests/interop tests/links tests/load tests/radio)
 run_pytest() {
   set +e
-  python3 -m pytest -q -p no:cacheprovider --dist loadfile "$@"
+  python3 -m pytest -q -p no:cacheprovider --dist loadgroup "$@"
   local rc=$?
   set -e
   if [ "$rc" = 5 ]; then
@@ -115,7 +133,7 @@ run_pytest() {
 stamp "pytest"
 ignored=()
 for dir in "${LOADED_THIRD[@]}"; do ignored+=(--ignore="$dir"); done
-run_pytest -n 2 tests benches --benchmark-disable "${ignored[@]}"
+run_pytest -n 3 tests benches --benchmark-disable "${ignored[@]}"
 
 stamp "pytest under load: ${LOADED_THIRD[*]}"
 hogs=()

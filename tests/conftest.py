@@ -9,7 +9,22 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["interop_dir", "require_tool"]
+__all__ = ["HEAVY", "interop_dir", "require_tool"]
+
+#: Test files that never run beside each other when the suite runs in parallel (pytest-xdist,
+#: `--dist loadgroup`): the ones that load the host (hundreds of legs, thousands of calls) and
+#: the ones whose real peer (the ASL3 node) must keep real time beside them.
+HEAVY = ("tests/load/", "tests/interop/test_asl3_")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """One xdist group per test file (a file's tests share its module fixtures and order, as
+    `--dist loadfile` keeps them), and one for all the heavy files together."""
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        where = item.path.resolve().relative_to(root).as_posix()
+        group = "heavy" if where.startswith(HEAVY) else where
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def require_tool(name: str, check: Callable[[], bool] | None = None) -> None:

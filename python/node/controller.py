@@ -84,7 +84,6 @@ class Controller(Router):
         super().__init__(ctx)
         self.secrets = secrets
         self.started = clock()
-        self.stopping = ctx.stopping
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
 

@@ -50,29 +50,9 @@ from node.effects import (
 from node.errors import LocalProtocolError
 from node.events import EventBus, Health, Snapshot
 from node.iax2 import call as c
+from node.iax2 import transport as engine
 from node.iax2.registration import RegistrationEvent
-from node.iax2.transport import (
-    ActivityChanged,
-    CommandFailed,
-    ControlPlayed,
-    DtmfDecoded,
-    EngineEvents,
-    EngineTransport,
-    FrameBatch,
-    FullVoiceNeeded,
-    LocalTxChanged,
-    MiniBeforeFull,
-    PlayFinished,
-    PlayStarted,
-    RxKeyed,
-    SpurtEnded,
-    TunnelChanged,
-    UsrpCarrierChanged,
-    UsrpDtmfReceived,
-    UsrpMetaReceived,
-    UsrpPeerChanged,
-    VoxChanged,
-)
+from node.iax2.transport import EngineEvents, EngineTransport, FrameBatch
 from node.links import service as links
 from node.links.health import HealthChanged
 from node.links.network import LinkEvent
@@ -130,6 +110,8 @@ class Router:
         self.ctx = ctx
         self.bus: EventBus = ctx.bus
         self._clock = ctx.clock
+        #: Set once the node is shutting down (no more work is started).
+        self.stopping = ctx.stopping
         self._transport: EngineTransport | None = None
         #: `[statpost]`: the status poster, given by `attach`.
         self.statpost: StatPostRunner | None = None
@@ -166,23 +148,23 @@ class Router:
         }
         #: What each engine event means, by its class.
         self._engine_routes: dict[type, Callable[[Any, float], Effects]] = {
-            FullVoiceNeeded: self._full_voice,
-            SpurtEnded: self._spurt_ended,
-            RxKeyed: self._rx_keyed,
-            MiniBeforeFull: self._mini_before_full,
-            ControlPlayed: self._control_played,
-            DtmfDecoded: self._dtmf_decoded,
-            PlayStarted: self._playback,
-            PlayFinished: self._playback,
-            ActivityChanged: self._activity,
-            LocalTxChanged: self._local_tx,
-            VoxChanged: self._vox,
-            UsrpDtmfReceived: self._usrp_dtmf,
-            UsrpCarrierChanged: self._usrp_carrier,
-            UsrpMetaReceived: self._usrp_meta,
-            UsrpPeerChanged: self._usrp_peer,
-            CommandFailed: self._command_failed,
-            TunnelChanged: self._tunnel_changed,
+            engine.FullVoiceNeeded: self._full_voice,
+            engine.SpurtEnded: self._spurt_ended,
+            engine.RxKeyed: self._rx_keyed,
+            engine.MiniBeforeFull: self._mini_before_full,
+            engine.ControlPlayed: self._control_played,
+            engine.DtmfDecoded: self._dtmf_decoded,
+            engine.PlayStarted: self._playback,
+            engine.PlayFinished: self._playback,
+            engine.ActivityChanged: self._activity,
+            engine.LocalTxChanged: self._local_tx,
+            engine.VoxChanged: self._vox,
+            engine.UsrpDtmfReceived: self._usrp_dtmf,
+            engine.UsrpCarrierChanged: self._usrp_carrier,
+            engine.UsrpMetaReceived: self._usrp_meta,
+            engine.UsrpPeerChanged: self._usrp_peer,
+            engine.CommandFailed: self._command_failed,
+            engine.TunnelChanged: self._tunnel_changed,
         }
         #: The deadline table: each kind's next deadline and what runs when it comes.
         self._deadlines: DeadlineTable[TimerKind] = DeadlineTable()
@@ -299,7 +281,7 @@ class Router:
         owner = port.owner(callno)
         if owner is None and isinstance(event, c.CallIncoming):
             number, user = event.calling_number, event.username
-            owner = links.OWNER if is_link_caller(self.config, number, user) else plain.OWNER
+            owner = links.OWNER if is_link_caller(self.ctx.config, number, user) else plain.OWNER
             port.claim(callno, owner)
         service = self._owners.get(owner) if owner is not None else None
         if service is None:
@@ -441,7 +423,7 @@ class Router:
         """What the HTTP registration reported (an outcome of a POST, possibly nothing)."""
         self._commit(self._registration.on_events(events))
 
-    def _full_voice(self, event: FullVoiceNeeded, now: float) -> Effects:
+    def _full_voice(self, event: engine.FullVoiceNeeded, now: float) -> Effects:
         """The engine asks for a full voice frame (talk-spurt start, timestamp wrap, codec)."""
         callno = event.callno
         # A call that is hanging up no longer carries voice: its leg goes with it.
@@ -455,7 +437,7 @@ class Router:
             self._port.send_voice_full(callno, now, event.format, event.payload, event.ts)
         return fx
 
-    def _spurt_ended(self, event: SpurtEnded, now: float) -> Effects:
+    def _spurt_ended(self, event: engine.SpurtEnded, now: float) -> Effects:
         """Our talk spurt into a call ended (links send their RADIO_UNKEY)."""
         return self._spurt(event.callno, False, now)
 
@@ -465,61 +447,61 @@ class Router:
             return NOTHING
         return self._owners[links.OWNER].spurt(callno, started, now)  # type: ignore[union-attr]
 
-    def _rx_keyed(self, event: RxKeyed, now: float) -> Effects:
+    def _rx_keyed(self, event: engine.RxKeyed, now: float) -> Effects:
         """A call's received audio keyed or unkeyed (a link's voice, a plain call's VOX)."""
         owner = self._port.owner(event.callno)
         service = self._owners.get(owner) if owner is not None else None
         return NOTHING if service is None else service.rx_keyed(event.callno, event.keyed, now)
 
-    def _mini_before_full(self, event: MiniBeforeFull, now: float) -> Effects:
+    def _mini_before_full(self, event: engine.MiniBeforeFull, now: float) -> Effects:
         """Mini frames arrived before any full one: ask the peer for a full voice frame."""
         if self._port.call(event.callno) is not None:
             with contextlib.suppress(LocalProtocolError):
                 self._port.request_voice_resend(event.callno, now)
         return NOTHING
 
-    def _control_played(self, event: ControlPlayed, now: float) -> Effects:
+    def _control_played(self, event: engine.ControlPlayed, now: float) -> Effects:
         log.debug("call %d: %s %s played out", event.callno, event.kind, event.value)
         return NOTHING
 
-    def _dtmf_decoded(self, event: DtmfDecoded, now: float) -> Effects:
+    def _dtmf_decoded(self, event: engine.DtmfDecoded, now: float) -> Effects:
         """Tones decoded in a call's, a link's or the local radio's received audio."""
         callno = event.callno
         source = "local" if callno is None else f"call {callno}"
         return self._commands.digit(source, callno, event.digit, inband=True)
 
-    def _playback(self, event: PlayStarted | PlayFinished, now: float) -> Effects:
+    def _playback(self, event: engine.PlayStarted | engine.PlayFinished, now: float) -> Effects:
         self._announcements.playback(event)
         return NOTHING
 
-    def _activity(self, event: ActivityChanged, now: float) -> Effects:
+    def _activity(self, event: engine.ActivityChanged, now: float) -> Effects:
         self._announcements.activity(event.active)
         return NOTHING
 
-    def _local_tx(self, event: LocalTxChanged, now: float) -> Effects:
+    def _local_tx(self, event: engine.LocalTxChanged, now: float) -> Effects:
         return self._transmit.tx_demand(event.on)
 
-    def _vox(self, event: VoxChanged, now: float) -> Effects:
+    def _vox(self, event: engine.VoxChanged, now: float) -> Effects:
         return self._transmit.vox_changed(event.open)
 
-    def _usrp_dtmf(self, event: UsrpDtmfReceived, now: float) -> Effects:
+    def _usrp_dtmf(self, event: engine.UsrpDtmfReceived, now: float) -> Effects:
         # The USRP peer's DTMF packets: a digit source of their own.
         return self._commands.digit("usrp", None, event.digit)
 
-    def _usrp_carrier(self, event: UsrpCarrierChanged, now: float) -> Effects:
+    def _usrp_carrier(self, event: engine.UsrpCarrierChanged, now: float) -> Effects:
         return self._transmit.usrp_carrier_changed(event.on)
 
-    def _usrp_meta(self, event: UsrpMetaReceived, now: float) -> Effects:
+    def _usrp_meta(self, event: engine.UsrpMetaReceived, now: float) -> Effects:
         return self._transmit.usrp_meta_received(event.meta)
 
-    def _usrp_peer(self, event: UsrpPeerChanged, now: float) -> Effects:
+    def _usrp_peer(self, event: engine.UsrpPeerChanged, now: float) -> Effects:
         return self._transmit.usrp_peer_changed(event.heard)
 
-    def _command_failed(self, event: CommandFailed, now: float) -> Effects:
+    def _command_failed(self, event: engine.CommandFailed, now: float) -> Effects:
         log.warning("media command failed: %s", event.message)
         return NOTHING
 
-    def _tunnel_changed(self, event: TunnelChanged, now: float) -> Effects:
+    def _tunnel_changed(self, event: engine.TunnelChanged, now: float) -> Effects:
         if (tunnel := self._tunnel_json()) is not None:
             state, peer = tunnel["state"], tunnel["endpoint"] or "unknown"
             log.info("WireGuard tunnel %s (peer endpoint %s)", state, peer)

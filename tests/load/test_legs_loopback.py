@@ -35,9 +35,10 @@ from tests.load.harness import (
 )
 
 LEGS = (8, 32, 128)
-#: Measured window per run. Three runs plus start-up and drain stay under ~2 minutes, inside the
-#: CI budget; IAX_LOAD_SECONDS overrides it (the figures in docs/performance.md use 60 s).
-SECONDS = float(os.environ.get("IAX_LOAD_SECONDS", "30"))
+#: Measured window per run: long enough for both timestamp clocks to cross the 16-bit wrap
+#: (`WRAP_AFTER_S`), so every assertion below is exercised; IAX_LOAD_SECONDS overrides it (the
+#: figures in docs/performance.md use 60 s).
+SECONDS = float(os.environ.get("IAX_LOAD_SECONDS", "10"))
 
 #: Both timestamp clocks cross the 16-bit wrap this long after the peers start (node_proc's
 #: CALL_TS_MS and peers_proc's TS0 sit 6 s and 5 s before it), with a margin.
