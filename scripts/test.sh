@@ -133,7 +133,7 @@ run_pytest() {
 stamp "pytest"
 ignored=()
 for dir in "${LOADED_THIRD[@]}"; do ignored+=(--ignore="$dir"); done
-run_pytest -n 3 tests benches --benchmark-disable "${ignored[@]}"
+run_pytest -n 2 tests benches --benchmark-disable "${ignored[@]}"
 
 stamp "pytest under load: ${LOADED_THIRD[*]}"
 hogs=()
