@@ -249,6 +249,10 @@ pub trait Transport: Send + Sync {
     fn maintain(&self) -> bool {
         false
     }
+    /// Whether `maintain` has timers to run: the engine keeps its clock while it does.
+    fn needs_upkeep(&self) -> bool {
+        false
+    }
     /// The tunnel's health, for a transport that is a tunnel.
     fn tunnel(&self) -> Option<TunnelStats> {
         None

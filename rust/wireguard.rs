@@ -520,6 +520,11 @@ impl Transport for WgTransport {
         self.outer.stats()
     }
 
+    fn needs_upkeep(&self) -> bool {
+        // Handshakes, keepalives and rekeys run on timers.
+        true
+    }
+
     fn maintain(&self) -> bool {
         let mut guard = lock(&self.state);
         let st = &mut *guard;

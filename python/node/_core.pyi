@@ -425,11 +425,14 @@ class Engine:
         tx_gain_db: float = 0.0,
         rx_delay_ms: int = 0,
         vox: tuple[float, int, int] | None = None,
+        trades: bool = True,
     ) -> DevicePort:
         """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
         radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
         back; `vox` = (threshold dBFS -80..0, attack ms, release ms) reports `VoxChanged`
-        events. DeviceError for a setting it cannot take."""
+        events. With `trades` False (the null backend) the port exchanges no blocks and does not
+        keep the engine's clock running, so an idle engine sleeps. DeviceError for a setting it
+        cannot take."""
     def open_usrp(
         self, listen: str, peer: str, settings: Mapping[str, float] | None = None
     ) -> UsrpPort:

@@ -16,10 +16,8 @@ import secrets as pysecrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from node.allstar.portal import TokenSource
-from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 from node.allstar.statpost import StatReport, link_list
 from node.announce.service import Announcements
 from node.calls.service import CallService
@@ -51,6 +49,11 @@ from node.router import Router, TimerKind
 from node.secrets import PeersChange, SecretStore
 from node.views import ChannelView, CommandStats, LinkView, RegistrationView
 from node.wireguard import tunnel_stats
+
+if TYPE_CHECKING:
+    # The HTTP services (httpx) load only when the configuration uses them.
+    from node.allstar.portal import TokenSource
+    from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 
 __all__ = ["DSTAR_REFUSAL", "Controller", "Reloaded", "TimerKind"]
 

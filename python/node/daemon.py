@@ -25,17 +25,12 @@ import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import uvicorn
 
 from node import __version__
-from node.allstar.http_registration import HttpRegistration
-from node.allstar.portal import PortalTokens
-from node.allstar.runner import HttpRegistrationRunner, StatPostRunner, make_client
-from node.allstar.statpost import StatPoster
 from node.config import Address, NodeConfig, load_config, write_template
-from node.control.ami import AmiServer
 from node.control.app import create_app
 from node.control.limits import MAX_HEAD_BYTES, bounded_protocol
 from node.controller import Controller
@@ -48,6 +43,13 @@ from node.radio.usrp import UsrpPtt
 from node.sdnotify import Notifier
 from node.secrets import RedactingFilter, SecretStore
 from node.wireguard import TunnelSettings, encode_key, tunnel_settings
+
+if TYPE_CHECKING:
+    # Loaded at run time only when the configuration uses them (docs/performance.md, "Idle").
+    import httpx
+
+    from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+    from node.control.ami import AmiServer
 
 __all__ = [
     "EXIT_CONFIG",
@@ -80,7 +82,13 @@ GRACEFUL_SHUTDOWN_SECONDS = 2
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling (the daemon owns the signals)."""
+    """uvicorn without its own signal handling (the daemon owns the signals), and without its
+    ten wake-ups a second: its main loop wakes once a second (the resolution of the `Date`
+    header it refreshes) and at once when told to exit (`request_exit`)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._exit = asyncio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -88,6 +96,21 @@ class _Server(uvicorn.Server):
 
     def install_signal_handlers(self) -> None:  # uvicorn < 0.29 calls this instead
         pass
+
+    def request_exit(self) -> None:
+        self.should_exit = True
+        self._exit.set()
+
+    async def main_loop(self) -> None:
+        # uvicorn's own loop sleeps 0.1 s at a time and counts tenths of a second: `on_tick`
+        # refreshes the Date header when the count is a multiple of ten.
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864000
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), 1.0)
+            should_exit = await self.on_tick(counter)
 
 
 def configure_logging() -> logging.Handler:
@@ -144,7 +167,15 @@ def load_or_create(path: Path) -> NodeConfig:
 def _http_services(
     config: NodeConfig, secrets: SecretStore, controller: Controller, iax_port: int
 ) -> tuple[HttpRegistrationRunner | None, StatPostRunner | None]:
-    """The HTTP registration (`[register] method = "http"`) and status posts (`[statpost]`)."""
+    """The HTTP registration (`[register] method = "http"`) and status posts (`[statpost]`).
+
+    Their modules (and httpx) are imported here, only when the configuration asks for them."""
+    if not ((config.register is not None and config.register.method == "http") or config.statpost):
+        return None, None
+    from node.allstar.http_registration import HttpRegistration
+    from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
+    from node.allstar.statpost import StatPoster
+
     now = controller.now()
     registration = None
     reg = config.register
@@ -328,6 +359,8 @@ class RunningNode:
         if isinstance(radio.ptt, UsrpPtt):
             radio.ptt.attach(bridge.usrp_port)
         if config.ami.enabled:
+            from node.control.ami import AmiServer  # only a node with AMI loads it
+
             ami = AmiServer(controller, self.secrets)
             try:
                 await ami.start()
@@ -353,6 +386,9 @@ class RunningNode:
         tokens = None
         portal_secret = self.secrets.portal_secret()
         if config.portal is not None and portal_secret is not None:
+            from node.allstar.portal import PortalTokens
+            from node.allstar.runner import make_client
+
             self._token_client = make_client()
             tokens = PortalTokens(
                 config.portal.url, config.portal.user, portal_secret, self._token_client
@@ -472,7 +508,7 @@ class RunningNode:
             log.exception("ending the links politely failed")
         self.controller.close()
         if self._server is not None:
-            self._server.should_exit = True
+            self._server.request_exit()
         if self._http is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._http

@@ -26,9 +26,8 @@ import contextlib
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from node.allstar.runner import StatPostRunner
 from node.announce.service import Announcements
 from node.calls import service as plain
 from node.calls.service import CallService
@@ -64,6 +63,9 @@ from node.port import IaxPort
 from node.radio.transmit import TransmitService
 from node.registration.service import RegistrationService
 from node.wireguard import tunnel_json
+
+if TYPE_CHECKING:
+    from node.allstar.runner import StatPostRunner
 
 __all__ = ["HEALTH_INTERVAL", "Router", "TimerKind"]
 

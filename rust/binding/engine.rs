@@ -388,8 +388,11 @@ impl PyEngine {
     /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local
     /// radio member; the port converts, applies the gains (dB) and meters. `rx_delay_ms` holds
     /// the received audio back (to cut a squelch tail); `vox` = (threshold dBFS, attack ms,
-    /// release ms) runs VOX on the received audio, reported as `VoxChanged` events.
-    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None))]
+    /// release ms) runs VOX on the received audio, reported as `VoxChanged` events. With
+    /// `trades` false (the null backend) the port exchanges no blocks and does not keep the
+    /// engine's clock running: an idle engine sleeps.
+    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None, trades = true))]
+    #[allow(clippy::too_many_arguments)]
     fn open_device(
         &self,
         device_rate: u32,
@@ -397,6 +400,7 @@ impl PyEngine {
         tx_gain_db: f64,
         rx_delay_ms: u32,
         vox: Option<(f64, u32, u32)>,
+        trades: bool,
     ) -> PyResult<PyDevicePort> {
         let mut edge = DeviceEdge::new(device_rate, self.inner.rate())?;
         edge.set_rx_gain_db(rx_gain_db)?;
@@ -409,7 +413,12 @@ impl PyEngine {
                 release_ms,
             }),
         )?;
-        match self.inner.attach_device(edge) {
+        let attached = if trades {
+            self.inner.attach_device(edge)
+        } else {
+            self.inner.attach_quiet_device(edge)
+        };
+        match attached {
             Ok(link) => Ok(PyDevicePort::new(link)),
             Err(EngineError::Device(e)) => Err(e.into()),
             Err(e) => Err(e.into()),

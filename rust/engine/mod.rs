@@ -246,6 +246,11 @@ struct Shared {
     stop: AtomicBool,
     /// Written (one byte) when a queue goes from empty to non-empty.
     wake_tx: UnixStream,
+    /// The engine thread sleeps without a clock (nothing in the station changes with time
+    /// alone): a command, a device or a stop must write `engine_wake_tx` to wake it.
+    sleeping: AtomicBool,
+    /// Written (one byte) to wake the engine thread from such a sleep.
+    engine_wake_tx: UnixStream,
 }
 
 /// A lock that survives a panic elsewhere: every critical section here is a single push, take
@@ -258,6 +263,16 @@ impl Shared {
     fn wake(&self) {
         // A full pipe means a wakeup is already pending: losing this byte loses nothing.
         let _ = (&self.wake_tx).write(&[1]);
+    }
+
+    /// Wake the engine thread if it sleeps without a clock. Called after the change it must
+    /// see is published (a command queued, a device attached, stop set): the thread sets
+    /// `sleeping` before it looks at them one last time, so with both sides sequentially
+    /// consistent either it sees the change or this sees it sleeping.
+    fn wake_engine(&self) {
+        if self.sleeping.load(Ordering::SeqCst) {
+            let _ = (&self.engine_wake_tx).write(&[1]);
+        }
     }
 
     fn enqueue(&self, item: Received) {
@@ -333,6 +348,9 @@ impl Engine {
         let (wake_tx, wake_rx) = UnixStream::pair()?;
         wake_tx.set_nonblocking(true)?;
         wake_rx.set_nonblocking(true)?;
+        let (engine_wake_tx, engine_wake_rx) = UnixStream::pair()?;
+        engine_wake_tx.set_nonblocking(true)?;
+        engine_wake_rx.set_nonblocking(true)?;
         let mut station = Station::new(cfg.rate, cfg.mix_minus);
         station.set_concealment(cfg.concealment);
         station.set_jitter_config(cfg.jitter);
@@ -356,8 +374,10 @@ impl Engine {
             counters: Counters::default(),
             stop: AtomicBool::new(false),
             wake_tx,
+            sleeping: AtomicBool::new(false),
+            engine_wake_tx,
         });
-        let worker = Worker::new(Arc::clone(&shared), station);
+        let worker = Worker::new(Arc::clone(&shared), station, engine_wake_rx);
         let thread = std::thread::Builder::new()
             .name("iax-engine".into())
             .spawn(move || worker.run())?;
@@ -418,7 +438,8 @@ impl Engine {
             return Err(EngineError::Stopped);
         }
         lock(&self.shared.commands).push(cmd);
-        self.shared.commands_pending.store(true, Ordering::Release);
+        self.shared.commands_pending.store(true, Ordering::SeqCst);
+        self.shared.wake_engine();
         Ok(())
     }
 
@@ -426,6 +447,17 @@ impl Engine {
     /// the returned link exchanges them with the local radio member. Queued local audio from an
     /// earlier device is dropped.
     pub fn attach_device(&self, edge: DeviceEdge) -> Result<DeviceLink, EngineError> {
+        self.attach(edge, true)
+    }
+
+    /// Attach a device that trades no blocks (the null backend): its port converts and meters
+    /// nothing, and it neither counts as attached for the local queues nor keeps the engine's
+    /// clock running.
+    pub fn attach_quiet_device(&self, edge: DeviceEdge) -> Result<DeviceLink, EngineError> {
+        self.attach(edge, false)
+    }
+
+    fn attach(&self, edge: DeviceEdge, trades: bool) -> Result<DeviceLink, EngineError> {
         if self.thread.is_none() {
             return Err(EngineError::Stopped);
         }
@@ -435,15 +467,20 @@ impl Engine {
                 station: self.rate,
             }));
         }
-        let mut port = lock(&self.shared.local);
-        if port.attached == 0 {
-            port.clear();
+        if trades {
+            let mut port = lock(&self.shared.local);
+            if port.attached == 0 {
+                port.clear();
+            }
+            port.attached += 1;
+            drop(port);
+            // A device trades a frame every tick: the clock runs again.
+            self.shared.wake_engine();
         }
-        port.attached += 1;
-        drop(port);
         Ok(DeviceLink {
             shared: Arc::clone(&self.shared),
             edge,
+            trades,
         })
     }
 
@@ -465,6 +502,8 @@ impl Engine {
         }
         port.attached += 1;
         drop(port);
+        // The USRP radio trades a frame every tick: the clock runs again.
+        self.shared.wake_engine();
         UsrpLink::start(Arc::clone(&self.shared), radio, listen, peer).map_err(|e| {
             let mut port = lock(&self.shared.local);
             port.attached = port.attached.saturating_sub(1);
@@ -569,7 +608,8 @@ impl Engine {
 
     /// Stop the thread and wait for it (at most one tick). Idempotent.
     pub fn stop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake_engine();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -588,6 +628,8 @@ impl Drop for Engine {
 pub struct DeviceLink {
     shared: Arc<Shared>,
     edge: DeviceEdge,
+    /// It trades blocks with the local radio member (false: the null backend's quiet port).
+    trades: bool,
 }
 
 impl DeviceLink {
@@ -620,6 +662,9 @@ impl DeviceLink {
 
 impl Drop for DeviceLink {
     fn drop(&mut self) {
+        if !self.trades {
+            return;
+        }
         let mut port = lock(&self.shared.local);
         port.attached = port.attached.saturating_sub(1);
         if port.attached == 0 {

@@ -147,6 +147,8 @@ fn ticks(engine: &Engine) -> u64 {
 fn a_device_counts_frames_each_way_only_while_attached() {
     let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
     engine.command(Command::SetLocalRadio(true)).expect("cmd");
+    // Keyed, so the clock runs with nothing attached (an idle engine sleeps).
+    engine.command(Command::SetLocalKeyed(true)).expect("cmd");
     // Nothing attached: the conference's output for the radio is not queued or counted.
     let t0 = ticks(&engine);
     assert!(wait_for(|| ticks(&engine) >= t0 + 8));
@@ -304,4 +306,57 @@ fn a_usrp_radio_is_the_local_radio_on_its_own_thread() {
         }
         ended
     }));
+}
+
+#[test]
+fn an_idle_engine_sleeps_without_a_clock_and_wakes_for_commands_and_datagrams() {
+    let mut engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+    // Nothing to do: after start-up the thread waits without ticking.
+    std::thread::sleep(Duration::from_millis(100));
+    let (t0, w0) = (ticks(&engine), engine.counters().wakeups);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ticks(&engine), t0, "an idle engine does not tick");
+    assert!(
+        engine.counters().wakeups - w0 <= 1,
+        "{:?}",
+        engine.counters()
+    );
+    // A datagram wakes it (and is handled), without starting the clock.
+    let peer = UdpSocket::bind(loopback()).expect("peer");
+    peer.send_to(&poke(7), engine.local_addr()).expect("send");
+    assert!(wait_for(|| engine.counters().full_in == 1));
+    assert_eq!(engine.drain().len(), 1);
+    // A command that gives the clock work wakes it: keyed, the local source ticks.
+    engine.command(Command::SetLocalKeyed(true)).expect("cmd");
+    assert!(wait_for(|| ticks(&engine) >= t0 + 5));
+    // Unkeyed, with nothing else to do, it goes back to sleep once the conference's activity
+    // hang (the key was a talker) has run out and been reported.
+    engine.command(Command::SetLocalKeyed(false)).expect("cmd");
+    assert!(wait_for(|| {
+        let t = ticks(&engine);
+        std::thread::sleep(Duration::from_millis(150));
+        ticks(&engine) == t
+    }));
+    let events = engine.drain_events();
+    assert!(events.iter().any(|e| matches!(
+        e,
+        EngineEvent::Media(MediaEvent::Activity { active: false })
+    )));
+    // A stop reaches a sleeping thread at once.
+    let started = Instant::now();
+    engine.stop();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(!engine.is_running());
+}
+
+#[test]
+fn an_attached_device_keeps_the_clock_running() {
+    let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = ticks(&engine);
+    let link = engine
+        .attach_device(DeviceEdge::new(8000, 8000).expect("edge"))
+        .expect("attach");
+    assert!(wait_for(|| ticks(&engine) >= t0 + 5));
+    drop(link);
 }

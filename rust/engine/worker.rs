@@ -1,7 +1,9 @@
 //! The engine thread: read the socket, hand frames to Python or the station, tick, send.
 
+use std::io::Read;
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,10 +29,12 @@ pub(super) struct Worker {
     busy: bool,
     /// Ticks since the transport's last upkeep.
     maintain_age: u32,
+    /// Readable when a command, a device or a stop wants the thread out of a clockless sleep.
+    wake_rx: UnixStream,
 }
 
 impl Worker {
-    pub(super) fn new(shared: Arc<Shared>, station: Station) -> Worker {
+    pub(super) fn new(shared: Arc<Shared>, station: Station, wake_rx: UnixStream) -> Worker {
         Worker {
             shared,
             station,
@@ -42,6 +46,7 @@ impl Worker {
             tick_datagrams: 0,
             busy: false,
             maintain_age: 0,
+            wake_rx,
         }
     }
 
@@ -50,7 +55,7 @@ impl Worker {
     }
 
     pub(super) fn apply_commands(&mut self, now_ms: u64) {
-        if !self.shared.commands_pending.swap(false, Ordering::AcqRel) {
+        if !self.shared.commands_pending.swap(false, Ordering::SeqCst) {
             return;
         }
         let commands = std::mem::take(&mut *lock(&self.shared.commands));
@@ -226,6 +231,32 @@ impl Worker {
         }
     }
 
+    /// Whether the clock may stop: nothing in the station changes with time alone, no device
+    /// trades frames with it, and the transport has no timers of its own.
+    fn idle(&self) -> bool {
+        self.station.idle()
+            && lock(&self.shared.local).attached == 0
+            && !self.shared.transport.needs_upkeep()
+    }
+
+    /// Sleep without a clock until a datagram arrives or a command, a device or a stop wakes
+    /// the thread (an idle node wakes nobody 50 times a second). True when datagrams wait.
+    fn sleep_idle(&mut self, fd: RawFd) -> bool {
+        let shared = &self.shared;
+        shared.sleeping.store(true, Ordering::SeqCst);
+        // The last look, after `sleeping` is visible: whoever changes these from now on wakes us.
+        if shared.commands_pending.load(Ordering::SeqCst) || shared.stop.load(Ordering::SeqCst) {
+            shared.sleeping.store(false, Ordering::SeqCst);
+            return false;
+        }
+        let ready = wait_any(&[fd, self.wake_rx.as_raw_fd()], None);
+        shared.sleeping.store(false, Ordering::SeqCst);
+        bump(&shared.counters.wakeups, 1);
+        let mut sink = [0u8; 64];
+        while matches!((&self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
+        ready[0]
+    }
+
     pub(super) fn run(mut self) {
         let mut batch = RecvBatch::new();
         let mut next_tick = Instant::now() + TICK;
@@ -235,6 +266,20 @@ impl Worker {
             let now = Instant::now();
             let now_ms = self.now_ms(now);
             self.apply_commands(now_ms);
+            if !self.busy && self.idle() {
+                if self.stats_legs != self.station.leg_count() {
+                    // The last leg went: nobody may read its figures after it.
+                    self.station
+                        .fill_jitter_stats(&mut lock(&self.shared.jitter));
+                    self.stats_legs = self.station.leg_count();
+                }
+                if self.sleep_idle(fd) {
+                    self.drain_socket(&mut batch, Instant::now() + TICK);
+                }
+                // The clock starts again from now: no tick is owed for the sleep.
+                next_tick = Instant::now() + TICK;
+                continue;
+            }
             if now >= next_tick {
                 // What arrived since the last read plays in this tick.
                 if self.busy {
@@ -300,20 +345,42 @@ pub fn send_batch_of(out: &TickOutput) -> Vec<OutDatagram<'_>> {
 /// receive timeout is rounded up to the kernel's tick (4 ms at HZ=250) and would make the
 /// 20 ms media clock late by that much on every tick.
 pub(super) fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
+    wait_any(&[fd], Some(timeout))[0]
+}
+
+/// Wait until one of `fds` (at most two) is readable or `timeout` has passed (None: no time
+/// limit); which ones are readable.
+pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 2] {
+    let mut pfds = [libc::pollfd {
+        fd: -1,
         events: libc::POLLIN,
         revents: 0,
-    };
+    }; 2];
+    let count = fds.len().min(2);
+    for (pfd, &fd) in pfds.iter_mut().zip(fds) {
+        pfd.fd = fd;
+    }
     // c_long is 32 bits on 32-bit ARM hosts, where the conversion is fallible.
     #[allow(clippy::unnecessary_fallible_conversions)]
-    let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0),
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::try_from(t.subsec_nanos()).unwrap_or(0),
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `pfds` is an array of initialised pollfds that lives for the whole call and
+    // `count` (at most its length) are passed; `ts_ptr` is null (no time limit) or points to a
+    // timespec that outlives the call; a null signal mask leaves the mask unchanged. ppoll
+    // writes only the `revents` fields.
+    let n = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            count as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
     };
-    // SAFETY: `pfd` is one valid, initialised pollfd that lives for the whole call and the
-    // count passed is 1; `ts` is a valid timespec borrowed for the call; a null signal mask
-    // means "leave the mask unchanged". ppoll writes only `pfd.revents`.
-    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-    n > 0 && (pfd.revents & (libc::POLLIN | libc::POLLERR)) != 0
+    let ready = |p: &libc::pollfd| n > 0 && (p.revents & (libc::POLLIN | libc::POLLERR)) != 0;
+    [ready(&pfds[0]), ready(&pfds[1])]
 }

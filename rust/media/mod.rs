@@ -377,6 +377,21 @@ impl Station {
         self.local_member
     }
 
+    /// Nothing here changes with time alone: no leg, no clip playing, the local source neither
+    /// keyed nor heard, no activity hang running, no microphone frame waiting, no parrot. The
+    /// engine may then stop its clock until a datagram or a command comes; a tick after such a
+    /// sleep starts from a clean state (every output quiet, no event owed).
+    pub fn idle(&self) -> bool {
+        self.legs.is_empty()
+            && self.player.playing() == 0
+            && !self.local_keyed
+            && !self.local_tx
+            && !self.active
+            && self.local_in.is_none()
+            && !self.local_only_heard
+            && self.parrot.is_none()
+    }
+
     /// The local microphone's frame for the next tick (station rate).
     pub fn put_local(&mut self, pcm: &[i16]) {
         if self.local_slot.is_some() && pcm.len() == self.frame_len {

@@ -215,7 +215,7 @@ def test_audio_flows_both_ways_between_a_48k_card_and_a_call(engine: Engine) -> 
 # --- the bridge's audio status -----------------------------------------------------------------
 
 
-def test_the_bridge_runs_the_null_device_at_48k_and_reports_both_directions(
+def test_the_bridge_opens_the_null_device_at_48k_and_reports_both_directions(
     engine: Engine,
 ) -> None:
     bridge = MediaBridge(engine, Topology(), device_rate=48000, rx_gain_db=-6.0)
@@ -227,12 +227,12 @@ def test_the_bridge_runs_the_null_device_at_48k_and_reports_both_directions(
     }
     bridge.start_audio()
     try:
-        deadline = time.monotonic() + 5
-        while bridge.audio()["rx"]["frames"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
         audio = bridge.audio()
-        assert (audio["rate"], audio["device_rate"], audio["block_ms"]) == (8000, 48000, 20)
-        assert audio["filter_delay_ms"] == 2.49 and audio["rx"]["frames"] >= 3
+        # Its port is open with the converters and gains, but the null device trades no
+        # blocks (it has no clock of its own): nothing is counted or metered.
+        assert (audio["rate"], audio["device_rate"], audio["block_ms"]) == (8000, 48000, None)
+        assert audio["filter_delay_ms"] == 2.49 and audio["rx"]["frames"] == 0
+        assert audio["blocks"] == 0 and audio["tx"]["frames"] == 0
         assert audio["rx"]["gain_db"] == -6.0 and audio["rx"]["peak_dbfs"] == -100.0
         assert audio["rx"]["overflows"] == 0 and audio["tx"]["underflows"] == 0
         assert bridge.set_gains(tx_gain_db=3.0) == {"rx_gain_db": -6.0, "tx_gain_db": 3.0}
@@ -244,7 +244,7 @@ def test_the_bridge_runs_the_null_device_at_48k_and_reports_both_directions(
         bridge.set_devices()
         audio = bridge.audio()
         assert audio["rx"]["gain_db"] == -6.0 and audio["tx"]["gain_db"] == 3.0
-        assert audio["rx"]["frames"] >= frames
+        assert audio["rx"]["frames"] == frames == 0
     finally:
         bridge.close()
     assert bridge.audio()["running"] is False

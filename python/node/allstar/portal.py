@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Protocol
 
 from node.secrets import Secret
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["LEGACY_PATH", "GuestToken", "PortalTokens", "TokenError", "TokenSource"]
 
@@ -79,6 +80,8 @@ class PortalTokens:
         return f"PortalTokens(url={self.url!r}, user={self.user!r})"
 
     async def mint(self, node: str) -> GuestToken:
+        import httpx  # only a node with `[portal]` mints tokens: no import at start
+
         body = {"username": self.user, "password": self._password.reveal()}
         try:
             reply = await self._client.post(self.url, json=body, timeout=self._timeout)

@@ -26,11 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import dns.asyncresolver
-import dns.exception
-import dns.nameserver
-import dns.resolver
-
 from node.errors import NodeLookupError
 from node.links.dns import (
     CACHE_SIZE,
@@ -71,12 +66,18 @@ class _DnsClient:
 
     def __init__(self, config: DnsConfig) -> None:
         self._config = config
-        self._resolver: dns.asyncresolver.Resolver | None = None
+        self._resolver: Any = None
         self.timeout = config.timeout_ms / 1000
         servers = ", ".join(str(s) for s in config.servers)
         self.servers = servers or "the system resolver"
 
-    def _get(self) -> dns.asyncresolver.Resolver:
+    def _get(self) -> Any:
+        # dnspython is loaded on the first lookup, not at start: a node that never looks a
+        # node number up in DNS never pays its import (about 10 MB).
+        import dns.asyncresolver
+        import dns.nameserver
+        import dns.resolver
+
         if self._resolver is None:
             if self._config.servers:
                 resolver = dns.asyncresolver.Resolver(configure=False)
@@ -103,6 +104,9 @@ class _DnsClient:
     async def query(self, name: str, rdtype: str) -> tuple[list[Any], float]:
         """The records of `name`/`rdtype` and their TTL. Raises `_Miss`."""
         resolver = self._get()
+        import dns.exception
+        import dns.resolver
+
         try:
             answer = await resolver.resolve(name, rdtype, search=False, raise_on_no_answer=False)
         except dns.resolver.NXDOMAIN:

@@ -1,6 +1,6 @@
-"""Local radio audio: the sounddevice (PortAudio) backend and the paced null backend.
+"""Local radio audio: the sounddevice (PortAudio) backend and the null backend.
 
-Both backends hand every block the device delivers to one exchange call, the engine's
+A sound card hands every block it delivers to one exchange call, the engine's
 `DevicePort.exchange` (Rust): the captured block in (native-endian int16 at the device rate), the
 block to play out, same length. The port converts between the device rate and the station rate,
 applies the gains, meters both directions and trades 20 ms frames with the local radio member, so
@@ -10,15 +10,13 @@ The device runs at the station rate when it takes it, and otherwise at 48 kHz: U
 interfaces (CM108/CM119) offer only 44.1 and 48 kHz. 44.1 kHz is refused (no filter for it).
 
 `backend = "cpal"` in the config means real hardware (the name is the spec's; the implementation
-is sounddevice/PortAudio). `backend = "none"` is a hardware-free device that keeps real time, for
-headless hosts and every test.
+is sounddevice/PortAudio). `backend = "none"` is no device at all, for hubs, headless hosts and
+the tests: nothing is exchanged and nothing runs (`NullAudio`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -44,9 +42,6 @@ log = logging.getLogger(__name__)
 #: The sound card's block: with the 48 kHz filter delay (2.5 ms at most) the device edge adds
 #: under 10 ms each way.
 BLOCK_MS = 5
-
-#: The null device's block: it has no latency to keep small, so it wakes once per frame.
-NULL_BLOCK_MS = 20
 
 #: The rate a device runs at when it does not take the station rate.
 CONVERTED_RATE = 48000
@@ -88,66 +83,32 @@ class AudioDevice(Protocol):
 
 
 class NullAudio:
-    """A device without hardware that keeps real time.
+    """A device without hardware, and without a clock of its own.
 
-    A thread wakes at absolute deadlines, one block apart (so sleeping late never accumulates
-    drift), hands the exchange a silent captured block and discards what it would have played.
-    When the thread falls more than a block behind (a stalled host), the missed blocks are counted
-    as lost both ways and skipped rather than replayed in a burst.
+    It trades no blocks: the local radio hears nothing and plays to nobody. Nothing is lost by
+    that: an unkeyed silent frame is no frame to the conference, and a keyed local source with
+    no microphone frame sends silence (the engine's tick does), so feeding silence in real time
+    would only wake the host 50 times a second. With nothing attached and nothing to do, the
+    engine stops its own clock too, and an idle node sleeps (docs/performance.md, "Idle").
     """
 
-    def __init__(
-        self,
-        rate: int,
-        device_rate: int = 0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, rate: int, device_rate: int = 0) -> None:
         self.rate = rate
         self.device_rate = device_rate or rate
         self.stats = AudioStats()
-        self._clock = clock
-        self._silence = bytes(2 * block_samples(self.device_rate, NULL_BLOCK_MS))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def start(self, exchange: BlockExchange) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._run, args=(exchange,), name="null-audio", daemon=True
-        )
-        self._thread.start()
-
-    def _run(self, exchange: BlockExchange) -> None:
-        period = NULL_BLOCK_MS / 1000
-        next_at = self._clock()
-        while not self._stop.is_set():
-            exchange(self._silence)
-            self.stats.blocks += 1
-            next_at += period
-            delay = next_at - self._clock()
-            if delay < -period:
-                missed = int(-delay / period)
-                self.stats.input_overflows += missed
-                self.stats.output_underflows += missed
-                next_at += missed * period
-                delay += missed * period
-            if delay > 0:
-                self._stop.wait(delay)
+        """Nothing to start: no block is ever exchanged."""
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
-            self._thread = None
+        """Nothing to stop."""
 
     def describe(self) -> dict[str, Any]:
         return {
             "backend": "none",
             "rate": self.rate,
             "device_rate": self.device_rate,
-            "block_ms": NULL_BLOCK_MS,
+            "block_ms": None,
             "input": None,
             "output": None,
         }

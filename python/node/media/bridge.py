@@ -29,7 +29,7 @@ from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig, UsrpConfig
 from node.errors import CommandError
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass
-from node.media.audio import AudioDevice, UsrpAudio, open_audio
+from node.media.audio import AudioDevice, NullAudio, UsrpAudio, open_audio
 
 __all__ = [
     "CallLeg",
@@ -336,8 +336,14 @@ class MediaBridge:
             self._device, self._port = device, port
             return device.describe()
         try:
+            # The null device trades no blocks: its port meters and converts nothing, and does
+            # not keep the engine's clock running (an idle node sleeps).
             port = self._engine.open_device(
-                device.device_rate, **self._gains, rx_delay_ms=self._rx_delay_ms, vox=self._vox
+                device.device_rate,
+                **self._gains,
+                rx_delay_ms=self._rx_delay_ms,
+                vox=self._vox,
+                trades=not isinstance(device, NullAudio),
             )
         except DeviceError as exc:
             raise CommandError(str(exc), 400) from None
@@ -346,13 +352,18 @@ class MediaBridge:
         except BaseException:
             port.close()
             raise
-        old_device, old_port = self._device, self._port
+        self._retire()
         self._device, self._port = device, port
+        return device.describe()
+
+    def _retire(self) -> None:
+        """Stop the device and close the port a new one replaces."""
+        old_device, old_port = self._device, self._port
+        self._device, self._port = None, None
         if old_device is not None:
             old_device.stop()
         if old_port is not None:
             old_port.close()
-        return device.describe()
 
     def start_audio(self) -> None:
         """Open and start the configured device (errors name the device and the choices)."""

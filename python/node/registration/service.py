@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from node.allstar.runner import HttpRegistrationRunner
 from node.context import NodeContext
 from node.effects import CHANGED, NOTHING, Announce, Effects
 from node.errors import CommandError, LocalProtocolError
@@ -29,6 +28,9 @@ from node.iax2.registration import Registered as RegistrationSucceeded
 from node.iax2.transport import Address
 from node.port import IaxPort
 from node.registration.status import format_addr, registration_json
+
+if TYPE_CHECKING:
+    from node.allstar.runner import HttpRegistrationRunner
 
 __all__ = ["NAT_BINDING_LIFETIME", "OWNER", "RegistrationService"]
 
