@@ -204,7 +204,10 @@ def parse_function(code: str, spec: str) -> Function:
     text = spec.strip()
     name, _, param = text.partition(",")
     name, param = name.strip().lower(), param.strip()
-    number = int(param) if param.isdigit() else None
+    # app_rpt passes what follows the number on to the function (ilink,9's node and text,
+    # cop,48's tones); the number alone chooses it.
+    first = param.split(",")[0].strip()
+    number = int(first) if first.isdigit() else None
     if name == "ilink":
         if number is not None and number in ILINK:
             kind, takes_node, permanent = ILINK[number]
@@ -217,7 +220,6 @@ def parse_function(code: str, spec: str) -> Function:
         if number in STATUS_UNAVAILABLE:
             return _unavailable(code, text, f"status {number} (GPS)")
     elif name == "cop":
-        first = param.split(",")[0].strip()
         if first.isdigit() and int(first) in COP:
             return Function(code, "cop", arg=first, spec=text)
         if first.isdigit() and 1 <= int(first) <= 65:
