@@ -72,7 +72,7 @@ def test_secrets_are_named_never_carried() -> None:
     ]
 
 
-def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
+def test_echolink_reported_only_when_asterisk_loads_it_and_the_voter_only_when_used() -> None:
     rpt = "[3000]\nrxchannel = Local/pseudo\n"
     echolink = "[el0]\ncall = W1AW-L\n"
     off = plan_of(rpt, echolink=echolink, modules="[modules]\nautoload = no\n")
@@ -83,7 +83,10 @@ def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
         modules="[modules]\nautoload = yes\nnoload => chan_usbradio.so\n",
     )
     assert "echolink.conf:1 [el0]: EchoLink: not supported" in on.dropped
-    assert "modules.conf chan_voter.so: the voter (RTCM receivers): not supported" in on.dropped
+    # chan_voter loaded but no node on it changes nothing; a node on it cannot be imported.
+    assert not any("voter" in d for d in on.dropped) and on.blockers == []
+    voted = plan_of("[3000]\nrxchannel = Voter/3000\n", modules="[modules]\nautoload = yes\n")
+    assert [b.split(": ")[0] for b in voted.blockers] == ["rpt.conf:2 [3000] rxchannel Voter/3000"]
 
 
 def test_the_jitter_buffer_keys_of_iax_conf_are_carried_within_range() -> None:
