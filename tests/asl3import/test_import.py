@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from node.asl3import.command import import_asl3
-from node.config import load_config
 from node.config.node import NodeConfig
+from tests.asl3import._run import cli, imported
 from tests.node_process import NodeProcess, free_port
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "asl3"
@@ -22,20 +19,7 @@ SHIPPED = DATA / "shipped"
 
 
 def run_import(tmp_path: Path, src: Path, node: str | None = None) -> tuple[NodeConfig, str]:
-    out = tmp_path / "node.toml"
-    done = import_asl3(src, node, out)
-    assert done.written
-    return load_config(out), done.report
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "node", "import-asl3", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return imported(tmp_path, src, node)
 
 
 @pytest.mark.parametrize(
@@ -130,7 +114,7 @@ def test_hub_on_local_pseudo(tmp_path: Path) -> None:
     assert "NET_AMI_SECRET" in report and "NET_PEER_2501" in report
     # The autopatch is named once, by its function; its context and callerid change nothing.
     assert "1 function loads, but is not available here (typing one says so):" in report
-    assert "autopatchup 6" in report and "context" not in report
+    assert "autopatchup (at 6)" in report and "context" not in report
 
 
 def test_repeater_on_simpleusb(tmp_path: Path) -> None:

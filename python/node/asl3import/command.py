@@ -123,16 +123,15 @@ def _check_loads(plan: Plan, staged: Path) -> None:
 
 def _at_source(plan: Plan, exc: ConfigError) -> Asl3ConfError:
     """A loader error on the written config, named by the ASL setting it came from."""
-    accepted = f" (accepted: {exc.accepted})" if exc.accepted else ""
+    accepted = f"; accepted: {exc.accepted}" if exc.accepted else ""
     setting = plan.setting_of(exc.key) if exc.key else None
     if setting is None:
         what = f"{exc.key}: " if exc.key else ""
-        return Asl3ConfError(plan.node, None, f"cannot be imported: {what}{exc.problem}{accepted}")
+        problem = f"cannot be imported: {what}{exc.problem}"
+        return Asl3ConfError(f"node {plan.node}", None, problem + accepted.replace(";", ",", 1))
     file, line = where_of(setting.source)
     named = setting.source.removeprefix(f"{file}:{line}").strip() if line else setting.source
-    return Asl3ConfError(
-        file, line, f"{named}: {exc.problem} (as {exc.key} here){accepted}".lstrip()
-    )
+    return Asl3ConfError(file, line, f"{named}: {exc.problem} (as {exc.key} here{accepted})")
 
 
 def run(asterisk_dir: str, node: str | None, config: str, *, force: bool = False) -> int:

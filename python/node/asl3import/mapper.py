@@ -190,7 +190,7 @@ def _functions(plan: Plan, files: Asl3Files, stanza: Section) -> list[Function]:
     if unavailable:
         where = f"{functions.file}:{functions.line} [{fname}]"
         count = sum(len(codes) for codes in unavailable.values())
-        listed = "; ".join(f"{name} {' '.join(codes)}" for name, codes in unavailable.items())
+        listed = "; ".join(f"{name} (at {', '.join(codes)})" for name, codes in unavailable.items())
         what = "1 function loads, but is" if count == 1 else f"{count} functions load, but are"
         plan.drop(where, f"{what} {_UNAVAILABLE}: {listed}")
     plan.set(

@@ -51,12 +51,13 @@ _CARRIER_CANNOT = {
     "pp": "the carrier on a parallel port pin",
     "ppinvert": "the carrier on a parallel port pin",
 }
+_MIXER = "the CM108 mixer: set it once with alsamixer, then [audio] rx_gain_db / tx_gain_db"
 #: simpleusb/usbradio keys with no equivalent, and why (keys not here and not mapped are
 #: reported as "no equivalent here"; a key whose value is the driver's default is not).
 _USB_LOST = {
-    "rxmixerset": "the CM108 mixer: set it once with alsamixer, then [audio] rx_gain_db",
-    "txmixaset": "the CM108 mixer: set it once with alsamixer, then [audio] tx_gain_db",
-    "txmixbset": "the CM108 mixer: set it once with alsamixer, then [audio] tx_gain_db",
+    "rxmixerset": _MIXER,
+    "txmixaset": _MIXER,
+    "txmixbset": _MIXER,
     "txoffdelay": "not needed: the node does not repeat its receiver (mix-minus)",
     "rxboost": "the CM108's 20 dB receive boost: set the level with [audio] rx_gain_db",
     "txboost": "the CM108's transmit boost: set the level with [audio] tx_gain_db",
@@ -150,18 +151,24 @@ def _device(entry: Entry, conf: ConfFile | None, fname: str) -> Section:
     return dev
 
 
-def _lookup(dev: Section, conf: ConfFile | None) -> Callable[[str], Entry | None]:
-    """A key of the device's stanza, else of `[general]`: chan_alsaradio and chan_rpiradio
+class _Keys:
+    """The keys of a device's stanza, else of `[general]`: chan_alsaradio and chan_rpiradio
     start every device from the `[general]` settings."""
-    general = conf.section("general") if conf is not None else None
 
-    def get(key: str) -> Entry | None:
-        found = dev.get(key)
-        if found is None and general is not None and general is not dev:
-            found = general.get(key)
+    def __init__(self, dev: Section, conf: ConfFile | None) -> None:
+        self.dev = dev
+        self.general = conf.section("general") if conf is not None else None
+
+    def get(self, key: str) -> Entry | None:
+        found = self.dev.get(key)
+        if found is None and self.general is not None and self.general is not self.dev:
+            found = self.general.get(key)
         return found
 
-    return get
+    def source(self, entry: Entry) -> str:
+        """Where `entry` is, with the stanza it is in."""
+        mine = any(e is entry for e in self.dev.entries)
+        return source(entry, self.dev.name if mine else "general")
 
 
 def _sound_card(plan: Plan, where: str, named: str, also: str = "") -> None:
@@ -174,12 +181,12 @@ def _sound_card(plan: Plan, where: str, named: str, also: str = "") -> None:
     )
 
 
-def _delays(plan: Plan, get: Callable[[str], Entry | None], section: str) -> None:
+def _delays(plan: Plan, keys: _Keys) -> None:
     delays = (("rxondelay", "rx_on_delay_ms", 5000), ("rxaudiodelay", "rx_audio_delay_ms", 1000))
     for key, ours, top in delays:
-        if (e := get(key)) is not None:
-            ms = max(0, min(top, 20 * integer(e, section)))
-            plan.set("radio", ours, ms, source(e, section), "20 ms frames to ms")
+        if (e := keys.get(key)) is not None:
+            ms = max(0, min(top, 20 * integer(e, keys.dev.name)))
+            plan.set("radio", ours, ms, keys.source(e), "20 ms frames to ms")
 
 
 def _leftovers(plan: Plan, dev: Section, handled: frozenset[str]) -> None:
@@ -225,7 +232,7 @@ def _usb(plan: Plan, dev: Section, fname: str) -> None:
             source(e, dev.name),
             "CTCSS decode ANDed with COS: wire a CTCSS-qualified COS to volume down",
         )
-    _delays(plan, dev.get, dev.name)
+    _delays(plan, _Keys(dev, None))
     handled = frozenset(
         {"invertptt", "carrierfrom", "ctcssfrom", "rxondelay", "rxaudiodelay", "devstr"}
     )
@@ -236,14 +243,15 @@ def _alsaradio(plan: Plan, dev: Section, conf: ConfFile | None) -> None:
     """chan_alsaradio (YO3IIU): an ALSA card, PTT on a serial port's RTS (DTR held set), COS
     on DSR, read inverted (its interface inverts it): `serialdsr` is a carrier while DSR is
     clear, `serialdsrinvert` while it is set; CTCSS on CTS."""
-    get = _lookup(dev, conf)
+    keys = _Keys(dev, conf)
+    get = keys.get
     where = f"{dev.file}:{dev.line} alsaradio.conf [{dev.name}]"
     names = [(e.value if (e := get(k)) else "default") for k in ("input_device", "output_device")]
     _sound_card(plan, where, f"ALSA devices {names[0]} (input), {names[1]} (output)")
     disabled = get("serial_disable")
     serial = get("serial_device")
     if (disabled is not None and truthy(disabled.value)) or serial is None:
-        src = source(disabled, dev.name) if disabled is not None else where
+        src = keys.source(disabled) if disabled is not None else where
         plan.set("radio", "ptt", "none", src, "chan_alsaradio used no serial port")
         plan.set("radio", "carrier", "none", src)
         plan.checks.append(
@@ -252,15 +260,15 @@ def _alsaradio(plan: Plan, dev: Section, conf: ConfFile | None) -> None:
             "received audio"
         )
     else:
-        ssrc = source(serial, dev.name)
+        ssrc = keys.source(serial)
         plan.set("radio", "ptt", "serial", ssrc, "chan_alsaradio keys RTS")
         plan.set("radio", "ptt_device", serial.value.strip(), ssrc)
         plan.set("radio", "ptt_pin", "rts", ssrc)
         if (e := get("invertptt")) is not None:
-            plan.set("radio", "ptt_invert", truthy(e.value), source(e, dev.name))
+            plan.set("radio", "ptt_invert", truthy(e.value), keys.source(e))
         cd = get("carrierfrom")
         v = cd.value.strip().lower() if cd is not None else "no"
-        csrc = source(cd, dev.name) if cd is not None else ssrc
+        csrc = keys.source(cd) if cd is not None else ssrc
         if v in ("serialdsr", "serialdsrinvert"):
             plan.set("radio", "carrier", "serial", csrc, "COS on DSR")
             plan.set("radio", "carrier_device", serial.value.strip(), csrc)
@@ -280,8 +288,8 @@ def _alsaradio(plan: Plan, dev: Section, conf: ConfFile | None) -> None:
                 "keys it on the received audio)"
             )
     if (e := get("ctcssfrom")) is not None and e.value.strip().lower() != "no":
-        plan.drop(source(e, dev.name), "CTCSS decode on CTS ANDed with COS: no equivalent")
-    _delays(plan, get, dev.name)
+        plan.drop(keys.source(e), "CTCSS decode on CTS ANDed with COS: no equivalent")
+    _delays(plan, keys)
     _leftovers(plan, dev, frozenset({"invertptt", "carrierfrom", "ctcssfrom", "rxondelay"}))
 
 
@@ -289,20 +297,21 @@ def _rpiradio(plan: Plan, dev: Section, conf: ConfFile | None) -> None:
     """chan_rpiradio (VK3VS): an ALSA card (a UDRC, a USB fob) with PTT and COR on the
     Raspberry Pi's GPIO, numbered as the BCM pins (`pttpin` 22 and `corpin` 17 by default),
     the PTT keyed high and a carrier while COR is high, each inverted by its invert key."""
-    get = _lookup(dev, conf)
+    keys = _Keys(dev, conf)
+    get = keys.get
     where = f"{dev.file}:{dev.line} rpiradio.conf [{dev.name}]"
     names = [(e.value if (e := get(k)) else "default") for k in ("input_device", "output_device")]
     _sound_card(plan, where, f"ALSA devices {names[0]} (input), {names[1]} (output)")
     pins = {}
     for key, default in (("pttpin", 22), ("corpin", 17)):
         e = get(key)
-        pins[key] = (integer(e, dev.name) if e else default, source(e, dev.name) if e else where)
+        pins[key] = (integer(e, dev.name) if e else default, keys.source(e) if e else where)
     (ptt, psrc), (cor, csrc) = pins["pttpin"], pins["corpin"]
     plan.set("radio", "ptt", "gpio", psrc, "the Pi's header, BCM numbering")
     plan.set("radio", "ptt_device", "gpiochip0", psrc, "CHECK: the Pi's header")
     plan.set("radio", "ptt_pin", ptt, psrc)
     if (e := get("invertptt")) is not None:
-        plan.set("radio", "ptt_invert", truthy(e.value), source(e, dev.name))
+        plan.set("radio", "ptt_invert", truthy(e.value), keys.source(e))
     plan.set("radio", "carrier", "gpio", csrc, "COR on the Pi's header")
     plan.set("radio", "carrier_device", "gpiochip0", csrc)
     plan.set("radio", "carrier_pin", cor, csrc)
@@ -311,7 +320,7 @@ def _rpiradio(plan: Plan, dev: Section, conf: ConfFile | None) -> None:
             "radio",
             "carrier_invert",
             True,
-            source(e, dev.name),
+            keys.source(e),
             "a carrier while COR is low (chan_rpiradio's own code never saw one with it)",
         )
     plan.checks.append(
@@ -320,8 +329,8 @@ def _rpiradio(plan: Plan, dev: Section, conf: ConfFile | None) -> None:
         "service group gpio (docs/radio.md)"
     )
     if (e := get("disable_ctcss")) is not None and truthy(e.value):
-        plan.drop(source(e, dev.name), "CTCSS decode (ctcsspin) ANDed with COR: no equivalent")
-    _delays(plan, get, dev.name)
+        plan.drop(keys.source(e), "CTCSS decode (ctcsspin) ANDed with COR: no equivalent")
+    _delays(plan, keys)
     handled = frozenset(
         {"pttpin", "corpin", "ctcsspin", "invertptt", "invertcor", "invertctcss", "rxondelay"}
         | {"disable_ctcss", "disablectcss"}

@@ -163,6 +163,7 @@ def render_report(plan: Plan, config: str, nodes_file: str | None, *, written: b
     if written:
         head = f"Imported node {plan.node} into {config}"
         head += f" and {nodes_file}" if nodes_file else ""
+        head += " (--force: see NOT CARRIED below)" if plan.blockers else ""
     else:
         head = (
             f"Not imported: node {plan.node}'s radio cannot be driven by this node, so nothing "
