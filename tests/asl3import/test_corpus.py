@@ -228,6 +228,8 @@ def test_asl3_operator_node_with_templates(tmp_path: Path) -> None:
     assert "rpt.conf:57 [2630] nounkeyct -> [radio] courtesy_tone" in report
     assert (cfg.radio.hang_time_ms, cfg.rpt.telemdefault) == (0, 0)
     assert (cfg.announce.callsign, cfg.announce.id_interval_secs) == ("N0CALL", 540)
+    # duplex = 0: app_rpt's ID keys nothing of its own, as this node's default.
+    assert cfg.announce.cw_keys_when_idle is False
     assert cfg.register is not None and cfg.register.method == "http"
     assert cfg.rpt.tailmessagelist == (
         "/etc/asterisk/local/sounds/clubnet",

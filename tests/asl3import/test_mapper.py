@@ -220,3 +220,13 @@ def test_without_iax_conf_the_node_listens_as_asls_shipped_iax_conf() -> None:
     assert values(plan, "")["codec_policy"] == "ulaw_only"
     assert any(c.startswith("there is no iax.conf") for c in plan.checks)
     assert not any("iax.conf [general]" in c for c in plan.carried)
+
+
+def test_duplex_0_keys_the_transmitter_for_neither_the_id_nor_the_courtesy_tone() -> None:
+    keys = "idrecording = |iN0CALL\nunlinkedct = ct2\n"
+    full = plan_of(RADIO + keys, simpleusb=USB)
+    assert values(full, "announce")["cw_keys_when_idle"] is True
+    assert values(full, "radio")["courtesy_tone"] == [[660, 880, 150]]  # app_rpt's built-in ct2
+    half = plan_of(RADIO + keys + "duplex = 0\n", simpleusb=USB)
+    assert values(half, "announce")["cw_keys_when_idle"] is False
+    assert values(half, "radio")["courtesy_tone"] == []

@@ -10,7 +10,9 @@ before serving": a repeater must not lose its ID in the move. The ID keys the tr
 app_rpt's telemetry does (`cw_keys_when_idle`).
 
 The courtesy tone is `unlinkedct`, looked up in the telemetry stanza, else among app_rpt's
-built-in tones; `nounkeyct` turns every unkey courtesy tone off.
+built-in tones; `nounkeyct` turns every unkey courtesy tone off. With `duplex = 0` app_rpt keys
+the transmitter for neither (rpt's main loop adds the ID and courtesy tones to what keys it
+only when duplex > 0).
 """
 
 from __future__ import annotations
@@ -75,7 +77,14 @@ def identify(plan: Plan, files: Asl3Files, stanza: Section) -> None:
     plan.set("announce", "enabled", True, usrc)
     plan.set("announce", "id_mode", "cw", usrc, f"|{kind} is a Morse ID")
     plan.set("announce", "callsign", call, usrc)
-    plan.set("announce", "cw_keys_when_idle", True, usrc, "app_rpt's ID keys the transmitter")
+    if _duplex(stanza) > 0:
+        plan.set("announce", "cw_keys_when_idle", True, usrc, "app_rpt's ID keys the transmitter")
+    else:
+        # duplex = 0: app_rpt queues the ID but keys nothing for it (only while something
+        # else keeps the transmitter up), which is this node's default.
+        d = stanza.get("duplex")
+        assert d is not None
+        plan.set("announce", "cw_keys_when_idle", False, source(d, node), "the ID keys nothing")
     e = stanza.get("idtime")
     ms = integer(e, node) if e is not None else _IDTIME
     plan.set(
@@ -109,12 +118,23 @@ def _morse_keys(plan: Plan, files: Asl3Files, stanza: Section, kind: str, usrc: 
         plan.set("announce", ours, kind_of(value), src)
 
 
+def _duplex(stanza: Section) -> int:
+    """app_rpt's `duplex` (2 when unset): 0 keys the transmitter for neither ID nor tones."""
+    d = stanza.get("duplex")
+    return integer(d, stanza.name) if d is not None else 2
+
+
 def courtesy_tone(plan: Plan, files: Asl3Files, stanza: Section) -> None:
-    """`[radio] courtesy_tone` from `unlinkedct` (a radio node), or none with `nounkeyct`."""
+    """`[radio] courtesy_tone` from `unlinkedct` (a radio node), or none with `nounkeyct` or
+    `duplex = 0` (app_rpt keys no courtesy tone then)."""
     node = stanza.name
     off = stanza.get("nounkeyct")
     if off is not None and truthy(off.value):
         plan.set("radio", "courtesy_tone", [], source(off, node), "no courtesy tones")
+        return
+    if _duplex(stanza) == 0 and (d := stanza.get("duplex")) is not None:
+        if stanza.get("unlinkedct") is not None:
+            plan.set("radio", "courtesy_tone", [], source(d, node), "duplex = 0: no courtesy tones")
         return
     ct = stanza.get("unlinkedct")
     if ct is None or not ct.value.strip():
