@@ -65,8 +65,11 @@ def test_present_functions_is_exactly_what_is_written(tmp_path: Path, caplog) ->
         ("9", "unavailable"),
     ]
     text = caplog.text
-    assert "functions.99 (cop,6) is not available" in text
-    assert "functions.9 (autopatchup,noct=1) is not available" in text
+    # One warning for every function not available here (a stock ASL 1.x table has 55).
+    unavailable = [r for r in caplog.records if "not available on this node" in r.message]
+    assert len(unavailable) == 1
+    assert "2 functions are not available" in text
+    assert "99 (cop,6), 9 (autopatchup,noct=1)" in text
     assert "functions.61 can never run: functions.6 comes first" in text
     # The first entry whose code begins the digits wins, as in app_rpt.
     m = CommandMapper(3.0, table=config.function_table)
@@ -132,6 +135,43 @@ def test_macros_and_schedule_load(tmp_path: Path) -> None:
     assert typed(m, "*51") == [Command("macro", "*51", arg="1")]
     assert typed(m, "*50") == [Command("macro", "*50", arg="0")]
     assert [c.reason for c in typed(m, "*57")] == ["macro 7 not found"]
+
+
+def test_macro_ignores_its_parameter_as_app_rpt_does(tmp_path: Path) -> None:
+    """app_rpt's function_macro ignores the function's parameter: the digits typed after the
+    code name the macro, `0` is the startup macro, and a number that names none is refused
+    once it has as many digits as the longest macro number."""
+    # HamVOIP's table: `5=macro,1`; *52 runs macro 2, not macro 1.
+    hamvoip = mapper_for(
+        tmp_path, '[functions]\n"5" = "macro,1"\n[macro]\n"1" = "*722"\n"2" = "*723"\n'
+    )
+    assert typed(hamvoip, "*52") == [Command("macro", "*52", arg="2")]
+    assert typed(hamvoip, "*51") == [Command("macro", "*51", arg="1")]
+    assert [c.reason for c in typed(hamvoip, "*59")] == ["macro 9 not found"]
+    # app_rpt__ultra's: `50=macro,4` ("4 digits"); its startup macro *501000 names macro 1000.
+    ultra = mapper_for(
+        tmp_path,
+        '[functions]\n"50" = "macro,4"\n"1" = "ilink,1"\n'
+        '[macro]\n"1000" = "*722"\n"2" = "*723"\n[rpt]\nstartup_macro = "*501000"\n',
+    )
+    assert typed(ultra, "*501000") == [Command("macro", "*501000", arg="1000")]
+    assert typed(ultra, "*502") == [Command("macro", "*502", arg="2")]  # found: done at once
+    assert typed(ultra, "*500") == [Command("macro", "*500", arg="0")]
+    assert typed(ultra, "*5099") == []  # waits: the longest macro number has 4 digits
+    assert [c.reason for c in typed(ultra, "99")] == ["macro 9999 not found"]
+    assert [c.reason for c in typed(ultra, "*507#")] == ["macro 7 not found"]
+
+
+def test_macro_loops_are_refused_through_any_macro_entry(tmp_path: Path) -> None:
+    """The loop rule reads macros the way they run: `50=macro,4` runs the macro typed."""
+    with pytest.raises(ConfigError) as info:
+        load(
+            tmp_path,
+            '[functions]\n"50" = "macro,4"\n[macro]\n"1000" = "*502000"\n"2000" = "*501000"\n',
+        )
+    assert "macros that end" in str(info.value)
+    config = load(tmp_path, '[functions]\n"50" = "macro,4"\n[macro]\n"1000" = "*509000#"\n')
+    assert dict(config.macro) == {"1000": "*509000#"}  # 9000 names no macro: no loop
 
 
 def test_phrases_use_app_rpts_wording() -> None:

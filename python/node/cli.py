@@ -120,20 +120,27 @@ def wg_keygen(config_path: str) -> None:
 @click.option(
     "--config", "config_path", required=True, metavar="PATH", help="The node.toml to write."
 )
-def import_asl3(asterisk_dir: str, node: str | None, config_path: str) -> None:
-    """Turn an AllStarLink 3 node's configuration into a node.toml.
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Write the node even when its radio is one this node cannot drive (it is left out).",
+)
+def import_asl3(asterisk_dir: str, node: str | None, config_path: str, force: bool) -> None:
+    """Turn an AllStarLink node's configuration (ASL3, ASL 1.x, DIAL, HamVOIP) into a node.toml.
 
-    Reads rpt.conf (with its templates and #includes), iax.conf, simpleusb.conf or
-    usbradio.conf, manager.conf and rpt_http_registrations.conf as Asterisk does, writes a
-    commented config for node N and its node list beside it (<config stem>-nodes.conf), and
-    reports what was carried over, what has no equivalent here, and which secrets to provide
-    (never copied: they are named by their environment variables). Running it again gives the
-    same files. Exit status: 0, 78 when the configuration cannot be read or imported (the
-    message names the file and line), 1 when a file cannot be written.
+    Reads rpt.conf (with its templates and #includes), iax.conf, the radio's channel driver file
+    (simpleusb.conf, usbradio.conf, alsaradio.conf, rpiradio.conf), manager.conf and
+    rpt_http_registrations.conf as Asterisk does, writes a commented config for node N and its
+    node list beside it (<config stem>-nodes.conf), and reports what to check, which secrets to
+    provide (never copied: they are named by their environment variables), what was carried
+    over, and what was not and what that changes. Running it again gives the same files.
+    Exit status: 0; 78 when the configuration cannot be read or imported (the message names
+    the file and line) or the node's radio cannot be driven here (nothing is written unless
+    --force); 1 when a file cannot be written. A failed run writes nothing.
     """
     from node.asl3import.command import run
 
-    sys.exit(run(asterisk_dir, node, config_path))
+    sys.exit(run(asterisk_dir, node, config_path, force=force))
 
 
 #: The names the program is installed under; anything else (`python -m node`) is shown as `node`.

@@ -85,6 +85,18 @@ def test_includes_in_place_and_tryinclude_missing() -> None:
     assert node is not None and node.get("rxchannel").where == "custom/more.conf:2"
 
 
+def test_includeifexists_is_asl1s_tryinclude() -> None:
+    """ASL 1.x, DIAL and HamVOIP end rpt.conf with `#includeifexists custom/rpt.conf`: ASL 1.x's
+    Asterisk reads it as an include whose file may be missing."""
+    text = "[1999]\nrxchannel = dahdi/pseudo\n#includeifexists custom/rpt.conf\n"
+    conf = parse(text, custom__rpt_conf="[1999](+)\nstatpost_url = http://stats.example\n")
+    node = conf.section("1999")
+    assert node is not None and node.get("statpost_url").where == "custom/rpt.conf:2"
+    assert conf.notes == []
+    missing = parse(text + "#INCLUDEIFEXISTS <custom/none.conf>\n")
+    assert list(missing.names()) == ["1999"] and missing.notes == []
+
+
 def test_append_to_a_template_is_refused_as_asterisk_does() -> None:
     with pytest.raises(Asl3ConfError, match=r"rpt.conf:3: \[t\]\(\+\) appends to a section"):
         parse("[t](!)\na = 1\n[t](+)\nb = 2\n")

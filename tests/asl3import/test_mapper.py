@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from node.asl3import.conf import parse_text
 from node.asl3import.mapper import Asl3Files, Plan, map_node
 
@@ -72,7 +74,7 @@ def test_secrets_are_named_never_carried() -> None:
     ]
 
 
-def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
+def test_echolink_reported_only_when_asterisk_loads_it_and_the_voter_only_when_used() -> None:
     rpt = "[3000]\nrxchannel = Local/pseudo\n"
     echolink = "[el0]\ncall = W1AW-L\n"
     off = plan_of(rpt, echolink=echolink, modules="[modules]\nautoload = no\n")
@@ -83,7 +85,10 @@ def test_echolink_and_voter_reported_only_when_asterisk_loads_them() -> None:
         modules="[modules]\nautoload = yes\nnoload => chan_usbradio.so\n",
     )
     assert "echolink.conf:1 [el0]: EchoLink: not supported" in on.dropped
-    assert "modules.conf chan_voter.so: the voter (RTCM receivers): not supported" in on.dropped
+    # chan_voter loaded but no node on it changes nothing; a node on it cannot be imported.
+    assert not any("voter" in d for d in on.dropped) and on.blockers == []
+    voted = plan_of("[3000]\nrxchannel = Voter/3000\n", modules="[modules]\nautoload = yes\n")
+    assert [b.split(": ")[0] for b in voted.blockers] == ["rpt.conf:2 [3000] rxchannel Voter/3000"]
 
 
 def test_the_jitter_buffer_keys_of_iax_conf_are_carried_within_range() -> None:
@@ -102,3 +107,126 @@ def test_the_jitter_buffer_keys_of_iax_conf_are_carried_within_range() -> None:
     plan = plan_of(rpt, iax="[general]\njitterbuffer = no\n")
     assert "jitter_target_extra_ms" not in values(plan, "bridge")
     assert any("[general] jitterbuffer" in d and "always runs" in d for d in plan.dropped)
+
+
+RADIO = "[3000]\nrxchannel = SimpleUSB/usb\n"
+USB = "[usb]\ndevstr = 1-1:1.0\ncarrierfrom = usb\n"
+
+
+def test_alsaradio_keys_rts_and_reads_dsr_inverted_as_chan_alsaradio_does() -> None:
+    alsa = (
+        "[general]\ncarrierfrom = serialdsr\nrxondelay = 2\n"
+        "[ard0]\ninput_device = plughw:1,0\nserial_device = /dev/ttyUSB0\ninvertptt = 1\n"
+    )
+    plan = plan_of("[3000]\nrxchannel = alsaradio/ard0\n", alsaradio=alsa)
+    assert values(plan, "radio") == {
+        "ptt": "serial",
+        "ptt_device": "/dev/ttyUSB0",
+        "ptt_pin": "rts",
+        "ptt_invert": True,
+        "carrier": "serial",
+        "carrier_device": "/dev/ttyUSB0",
+        "carrier_pin": "dsr",
+        "carrier_invert": True,  # serialdsr: a carrier while DSR is clear
+        "rx_on_delay_ms": 40,
+        "hang_time_ms": 5000,  # app_rpt's default hang time
+    }
+    assert values(plan, "audio")["backend"] == "cpal"
+    assert any("ALSA devices plughw:1,0 (input), default (output)" in c for c in plan.checks)
+    flipped = plan_of(
+        "[3000]\nrxchannel = alsaradio/ard0\n",
+        alsaradio=alsa.replace("= serialdsr", "= serialdsrinvert"),
+    )
+    assert values(flipped, "radio")["carrier_invert"] is False
+
+
+def test_rpiradio_pins_default_as_chan_rpiradio_and_invertcor() -> None:
+    plan = plan_of("[3000]\nrxchannel = RPiRadio/rpi0\n", rpiradio="[rpi0]\ninvertcor = 1\n")
+    radio = values(plan, "radio")
+    assert (radio["ptt_pin"], radio["carrier_pin"], radio["carrier_invert"]) == (22, 17, True)
+    assert plan.blockers == []
+
+
+def test_the_time_out_under_either_name_and_disagreeing_names_are_a_check() -> None:
+    hamvoip = plan_of("[3000]\nrxchannel = Local/pseudo\ntx_timeout = 240000\n")
+    assert values(hamvoip, "keying") == {"tx_timeout_secs": 240}
+    both = plan_of("[3000]\nrxchannel = Local/pseudo\ntotime = 180000\ntx_timeout = 240000\n")
+    assert values(both, "keying") == {"tx_timeout_secs": 180}
+    assert any("tx_timeout = 240000 (HamVOIP's name) and totime = 180000" in c for c in both.checks)
+
+
+@pytest.mark.parametrize(
+    ("keys", "checked"),
+    [
+        ("idrecording = /etc/asterisk/local/node-id\n", "the station ID is a sound file"),
+        ("idrecording = |iNOTSET\n", "the ID text NOTSET is not a callsign"),
+        ("idrecording = |i\n", "the ID text (empty) is not a callsign"),
+    ],
+)
+def test_a_radio_that_identified_without_an_id_text_here_is_a_check(
+    keys: str, checked: str
+) -> None:
+    plan = plan_of(RADIO + keys, simpleusb=USB)
+    assert "announce" not in plan.sections
+    assert any(checked in c for c in plan.checks)
+
+
+def test_morse_ids_defaults_and_limits_as_app_rpt_reads_them() -> None:
+    plan = plan_of(
+        RADIO + "idrecording = |mN0CALL\nidtime = 9000000\nbeaconing = 1\n", simpleusb=USB
+    )
+    announce = values(plan, "announce")
+    # |m is Morse at [morse] frequency (800 Hz when unset); idtime is capped at 2400000 ms.
+    assert (announce["cw_tone_hz"], announce["cw_wpm"], announce["id_interval_secs"]) == (
+        800.0,
+        20,
+        2400,
+    )
+    assert any("9000000 ms: app_rpt takes at most 2400000" in d for d in plan.dropped)
+    assert any("beaconing: an ID while idle" in d for d in plan.dropped)
+    plain = plan_of(RADIO + "idrecording = |iN0CALL\n", simpleusb=USB)
+    assert values(plain, "announce")["cw_tone_hz"] == 330.0  # app_rpt's idfrequency
+    assert values(plain, "announce")["id_interval_secs"] == 300  # app_rpt's idtime
+
+
+def test_only_keys_that_change_behaviour_are_reported() -> None:
+    quiet = (
+        "nounkeyct = 0\nbeaconing = no\nholdofftelem = 1\nlinktolink = no\nparrotmode = 0\n"
+        "lnkactenable = 0\nlnkacttime = 1800\ncontext = radio\nerxgain = -3\naltHangTime = 400\n"
+        "telemnomdb = -3\ntelemduckdb = -15\nfuncchar = *\nrptinacttime = 0\npoliteid = 30000\n"
+    )
+    plan = plan_of("[3000]\nrxchannel = Local/pseudo\n" + quiet)
+    assert [d for d in plan.dropped if "[3000]" in d] == []
+    loud = plan_of(
+        "[3000]\nrxchannel = Local/pseudo\nlinktolink = yes\nparrotmode = 2\nlnkactenable = 1\n"
+        "funcchar = A\nmystery = 1\n"
+    )
+    assert [d.split(": ")[0] for d in loud.dropped if "[3000]" in d] == [
+        f"rpt.conf:{n} [3000] {k}"
+        for n, k in (
+            (3, "linktolink"),
+            (4, "parrotmode"),
+            (5, "lnkactenable"),
+            (6, "funcchar"),
+            (7, "mystery"),
+        )
+    ]
+
+
+def test_without_iax_conf_the_node_listens_as_asls_shipped_iax_conf() -> None:
+    plan = plan_of("[3000]\nrxchannel = Local/pseudo\n")
+    assert values(plan, "listener") == {"bind": "0.0.0.0:4569", "auth": "off"}
+    assert values(plan, "links")["verify_source_ip"] is True
+    assert values(plan, "")["codec_policy"] == "ulaw_only"
+    assert any(c.startswith("there is no iax.conf") for c in plan.checks)
+    assert not any("iax.conf [general]" in c for c in plan.carried)
+
+
+def test_duplex_0_keys_the_transmitter_for_neither_the_id_nor_the_courtesy_tone() -> None:
+    keys = "idrecording = |iN0CALL\nunlinkedct = ct2\n"
+    full = plan_of(RADIO + keys, simpleusb=USB)
+    assert values(full, "announce")["cw_keys_when_idle"] is True
+    assert values(full, "radio")["courtesy_tone"] == [[660, 880, 150]]  # app_rpt's built-in ct2
+    half = plan_of(RADIO + keys + "duplex = 0\n", simpleusb=USB)
+    assert values(half, "announce")["cw_keys_when_idle"] is False
+    assert values(half, "radio")["courtesy_tone"] == []

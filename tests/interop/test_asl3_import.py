@@ -60,7 +60,9 @@ def test_imported_node_links_to_asl3_from_its_own_config(
 ) -> None:
     etc = operator_config(asl3, tmp_path, registers=registers)
     out = tmp_path / "node.toml"
-    report = import_asl3(etc, "1000", out)
+    done = import_asl3(etc, "1000", out)
+    report = done.report
+    assert done.written
     assert CANARY not in report and CANARY not in out.read_text()
     assert ("NET_NODE=1000 and NET_SECRET" in report) is registers
     assert ("\n[register]\n" in out.read_text()) is registers

@@ -17,6 +17,7 @@ from tests.interop.harness import (
     link_state,
     node_log,
     node_pair,
+    running_node,
     wait_until,
 )
 from tests.interop.registrar import Registrar
@@ -148,3 +149,66 @@ def test_disconnect_all_restore_and_remote_command_mode(
     log_a, log_b = node_log(a), node_log(b)
     assert "DTMF *74 restore links from call" in log_a
     assert "Traceback" not in log_a and "Traceback" not in log_b
+
+
+#: app_rpt__ultra's `50=macro,4` and HamVOIP's `5=macro,1` (here on 6): app_rpt's
+#: function_macro ignores the parameter, so the digits typed after the code name the macro.
+MACRO_TABLE = """[functions]
+"50" = "macro,4"
+"6" = "macro,1"
+"722" = "status,2"
+"723" = "status,3"
+
+[macro]
+"1000" = "*722"
+"2" = "*723"
+
+[rpt]
+startup_macro = "*501000"
+
+"""
+
+
+def test_macro_follows_app_rpt_the_digits_typed_name_the_macro(tmp_path: Path) -> None:
+    """A softphone types `*62` on a node whose table says `6 = macro,1`: macro 2 runs (app_rpt's
+    reading; `macro,N` used to run macro N). The startup macro `*501000` runs macro 1000 through
+    `50 = macro,4`, and `*69#` names no macro."""
+    with (
+        running_node(
+            tmp_path,
+            "a",
+            codec_policy="ulaw_only",
+            listener='auth = "off"',
+            top=f'node_id = "{NODE_A}"',
+            sections=DTMF_ON + MACRO_TABLE + "[links]\ndns = false\n\n",
+        ) as a,
+        Softphone(codec_policy="ulaw_only", name="P") as p,
+    ):
+        events = EventWatcher(a)
+        cp = p.dial(a.udp_addr, "1")
+        assert p.wait_for(lambda s: s.answered(cp))
+
+        since = len(events.events)
+        p.send_dtmf(cp, "*62")
+        ran = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
+        assert ran["command"] == "*62 macro 2"
+        # Macro 2 is *723: the version, spoken.
+        events.wait_for(
+            lambda e: e["event"] == "announcement_finished" and e["kind"] == "command",
+            since=since,
+            timeout=30,
+        )
+
+        # Macro 9 does not exist: once `#` ends the number, it is refused and nothing runs.
+        since = len(events.events)
+        p.send_dtmf(cp, "*69#")
+        refused = events.wait_for(lambda e: e["event"] == "dtmf" and e.get("command"), since=since)
+        assert refused["command"] == "*69 unknown"
+
+    log = node_log(a)
+    # The startup macro ran macro 1000 (the time), as app_rpt__ultra's configuration means.
+    assert log.count("startup macro: macro 0: *501000: macro 1000: *722: status 2: good ") == 1
+    assert "*62 macro 2 from call" in log
+    assert "macro 2: *723: status 3: version" in log
+    assert "macro 9 not found" in log
+    assert "Traceback" not in log

@@ -6,14 +6,17 @@ import glob as globmod
 import logging
 import os
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from node.asl3import.conf import Asl3ConfError, ConfFile, parse_conf
 from node.asl3import.mapper import Asl3Files, map_node
+from node.asl3import.plan import Plan, where_of
 from node.asl3import.writer import render_report, render_toml
 from node.errors import ConfigError
 
-__all__ = ["DirFiles", "import_asl3", "run"]
+__all__ = ["DirFiles", "Imported", "import_asl3", "run"]
 
 DEFAULT_DIR = "/etc/asterisk"
 #: Exit status for a configuration that cannot be read or imported (as `serve`'s).
@@ -64,20 +67,46 @@ def read_asl3(root: Path) -> Asl3Files:
         http_registrations=conf("rpt_http_registrations.conf"),
         echolink=conf("echolink.conf"),
         modules=conf("modules.conf"),
+        alsaradio=conf("alsaradio.conf"),
+        rpiradio=conf("rpiradio.conf"),
     )
 
 
-def import_asl3(root: Path, node: str | None, out: Path) -> str:
-    """Write `out` (and its nodes file) for `node`; the report. Raises Asl3ConfError."""
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """What a run did: the report, and whether the files were written."""
+
+    report: str
+    written: bool
+
+
+def import_asl3(root: Path, node: str | None, out: Path, *, force: bool = False) -> Imported:
+    """Write `out` and its nodes file for `node`, unless the node's radio cannot be driven here
+    and `force` is false. Raises Asl3ConfError naming the operator's file and line; a run that
+    raises writes nothing."""
     nodes_name = f"{out.stem}-nodes.conf"
     plan = map_node(read_asl3(root), node, nodes_name)
     nodes_path = out.parent / nodes_name
-    if plan.nodes_file is not None:
-        nodes_path.write_text(plan.nodes_file)
-    # Written beside the target and checked with the node's own loader first, so a mapping
-    # this importer got wrong never replaces a config that works.
-    tmp = out.with_name(out.name + ".import-tmp")
-    tmp.write_text(render_toml(plan, str(root)))
+    nodes_shown = str(nodes_path) if plan.nodes_file is not None else None
+    if plan.blockers and not force:
+        return Imported(render_report(plan, str(out), nodes_shown, written=False), False)
+    # Both files are written to a directory of their own beside the target and loaded with the
+    # node's own loader there, then moved into place: a mapping this importer got wrong never
+    # replaces a config that works, and a failed run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix=".import-asl3-", dir=out.parent) as tmp:
+        staged = Path(tmp) / out.name
+        if plan.nodes_file is not None:
+            (Path(tmp) / nodes_name).write_text(plan.nodes_file)
+        staged.write_text(render_toml(plan, str(root)))
+        _check_loads(plan, staged)
+        if plan.nodes_file is not None:
+            os.replace(Path(tmp) / nodes_name, nodes_path)
+        os.replace(staged, out)
+    return Imported(render_report(plan, str(out), nodes_shown), True)
+
+
+def _check_loads(plan: Plan, staged: Path) -> None:
+    """Load the staged config; a fault is reported where the operator wrote the setting."""
     from node.config import load_config
 
     # The loader's warnings repeat what the report says (functions not available here).
@@ -85,24 +114,41 @@ def import_asl3(root: Path, node: str | None, out: Path) -> str:
     level = config_log.level
     config_log.setLevel(logging.ERROR)
     try:
-        load_config(tmp)
+        load_config(staged)
     except ConfigError as exc:
-        tmp.unlink()
-        raise Asl3ConfError(str(out), None, f"the written config does not load: {exc}") from exc
+        raise _at_source(plan, exc) from exc
     finally:
         config_log.setLevel(level)
-    os.replace(tmp, out)
-    return render_report(plan, str(out), str(nodes_path) if plan.nodes_file else None)
 
 
-def run(asterisk_dir: str, node: str | None, config: str) -> int:
+def _at_source(plan: Plan, exc: ConfigError) -> Asl3ConfError:
+    """A loader error on the written config, named by the ASL setting it came from."""
+    accepted = f"; accepted: {exc.accepted}" if exc.accepted else ""
+    setting = plan.setting_of(exc.key) if exc.key else None
+    if setting is None:
+        what = f"{exc.key}: " if exc.key else ""
+        problem = f"cannot be imported: {what}{exc.problem}"
+        return Asl3ConfError(f"node {plan.node}", None, problem + accepted.replace(";", ",", 1))
+    file, line = where_of(setting.source)
+    named = setting.source.removeprefix(f"{file}:{line}").strip() if line else setting.source
+    return Asl3ConfError(file, line, f"{named}: {exc.problem} (as {exc.key} here{accepted})")
+
+
+def run(asterisk_dir: str, node: str | None, config: str, *, force: bool = False) -> int:
     try:
-        report = import_asl3(Path(asterisk_dir), node, Path(config))
+        done = import_asl3(Path(asterisk_dir), node, Path(config), force=force)
     except Asl3ConfError as exc:
         print(f"import-asl3: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except OSError as exc:
         print(f"import-asl3: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 1
-    sys.stdout.write(report)
+    sys.stdout.write(done.report)
+    if not done.written:
+        print(
+            "import-asl3: nothing written: the node's radio cannot be driven here (see Check "
+            "before serving); --force writes the node without it",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     return 0

@@ -13,10 +13,14 @@ The rules (learnt from Asterisk's config loader and how app_rpt looks values up)
   `key += value` appends to the last value of `key`.
 - `;` starts a comment, `\\;` is a literal semicolon, `;--` ... `--;` is a block comment (they
   nest).
-- `#include file` and `#tryinclude file` (quoted or not, relative to the configuration
-  directory, glob patterns allowed) read another file in place; a missing `#include` is an
-  error, a missing `#tryinclude` is not. `#exec` runs a program, which an importer must not do:
-  it is noted, as an unknown directive is (Asterisk warns about those and goes on).
+- `#include file`, `#tryinclude file` and `#includeifexists file` (quoted or not, relative to
+  the configuration directory, glob patterns allowed) read another file in place; a missing
+  `#include` is an error, a missing `#tryinclude` or `#includeifexists` is not.
+  `#includeifexists` is ASL 1.x's Asterisk 1.4 spelling of `#tryinclude` (ASL-Asterisk's
+  `main/config.c`), which every ASL 1.x, DIAL and HamVOIP rpt.conf ends with; ASL3's
+  Asterisk no longer knows it, but a file that says it was written for one that did. `#exec`
+  runs a program, which an importer must not do: it is noted, as an unknown directive is
+  (Asterisk warns about those and goes on).
 - A second `[name]` without `+` is a separate section; a lookup by name finds the first.
 
 Stricter than Asterisk in one place: a line with no `=` is an error here, where Asterisk skips
@@ -36,6 +40,8 @@ __all__ = ["Asl3ConfError", "ConfFile", "Entry", "Files", "Section", "parse_conf
 
 #: Includes deeper than this are a loop (Asterisk stops at a similar depth).
 MAX_INCLUDE_DEPTH = 10
+#: The include directives: `include` must find its file, the others may not.
+_INCLUDES = ("include", "tryinclude", "includeifexists")
 
 
 class Asl3ConfError(Exception):
@@ -293,7 +299,7 @@ class _Reader:
             # Asterisk runs #exec only with execincludes set; an importer never runs it.
             self.conf.notes.append(f"{name}:{number}: #exec not run: inline its output")
             return
-        if word not in ("include", "tryinclude") or not arg:
+        if word not in _INCLUDES or not arg:
             # Asterisk warns and goes on.
             self.conf.notes.append(f"{name}:{number}: #{word} ignored, as Asterisk ignores it")
             return

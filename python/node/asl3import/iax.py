@@ -22,9 +22,18 @@ _REGISTER = re.compile(
 )
 
 
+#: Without an iax.conf, what ASL ships (ASL3's and ASL 1.x's iax.conf): port 4569 on every
+#: address, and the `[radio]` user, which admits nodes without a secret, with these codecs.
+_SHIPPED = "no iax.conf: ASL's shipped iax.conf"
+_SHIPPED_CODECS = {"ulaw", "adpcm", "gsm"}
+
+
 def listener(plan: Plan, files: Asl3Files) -> None:
     """[listener] bind and auth, [links] verify_source_ip, the codecs and the jitter buffer."""
     iax = files.iax
+    if iax is None:
+        _shipped(plan)
+        return
     general = iax.section("general") if iax else None
     addr, port = "0.0.0.0", IAX2_PORT
     if general is not None:
@@ -50,7 +59,7 @@ def listener(plan: Plan, files: Asl3Files) -> None:
             "auth",
             auth,
             f"{radio.file}:{radio.line} [radio] (a user without a secret)",
-            "ASL3's [radio] user admits any node that is in the node list from its address",
+            "ASL's [radio] user admits any node that is in the node list from its address",
         )
         plan.set(
             "links",
@@ -61,6 +70,21 @@ def listener(plan: Plan, files: Asl3Files) -> None:
         )
     _codecs(plan, iax, radio)
     _jitter(plan, general)
+
+
+def _shipped(plan: Plan) -> None:
+    """No iax.conf: the node takes calls as ASL's shipped iax.conf does, and the report says
+    so (without it every ordinary inbound link would be refused)."""
+    plan.set("listener", "bind", f"0.0.0.0:{IAX2_PORT}", _SHIPPED, "port 4569")
+    plan.set("listener", "auth", "off", f"{_SHIPPED} [radio]", "nodes link without a secret")
+    plan.set("links", "verify_source_ip", True, f"{_SHIPPED} [radio]", "app_rpt's address check")
+    policy = _policy(_SHIPPED_CODECS)
+    plan.set("", "codec_policy", policy, f"{_SHIPPED} [radio] allow", "ulaw, adpcm, gsm")
+    plan.checks.append(
+        "there is no iax.conf: the node listens as ASL's shipped iax.conf does, on port 4569 "
+        "with its [radio] user (any node of the node list links without a secret, from its "
+        "listed address); an iax.conf kept elsewhere is not read"
+    )
 
 
 #: iax.conf's jitter-buffer keys and the [bridge] key each becomes.
@@ -116,17 +140,20 @@ def _allowed(section: Section | None, start: set[str]) -> set[str]:
 def _codecs(plan: Plan, iax: ConfFile | None, radio: Section | None) -> None:
     general = iax.section("general") if iax else None
     allowed = _allowed(radio, _allowed(general, {"ulaw", "alaw", "gsm"}))
-    if "slin16" in allowed:
-        policy = "prefer_slin16"
-    elif "slin" in allowed:
-        policy = "allow_slin"
-    else:
-        policy = "ulaw_only"
+    policy = _policy(allowed)
     where = f"{radio.file}:{radio.line} [radio] allow" if radio else "iax.conf [general] allow"
     plan.set("", "codec_policy", policy, where, "from " + ", ".join(sorted(allowed)))
     other = sorted(allowed - _CODECS - {"all"})
     if other:
         plan.drop(where, f"codecs {', '.join(other)}: not offered here (mu-law, A-law, slin)")
+
+
+def _policy(allowed: set[str]) -> str:
+    if "slin16" in allowed:
+        return "prefer_slin16"
+    if "slin" in allowed:
+        return "allow_slin"
+    return "ulaw_only"
 
 
 def _peer_users(plan: Plan, iax: ConfFile | None) -> list[str]:
@@ -147,9 +174,8 @@ def _peer_users(plan: Plan, iax: ConfFile | None) -> list[str]:
             )
         elif s.value("type", "").lower() in ("user", "friend", "peer"):
             plan.drop(
-                f"{s.file}:{s.line} [{name}]",
-                "an IAX user for phones and clients (dialplan context "
-                f"{s.value('context', '-')}): only node links and calls by node number here",
+                f"{s.file}:{s.line} [{name}] (context {s.value('context', '-')})",
+                "IAX users for phones and clients: only node links and calls by node number here",
             )
     return found
 
@@ -164,6 +190,7 @@ def register(plan: Plan, files: Asl3Files, node: str) -> None:
     general = files.iax.section("general") if files.iax else None
     for entry in general.all("register") if general else []:
         lines.append(("iax2", entry))
+    ours = {n for n in files.rpt.names() if n.isdigit()}
     mine = []
     for method, entry in lines:
         m = _REGISTER.match(entry.value.strip())
@@ -173,15 +200,11 @@ def register(plan: Plan, files: Asl3Files, node: str) -> None:
             )
         if m["user"] == node:
             mine.append((method, entry, m))
-        else:
-            plan.drop(f"{entry.where} register", f"registers node {m['user']}, not {node}")
+        elif m["user"] not in ours:  # another node of this rpt.conf registers itself
+            plan.drop(f"{entry.where} register", f"registers {m['user']}, not node {node}")
     if not mine:
-        plan.drop(
-            "registration",
-            f"no register => line for node {node}: [register] is written commented out",
-        )
         plan.commented += [
-            f"Node {node} did not register in ASL3, so it does not register here either (its",
+            f"Node {node} did not register in ASL, so it does not register here either (its",
             "number is the top-level node_id). To register it, remove the #s below and provide",
             "NET_NODE and NET_SECRET (docs/registration.md).",
             "#[register]",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 
 from node.asl3import.plan import Plan
 
@@ -65,9 +66,9 @@ def _section_order(plan: Plan) -> list[str]:
 def render_toml(plan: Plan, source: str) -> str:
     """The node.toml of `plan`; `source` names the imported directory in the header."""
     out = [
-        f"# iax-node configuration for node {plan.node}, imported from the ASL3 configuration",
-        f"# in {source} by `node import-asl3`. Each key's comment says which ASL3 setting it",
-        "# came from. No secret is in this file: they come from the environment (see",
+        f"# iax-node configuration for node {plan.node}, imported from the AllStarLink (app_rpt)",
+        f"# configuration in {source} by `node import-asl3`. Each key's comment says which",
+        "# setting it came from. No secret is in this file: they come from the environment (see",
         "# [secrets] and the importer's report). docs/migrating-from-asl3.md explains the",
         "# mapping; docs/config.md every key.",
     ]
@@ -79,7 +80,7 @@ def render_toml(plan: Plan, source: str) -> str:
         if name:
             out.append(f"[{name}]")
         if name == "control" and not items:
-            out.append("# The control channel (HTTP, loopback only); ASL3 has no equivalent.")
+            out.append("# The control channel (HTTP, loopback only); ASL has no equivalent.")
             out.append('bind = "127.0.0.1:8730"')
         if name == "control" and plan.commented:
             out.append("")
@@ -90,21 +91,100 @@ def render_toml(plan: Plan, source: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_report(plan: Plan, config: str, nodes_file: str | None) -> str:
-    lines = [
-        f"Imported node {plan.node} into {config}" + (f" and {nodes_file}" if nodes_file else "")
-    ]
-    lines.append("")
-    lines.append(f"Carried over ({len(plan.carried)}):")
-    lines += [f"  {c}" for c in plan.carried]
-    lines.append("")
-    lines.append(f"No equivalent here ({len(plan.dropped)}):")
-    lines += [f"  {d}" for d in plan.dropped] or ["  (nothing)"]
+#: The tables whose keys are the operator's: carried as one line each.
+_TABLES = ("functions", "macro", "schedule")
+_FROM = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+) (?P<stanza>\[[^\]]*\])")
+_WIDTH = 100
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(
+        text, _WIDTH, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
+    )
+
+
+def _carried(plan: Plan) -> list[str]:
+    """One line per ASL setting (every key it became), and one per operator's table."""
+    # Keyed by the setting, or by ("table", name) for a table's entries, in first-seen order.
+    targets: dict[str | tuple[str, str], list[str]] = {}
+    rows: dict[str, list[tuple[str, int, str]]] = {}
+    for src, where in plan.moved:
+        table = where[1:].partition("]")[0]
+        m = _FROM.match(src)
+        if table in _TABLES and m is not None:
+            rows.setdefault(table, []).append((m["file"], int(m["line"]), m["stanza"]))
+            targets.setdefault(("table", table), [])
+        else:
+            targets.setdefault(src, []).append(where)
+    lines = []
+    for key, keys in targets.items():
+        if isinstance(key, tuple):
+            table = key[1]
+            file, first, stanza = rows[table][0]
+            last = max(line for f, line, _ in rows[table] if f == file)
+            span = f"{first}-{last}" if last != first else f"{first}"
+            count = len(rows[table])
+            noun = "entries" if count > 1 else "entry"
+            lines.append(f"{file}:{span} {stanza}: {count} {noun} -> [{table}]")
+        else:
+            lines.append(f"{key} -> {_keys(keys)}")
+    return lines
+
+
+def _keys(targets: list[str]) -> str:
+    """`[register] method, [register] peer, node_id` as `[register] method, peer; node_id`."""
+    by_section: dict[str, list[str]] = {}
+    for where in dict.fromkeys(targets):
+        section, _, key = where.rpartition(" ")
+        by_section.setdefault(section, []).append(key)
+    return "; ".join(
+        f"{section} {', '.join(keys)}" if section else ", ".join(keys)
+        for section, keys in by_section.items()
+    )
+
+
+def _lost(plan: Plan) -> list[str]:
+    """One line per reason: the settings that share it, listed after it."""
+    by_why: dict[str, list[str]] = {}
+    for lost in plan.lost:
+        by_why.setdefault(lost.why, []).append(lost.source)
+    lines = []
+    for why, sources in by_why.items():
+        if len(sources) == 1:
+            lines.append(f"{sources[0]}: {why}")
+        else:
+            lines.append(f"{why} ({len(sources)}): {'; '.join(sources)}")
+    return lines
+
+
+def render_report(plan: Plan, config: str, nodes_file: str | None, *, written: bool = True) -> str:
+    """The operator's report: what to check first, the secrets, what was carried over, and
+    what was not and what that changes, each reason once."""
+    if written:
+        head = f"Imported node {plan.node} into {config}"
+        head += f" and {nodes_file}" if nodes_file else ""
+        head += " (--force: see NOT CARRIED below)" if plan.blockers else ""
+    else:
+        head = (
+            f"Not imported: node {plan.node}'s radio cannot be driven by this node, so nothing "
+            "was written (--force writes the node without it)"
+        )
+    lines = [head]
+    checks = [f"NOT CARRIED: {b}" for b in plan.blockers] + plan.checks
+    if checks:
+        lines.append("")
+        lines.append(f"Check before serving ({len(checks)}):")
+        for c in checks:
+            lines += _wrapped(c)
     lines.append("")
     lines.append("Secrets to provide (never copied into the config):")
-    lines += [f"  {s}" for s in plan.secrets] or ["  (none)"]
-    if plan.checks:
-        lines.append("")
-        lines.append("Check before serving:")
-        lines += [f"  {c}" for c in plan.checks]
+    lines += [w for s in plan.secrets for w in _wrapped(s)] or ["  (none)"]
+    carried = _carried(plan)
+    lines.append("")
+    lines.append(f"Carried over ({len(plan.moved)} settings):")
+    lines += [w for c in carried for w in _wrapped(c)]
+    lost = _lost(plan)
+    lines.append("")
+    lines.append(f"Not carried over, and what that changes ({len(plan.lost)}):")
+    lines += [w for d in lost for w in _wrapped(d)] or ["  (nothing)"]
     return "\n".join(lines) + "\n"

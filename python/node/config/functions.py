@@ -36,6 +36,7 @@ __all__ = [
     "ScheduleSection",
     "could_run",
     "first_function",
+    "macro_found",
     "macro_number_done",
     "macros_called",
     "parse_function",
@@ -110,7 +111,7 @@ _UNAVAILABLE_NAMES = {
 }
 _ACCEPTED_FUNCTION = (
     "an app_rpt function string: ilink,N (1-8, 11-13, 15, 16, 18), status,N (1-3, 5, 11-14), "
-    "macro or macro,N, cop,N (7, 8, 11, 12, 15, 16, 24, 33-35)"
+    "macro (macro,N too: app_rpt ignores the N), cop,N (7, 8, 11, 12, 15, 16, 24, 33-35)"
 )
 
 
@@ -119,9 +120,9 @@ class Function(NamedTuple):
 
     # `kind`: disconnect, monitor, connect, remote, local_monitor (a node follows; ilink
     # 11/12/13/18 link `permanent`ly); status, full_status, restore, disconnect_all,
-    # last_keyed (ilink); announce (status,N); cop (cop,N); macro (a macro number follows, or
-    # `arg` names it); unavailable. `arg`: the status or cop number, the macro of `macro,N`, or
-    # why an entry is unavailable. `spec`: the app_rpt function string ("ilink,3").
+    # last_keyed (ilink); announce (status,N); cop (cop,N); macro (a macro number follows:
+    # app_rpt's function_macro ignores its parameter); unavailable. `arg`: the status or cop
+    # number, or why an entry is unavailable. `spec`: the app_rpt function string ("ilink,3").
     code: str
     kind: str
     takes_node: bool = False
@@ -149,16 +150,23 @@ def could_run(table: Sequence[Function], buffer: str) -> bool:
     return any(f.code.startswith(buffer) for f in table)
 
 
+def macro_found(number: str, macros: Mapping[str, str]) -> bool:
+    """The digits after a `macro` code name a macro: `0` the startup macro, else a `[macro]`
+    key as written (app_rpt's `function_macro` looks the digits up as they were typed)."""
+    return number == "0" or number in macros
+
+
 def macro_number_done(number: str, macros: Mapping[str, str], longest: int) -> bool:
     """A `macro` entry's number is complete: it names a macro (`0`: the startup macro), or it
-    has as many digits as the longest macro number."""
-    return number == "0" or number in macros or len(number) >= longest
+    has as many digits as the longest macro number (then app_rpt says "macro not found")."""
+    return macro_found(number, macros) or len(number) >= longest
 
 
 def macros_called(table: Sequence[Function], macros: Mapping[str, str], digits: str) -> list[str]:
     """The macros a DTMF string runs when typed, in order: each `*` sequence runs the entry
     its digits reach first (as `links.commands.CommandMapper` reads them); only a `macro`
-    entry runs a macro. A number that names no macro runs none."""
+    entry runs a macro, the one the digits after its code name. A number that names no macro
+    runs none."""
     longest = max((len(m) for m in macros), default=1)
     called: list[str] = []
     buffer: str | None = None
@@ -177,13 +185,10 @@ def macros_called(table: Sequence[Function], macros: Mapping[str, str], digits: 
             continue
         if fn.kind != "macro":
             buffer = None  # another command: the rest of the sequence is its own
-        elif fn.arg is not None:
-            called.append(fn.arg)
-            buffer = None
         else:
             number = buffer[len(fn.code) :]
             if number and (not number.isdigit() or macro_number_done(number, macros, longest)):
-                if number == "0" or number in macros:
+                if macro_found(number, macros):
                     called.append(number)
                 buffer = None
     return called
@@ -199,7 +204,10 @@ def parse_function(code: str, spec: str) -> Function:
     text = spec.strip()
     name, _, param = text.partition(",")
     name, param = name.strip().lower(), param.strip()
-    number = int(param) if param.isdigit() else None
+    # app_rpt passes what follows the number on to the function (ilink,9's node and text,
+    # cop,48's tones); the number alone chooses it.
+    first = param.split(",")[0].strip()
+    number = int(first) if first.isdigit() else None
     if name == "ilink":
         if number is not None and number in ILINK:
             kind, takes_node, permanent = ILINK[number]
@@ -212,16 +220,15 @@ def parse_function(code: str, spec: str) -> Function:
         if number in STATUS_UNAVAILABLE:
             return _unavailable(code, text, f"status {number} (GPS)")
     elif name == "cop":
-        first = param.split(",")[0].strip()
         if first.isdigit() and int(first) in COP:
             return Function(code, "cop", arg=first, spec=text)
         if first.isdigit() and 1 <= int(first) <= 65:
             return _unavailable(code, text, f"cop {int(first)}")
     elif name == "macro":
-        if not param:
+        # app_rpt's function_macro ignores the parameter (`5=macro,1` in HamVOIP's table,
+        # `50=macro,4` in app_rpt__ultra's): the digits typed after the code name the macro.
+        if not param or _CODE.fullmatch(param):
             return Function(code, "macro", spec=text)
-        if _CODE.fullmatch(param):
-            return Function(code, "macro", arg=param, spec=text)
     elif name in _UNAVAILABLE_NAMES:
         return _unavailable(code, text, _UNAVAILABLE_NAMES[name])
     else:
@@ -273,6 +280,7 @@ def read_functions(raw: object, fail: Fail, where: Path | None) -> tuple[Functio
     """`[functions]`: `"<digits>" = "<app_rpt function>"`, in the file's order (which decides
     between a code and a longer one it begins, as in app_rpt)."""
     out: list[Function] = []
+    unavailable: list[str] = []
     for code, spec in _table(raw, "functions", fail).items():
         dotted = f"functions.{code}"
         if not _CODE.fullmatch(code.upper()):
@@ -293,13 +301,16 @@ def read_functions(raw: object, fail: Fail, where: Path | None) -> tuple[Functio
                 shadow,
             )
         if fn.kind == "unavailable":
-            log.warning(
-                "%s: functions.%s (%s) is not available on this node; typing it answers so",
-                where,
-                code,
-                fn.spec,
-            )
+            unavailable.append(f"{code} ({fn.spec})")
         out.append(fn)
+    if unavailable:
+        # One line for them all: a stock ASL 1.x table has some 55 of them.
+        log.warning(
+            "%s: %d functions are not available on this node; typing one answers so: %s",
+            where,
+            len(unavailable),
+            ", ".join(unavailable),
+        )
     return tuple(out)
 
 

@@ -11,8 +11,8 @@ The table is the operator's `[functions]` (app_rpt function strings, read by
 status, `*74` restore, `*75` local monitor, `*76` disconnect all); docs/dtmf.md lists every
 function. Entries are tried in table order, as app_rpt does: the first whose code begins the
 digits wins, so a code that an earlier one begins never runs. Status and cop entries are
-complete at once, `ilink` entries with a node wait for the node number, `macro` for a macro
-number.
+complete at once, `ilink` entries with a node wait for the node number, `macro` (whatever its
+parameter, as app_rpt's `function_macro` ignores it) for a macro number.
 
 `<node>` = `0` means the last node a `*1`/`*2`/`*3` named (from any source).
 
@@ -42,6 +42,7 @@ from node.config.functions import (
     Function,
     could_run,
     first_function,
+    macro_found,
     macro_number_done,
 )
 
@@ -209,7 +210,7 @@ class CommandMapper:
             if not final and could_run(self._table, buf):
                 return None
             return self._done(Command("unknown", typed, reason="no such command"))
-        if fn.kind == "macro" and fn.arg is None:
+        if fn.kind == "macro":
             return self._macro(fn, buf[len(fn.code) :], typed, final=final)
         if not fn.takes_node:
             if fn.kind == "unavailable":
@@ -242,13 +243,14 @@ class CommandMapper:
         return None
 
     def _macro(self, fn: Function, number: str, typed: str, *, final: bool) -> Command | None:
-        """app_rpt's `macro`: the macro number follows; it is complete once it names a macro,
-        or has as many digits as the longest macro number (then: not found); `0` is the
-        startup macro."""
+        """app_rpt's `function_macro`: the entry's parameter is ignored and the digits typed
+        after the code name the macro; the number is complete once it names one, or has as
+        many digits as the longest macro number (then: not found); `0` is the startup
+        macro."""
         refused = self._number(typed, number, "macro", final=final)
         if refused is not None or not number:
             return refused
-        if number == "0" or number in self._macros:
+        if macro_found(number, self._macros):
             return self._done(Command("macro", typed, arg=number, spec=fn.spec))
         if final or macro_number_done(number, self._macros, self._macro_longest):
             reason = f"macro {number} not found"
