@@ -14,6 +14,9 @@ Modes (one run, then a JSON summary on stdout):
 - `churn`: keep about `--calls` calls up for `--duration` seconds; every `--churn-every`
   seconds hang up one random call and place a new one (calls coming and going, for the soak).
 
+With `--as-nodes NODE` every call presents itself as an AllStarLink node linking to NODE (user
+`radio`, node numbers 3000 and up), so the node takes them as inbound links.
+
 Only loopback addresses are used; every loop is bounded by the run's duration.
 """
 
@@ -81,9 +84,14 @@ class Stats:
 
 
 class Callers:
-    def __init__(self, node: tuple[str, int], sockets: int, talkers: int) -> None:
+    def __init__(
+        self, node: tuple[str, int], sockets: int, talkers: int, as_nodes: str | None = None
+    ) -> None:
+        """`as_nodes`: call node `as_nodes` as AllStarLink nodes do (user `radio`, a node number
+        calling), so that the node takes every call as an inbound link."""
         self.node = node
         self.talkers = talkers
+        self.as_nodes = as_nodes
         self.sel = selectors.DefaultSelector()
         self.socks: list[socket.socket] = []
         self.eps: list[Endpoint] = []
@@ -166,9 +174,11 @@ class Callers:
     def place(self, now: float) -> None:
         placed = self.stats.calls["placed"]
         i = placed % len(self.socks)
-        callno, out = self.eps[i].dial(
-            now, self.node, DialParams("1000", calling_number=f"9{placed:05d}")
-        )
+        if self.as_nodes is not None:
+            params = DialParams(self.as_nodes, calling_number=str(3000 + placed), username="radio")
+        else:
+            params = DialParams("1000", calling_number=f"9{placed:05d}")
+        callno, out = self.eps[i].dial(now, self.node, params)
         self.stats.calls["placed"] += 1
         self.calls[(i, callno)] = Placed(i, callno, now)
         self._send(i, out, now)
@@ -406,11 +416,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--churn-every", type=float, default=3.0)
     ap.add_argument("--report-every", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--as-nodes", metavar="NODE", help="call node NODE as links (user radio, node numbers)"
+    )
     args = ap.parse_args(argv)
     host, port = args.node.rsplit(":", 1)
     TONE.extend(_tone())
     sockets = args.sockets or max(1, args.calls // 50)
-    c = Callers((host, int(port)), sockets, args.talkers)
+    c = Callers((host, int(port)), sockets, args.talkers, args.as_nodes)
     if args.mode == "setup":
         result = run_setup(c, args.calls, args.rate, args.hold, args.talk_after_setup)
     else:

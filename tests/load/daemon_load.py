@@ -83,15 +83,23 @@ def start_daemon(
     probe_every: float = 5.0,
     workdir: Path | None = None,
     calltoken: str = "auto",
+    top: str = "",
+    wrapper: list[str] | None = None,
+    audio: str = 'backend = "none"',
+    sections: str = "",
 ) -> Daemon:
     """`node serve` on free loopback ports: µ-law only (an 8 kHz station), no authentication,
-    call tokens on (`calltoken`, "auto" unless asked), up to `max_calls` inbound calls."""
+    call tokens on (`calltoken`, "auto" unless asked), up to `max_calls` inbound calls. `top`
+    adds top-level keys (`node_id = "1999"`), `audio` is the `[audio]` section's body and
+    `sections` more sections; `wrapper` is a command the daemon's is appended to (it must exec
+    it: e.g. one that enters a cgroup first)."""
     work = workdir or Path(tempfile.mkdtemp(prefix="iax-load-"))
     udp, http = free_port(), free_port()
     config = work / "node.toml"
     config.write_text(
         f"""
 codec_policy = "ulaw_only"
+{top}
 
 [listener]
 bind = "127.0.0.1:{udp}"
@@ -103,7 +111,8 @@ calltoken = "{calltoken}"
 bind = "127.0.0.1:{http}"
 
 [audio]
-backend = "none"
+{audio}
+{sections}
 """
     )
     env = dict(os.environ)
@@ -112,7 +121,7 @@ backend = "none"
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     log = (work / "node.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, str(PROBE), "serve", "--config", str(config)],
+        [*(wrapper or []), sys.executable, str(PROBE), "serve", "--config", str(config)],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
