@@ -17,8 +17,24 @@ stamp() { echo "== $* (at ${SECONDS} s)"; }
 # and an independent DTMF tone generator. wireguard-go and wireguard-tools (`wg`): another
 # WireGuard implementation for the tunnel's interop test, and the reference for keys; without
 # their recommends (which would pull in a kernel image).
+# Debian 12 and Raspberry Pi OS refuse pip installs into their own Python (PEP 668, "externally
+# managed"). With such a python3 the suite installs into a virtual environment of its own,
+# .venv, as the README's first command does; any other Python (a venv, pyenv) is used as it is.
+system_python=0
+if python3 -c 'import pathlib, sys, sysconfig
+managed = pathlib.Path(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED").exists()
+sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)'; then
+  system_python=1
+fi
+
 missing=()
 updated=0
+if [ "$system_python" = 1 ]; then
+  python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+  # Python.h, for the test extras that build C extensions (pesq).
+  [ -e "$(python3 -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" ] ||
+    missing+=(python3-dev)
+fi
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
 command -v chromium >/dev/null || missing+=(chromium)
@@ -50,6 +66,13 @@ if [ ${#wg_missing[@]} -gt 0 ]; then
   else
     echo "== note: ${wg_missing[*]} not installed and not root; tests that need them are skipped" >&2
   fi
+fi
+
+if [ "$system_python" = 1 ]; then
+  stamp "externally managed python3: a virtual environment, .venv"
+  python3 -m venv .venv
+  export VIRTUAL_ENV="$PWD/.venv"
+  export PATH="$VIRTUAL_ENV/bin:$PATH"
 fi
 
 stamp "Python package (builds the Rust extension) with test extras"
