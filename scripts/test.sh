@@ -43,6 +43,9 @@ command -v espeak-ng >/dev/null || missing+=(espeak-ng)
 command -v sox >/dev/null || missing+=(sox)
 ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportaudio2)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
+# strace shows the order of a node's first I/O and kills it (SIGKILL) at the very call that puts
+# a file in place (tests/test_files_whole.py, tests/radio/test_power_cut.py).
+command -v strace >/dev/null || missing+=(strace)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     stamp "installing Debian packages: ${missing[*]}"
