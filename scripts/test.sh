@@ -46,6 +46,8 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)
 # strace shows the order of a node's first I/O and kills it (SIGKILL) at the very call that puts
 # a file in place (tests/test_files_whole.py, tests/radio/test_power_cut.py).
 command -v strace >/dev/null || missing+=(strace)
+# libfaketime moves a running node's wall clock, years forward and back (tests/test_clock_jump.py).
+command -v faketime >/dev/null || missing+=(faketime)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     stamp "installing Debian packages: ${missing[*]}"
