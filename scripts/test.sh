@@ -8,15 +8,6 @@ cd "$(dirname "$0")/.."
 # Each phase says when it starts (seconds since the script began), so a slow phase shows.
 stamp() { echo "== $* (at ${SECONDS} s)"; }
 
-# Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem),
-# PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
-# status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
-# systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
-# (packaging/systemd), tmux, the real 80x24 terminal the `node tui` test types into, and
-# espeak-ng and sox: the TTS binary the announcements are tested with, speech for DTMF talk-off,
-# and an independent DTMF tone generator. wireguard-go and wireguard-tools (`wg`): another
-# WireGuard implementation for the tunnel's interop test, and the reference for keys; without
-# their recommends (which would pull in a kernel image).
 # Debian 12 and Raspberry Pi OS refuse pip installs into their own Python (PEP 668, "externally
 # managed"). With such a python3 the suite installs into a virtual environment of its own,
 # .venv, as the README's first command does; any other Python (a venv, pyenv) is used as it is.
@@ -27,10 +18,23 @@ sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)'; then
   system_python=1
 fi
 
+# Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem),
+# PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
+# status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
+# systemd's systemd-analyze/-sysusers/-tmpfiles that check the shipped unit
+# (packaging/systemd), tmux, the real 80x24 terminal the `node tui` test types into, and
+# espeak-ng and sox: the TTS binary the announcements are tested with, speech for DTMF talk-off,
+# and an independent DTMF tone generator. wireguard-go and wireguard-tools (`wg`): another
+# WireGuard implementation for the tunnel's interop test, and the reference for keys; without
+# their recommends (which would pull in a kernel image).
 missing=()
 updated=0
+# python3-venv: the README's first command, which tests/test_readme_install.py runs on Debian's
+# own /usr/bin/python3, makes a venv; so does this script on such a python3.
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then
+  missing+=(python3-venv)
+fi
 if [ "$system_python" = 1 ]; then
-  python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
   # Python.h, for the test extras that build C extensions (pesq).
   [ -e "$(python3 -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" ] ||
     missing+=(python3-dev)
