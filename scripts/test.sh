@@ -8,6 +8,16 @@ cd "$(dirname "$0")/.."
 # Each phase says when it starts (seconds since the script began), so a slow phase shows.
 stamp() { echo "== $* (at ${SECONDS} s)"; }
 
+# Debian 12 and Raspberry Pi OS refuse pip installs into their own Python (PEP 668, "externally
+# managed"). With such a python3 the suite installs into a virtual environment of its own,
+# .venv, as the README's first command does; any other Python (a venv, pyenv) is used as it is.
+system_python=0
+if python3 -c 'import pathlib, sys, sysconfig
+managed = pathlib.Path(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED").exists()
+sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)'; then
+  system_python=1
+fi
+
 # Independent IAX2 peers and decoders from Debian (tshark's IAX2 dissector, iaxmodem),
 # PortAudio for the sounddevice backend (exercised on ALSA's null PCM), Chromium for the
 # status-page tests (driven by Playwright from PyPI; Playwright's own browsers are never fetched),
@@ -19,6 +29,16 @@ stamp() { echo "== $* (at ${SECONDS} s)"; }
 # their recommends (which would pull in a kernel image).
 missing=()
 updated=0
+# python3-venv: the README's first command, which tests/test_readme_install.py runs on Debian's
+# own /usr/bin/python3, makes a venv; so does this script on such a python3.
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then
+  missing+=(python3-venv)
+fi
+if [ "$system_python" = 1 ]; then
+  # Python.h, for the test extras that build C extensions (pesq).
+  [ -e "$(python3 -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" ] ||
+    missing+=(python3-dev)
+fi
 command -v tshark >/dev/null || missing+=(tshark)
 command -v iaxmodem >/dev/null || missing+=(iaxmodem)
 command -v chromium >/dev/null || missing+=(chromium)
@@ -27,6 +47,11 @@ command -v espeak-ng >/dev/null || missing+=(espeak-ng)
 command -v sox >/dev/null || missing+=(sox)
 ls /usr/lib/*-linux-gnu/libportaudio.so.2 >/dev/null 2>&1 || missing+=(libportaudio2)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
+# strace shows the order of a node's first I/O and kills it (SIGKILL) at the very call that puts
+# a file in place (tests/test_files_whole.py, tests/radio/test_power_cut.py).
+command -v strace >/dev/null || missing+=(strace)
+# libfaketime moves a running node's wall clock, years forward and back (tests/test_clock_jump.py).
+command -v faketime >/dev/null || missing+=(faketime)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     stamp "installing Debian packages: ${missing[*]}"
@@ -50,6 +75,13 @@ if [ ${#wg_missing[@]} -gt 0 ]; then
   else
     echo "== note: ${wg_missing[*]} not installed and not root; tests that need them are skipped" >&2
   fi
+fi
+
+if [ "$system_python" = 1 ]; then
+  stamp "externally managed python3: a virtual environment, .venv"
+  python3 -m venv .venv
+  export VIRTUAL_ENV="$PWD/.venv"
+  export PATH="$VIRTUAL_ENV/bin:$PATH"
 fi
 
 stamp "Python package (builds the Rust extension) with test extras"

@@ -4,14 +4,20 @@ place of the plain calls and the links; no engine, no socket."""
 
 from __future__ import annotations
 
+import asyncio
+import calendar
+import time
 from typing import Any
+
+import pytest
 
 from node._core import RxKeyed, SpurtEnded
 from node.calls import service as plain
 from node.config import NodeConfig
+from node.config.station import DtmfConfig
 from node.controller import Controller, TimerKind
 from node.effects import NOTHING, DigitReceived, Effects
-from node.events import EventBus
+from node.events import Dtmf, EventBus
 from node.iax2 import call as c
 from node.iax2.constants import Format
 from node.links import service as links
@@ -104,3 +110,40 @@ def test_the_deadline_table_names_every_kind_and_arms_nothing_idle() -> None:
     assert set(ctl._timer_kinds) == set(TimerKind)
     for deadline, _ in ctl._timer_kinds.values():
         assert deadline() is None
+
+
+def test_the_deadline_table_keeps_to_the_injected_clock_when_the_wall_clock_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Pi's wall clock stepped by NTP, years forward, then back: a DTMF inter-digit time-out
+    # stays where the router's (monotonic) clock put it, and fires there, once. (The TX
+    # time-out, IDs, registration, links and the scheduler against a running node whose wall
+    # clock jumps: tests/test_clock_jump.py.)
+    wall = [calendar.timegm((2031, 5, 5, 10, 0, 0, 0, 0, 0))]
+    monkeypatch.setattr(time, "time", lambda: wall[0])
+    now = [100.0]
+    config = NodeConfig(node_id="2000", dtmf=DtmfConfig(enabled=True, inter_digit_timeout_ms=3000))
+    bus = EventBus()
+    ctl = Controller(config, bus, SecretStore(config, {}), clock=lambda: now[0])
+    typed = bus.subscribe()
+    inter_digit = ctl._timer_kinds[TimerKind.DTMF][0]
+
+    async def scenario() -> None:
+        ctl._commit(Effects(events=(DigitReceived("local", None, "*"),)))
+        assert inter_digit() == 103.0
+        wall[0] += 1096 * 86400  # three years forward
+        now[0] = 102.9
+        ctl._on_timer()
+        assert inter_digit() == 103.0  # not years early
+        wall[0] -= 3287 * 86400  # nine years back
+        now[0] = 103.0
+        ctl._on_timer()
+        assert inter_digit() is None  # not years late
+        ctl.close()
+
+    asyncio.run(scenario())
+    events = []
+    while not typed.queue.empty():
+        events.append(typed.queue.get_nowait())
+    # The digit once; the sequence it began ended by the time-out (nothing to run).
+    assert [e.digit for e in events if isinstance(e, Dtmf)] == ["*"]

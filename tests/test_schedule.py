@@ -127,3 +127,44 @@ def test_the_minute_turn_is_a_deadline_and_the_macros_run_as_work() -> None:
     assert asyncio.run(work.work) == NOTHING
     assert scheduler.runs == 1
     assert scheduler.next_deadline() == pytest.approx(1040.05 + 60.0)
+
+
+def test_a_wall_clock_step_is_one_jump_not_years_of_minutes() -> None:
+    # A Pi without a real-time clock: NTP steps the wall clock three years forward (and 17 s off
+    # the minute), then 41 s back, later nine years back. Every turn is a monotonic deadline at
+    # most a minute away; each looks at the minute the wall clock says then, once; nothing is
+    # made up and nothing stalls until the old clock comes round again.
+    async def run_macro(number: str, source: str) -> tuple[str, Effects]:
+        return "ok", NOTHING
+
+    looked: list[time.struct_time] = []
+
+    def local(t: float) -> time.struct_time:
+        looked.append(time.gmtime(t))
+        return looked[-1]
+
+    wall = [utc(2031, 5, 5, 10, 0) + 20.0]
+    scheduler = Scheduler(
+        [parse_schedule("1", "*")], run_macro, EventBus(), wall=lambda: wall[0], local=local
+    )
+    now = 1000.0
+    scheduler.start(now)
+    steps = {3: 1096 * 86400 + 5 * 3600 + 17.0, 6: -41.0, 8: -(3287 * 86400)}
+    for turn in range(12):
+        deadline = scheduler.next_deadline()
+        assert deadline is not None and now < deadline <= now + 60.05 + 1e-6
+        wall[0] += deadline - now
+        now = deadline
+        wall[0] += steps.get(turn, 0.0)
+        (work,) = scheduler.timer(now).events
+        assert isinstance(work, Spawn)
+        before = len(looked)
+        asyncio.run(work.work)
+        # At most the one minute the wall clock says now, and only if not looked at already.
+        assert len(looked) - before <= 1
+        if len(looked) > before:
+            assert looked[-1][:5] == time.gmtime(wall[0])[:5]
+    assert [t.tm_year for t in looked] == [2031] * 3 + [2034] * 4 + [2025] * 4
+    # The step back by 41 s landed in a minute already looked at: it ran once, not twice.
+    minutes = [t[:5] for t in looked]
+    assert len(minutes) == len(set(minutes)) == scheduler.runs == 11

@@ -288,8 +288,27 @@ class RunningNode:
         self._radio: Radio | None = None
 
     async def start(self) -> None:
-        """Open the IAX2 socket, the control socket and audio, then start serving.
-        Raises StartError (having released what it opened) when any of them fails."""
+        """Open the radio (its PTT released), the IAX2 socket, the control socket and audio, then
+        start serving. Raises StartError (having released what it opened) when any of them
+        fails."""
+        config = self.config
+        # The radio first: a node killed while keyed (SIGKILL, a power cut of the host but not of
+        # the interface) left its PTT keyed, and opening releases it, before any lookup or
+        # socket that could wait or fail.
+        try:
+            radio = Radio.open(config.radio, config.keying.tx_timeout_secs, usrp=config.usrp)
+        except RadioError as exc:
+            raise StartError(f"cannot open the radio ([radio]): {exc}") from None
+        self._radio = radio
+        try:
+            await self._open(radio)
+        except BaseException:
+            radio.close()
+            self._radio = None
+            raise
+
+    async def _open(self, radio: Radio) -> None:
+        """`start` after the radio: the sockets, audio, the services, the control channel."""
         config, controller = self.config, self.controller
         topology = Topology(
             config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
@@ -324,13 +343,6 @@ class RunningNode:
             raise _bind_error(
                 "the control channel", "control.bind", config.control.bind, exc
             ) from None
-        try:
-            radio = Radio.open(config.radio, config.keying.tx_timeout_secs, usrp=config.usrp)
-        except RadioError as exc:
-            transport.close()
-            ctl_sock.close()
-            raise StartError(f"cannot open the radio ([radio]): {exc}") from None
-        self._radio = radio
         audio = config.audio
         bridge = MediaBridge(
             transport.engine,
@@ -350,7 +362,6 @@ class RunningNode:
         try:
             bridge.start_audio()
         except CommandError as exc:
-            radio.close()
             transport.close()
             ctl_sock.close()
             raise StartError(
@@ -365,7 +376,6 @@ class RunningNode:
             try:
                 await ami.start()
             except OSError as exc:
-                radio.close()
                 bridge.close()
                 transport.close()
                 ctl_sock.close()

@@ -86,6 +86,15 @@ class HttpServer:
             assert ok, f"only {len(self.requests)} of {count} requests arrived"
             return self.requests[:count]
 
+    def wait_until(
+        self, predicate: Callable[[list[Request]], bool], timeout: float = 15.0
+    ) -> list[Request]:
+        """Every request so far, once `predicate` holds for them."""
+        with self._cond:
+            ok = self._cond.wait_for(lambda: predicate(self.requests), timeout)
+            assert ok, f"waited in vain; requests: {[r.target for r in self.requests]}"
+            return list(self.requests)
+
     def __enter__(self) -> HttpServer:
         self._thread.start()
         return self

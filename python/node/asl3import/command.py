@@ -14,6 +14,7 @@ from node.asl3import.conf import Asl3ConfError, ConfFile, parse_conf
 from node.asl3import.mapper import Asl3Files, map_node
 from node.asl3import.plan import Plan, where_of
 from node.asl3import.writer import render_report, render_toml
+from node.config.files import sync_dir, write_synced
 from node.errors import ConfigError
 
 __all__ = ["DirFiles", "Imported", "import_asl3", "run"]
@@ -92,16 +93,19 @@ def import_asl3(root: Path, node: str | None, out: Path, *, force: bool = False)
         return Imported(render_report(plan, str(out), nodes_shown, written=False), False)
     # Both files are written to a directory of their own beside the target and loaded with the
     # node's own loader there, then moved into place: a mapping this importer got wrong never
-    # replaces a config that works, and a failed run leaves nothing behind.
+    # replaces a config that works, and a failed run leaves nothing behind. Each is on the disk
+    # before its rename, and the renames are made durable after: a crash or a power cut leaves
+    # the old file or the new one at each name, never half of one.
     with tempfile.TemporaryDirectory(prefix=".import-asl3-", dir=out.parent) as tmp:
         staged = Path(tmp) / out.name
         if plan.nodes_file is not None:
-            (Path(tmp) / nodes_name).write_text(plan.nodes_file)
-        staged.write_text(render_toml(plan, str(root)))
+            write_synced(Path(tmp) / nodes_name, plan.nodes_file)
+        write_synced(staged, render_toml(plan, str(root)))
         _check_loads(plan, staged)
         if plan.nodes_file is not None:
             os.replace(Path(tmp) / nodes_name, nodes_path)
         os.replace(staged, out)
+    sync_dir(out.parent)
     return Imported(render_report(plan, str(out), nodes_shown), True)
 
 

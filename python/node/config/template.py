@@ -9,15 +9,13 @@ switches them on with the value shown (the default, or the key's example).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, get_args
 
+from node.config.files import write_whole
 from node.config.network import LinkConfig, LinksKeys
 from node.config.node import SECTIONS, TOP_KEYS, NodeConfig
 from node.config.schema import Key, keys_of
@@ -165,30 +163,9 @@ def _dotted(model: type, name: str) -> Iterator[str]:
 
 
 def write_template(path: str | os.PathLike[str]) -> None:
-    """Write the commented template to `path` atomically (mode 0644), creating parent dirs.
+    """Write the commented template to `path` whole (`write_whole`, mode 0644: it holds no
+    secret and the operator should read it without sudo), creating parent dirs.
 
-    The template holds no secret and loads to exactly `NodeConfig()`.
+    The template loads to exactly `NodeConfig()`.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(render_template())
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp creates 0600; the template holds no secret and the operator should be able to
-        # read it without sudo.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    # Make the rename itself durable.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_whole(path, render_template(), mode=0o644)
