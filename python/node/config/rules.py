@@ -27,7 +27,7 @@ from node.config.station import (
 )
 from node.config.values import NODE_ID
 
-__all__ = ["SECTION_RULES", "Fail", "check_node", "warn_risky"]
+__all__ = ["SECTION_RULES", "Fail", "check_host", "check_node", "warn_risky"]
 
 log = logging.getLogger("node.config")
 
@@ -365,3 +365,47 @@ def warn_risky(config: NodeConfig) -> None:
             "transmission)",
             where,
         )
+
+
+def check_host(config: NodeConfig, fail: Fail) -> None:
+    """The rules between the nodes of one file: each has its own number, radio and USRP port."""
+    if config.node_id is None:
+        fail(
+            "node_id",
+            "a file with [nodes.<number>] tables must give the first node's number too",
+            "a top-level node_id (or [register] node_id)",
+        )
+    seen: dict[str, str] = {}
+    devices: dict[tuple[str, str], str] = {}
+    usrp_ports: dict[str, str] = {}
+    for node in config.hosted:
+        number = node.node_id or ""
+        where = "" if node is config else f"nodes.{number}."
+        if number in seen:
+            fail(
+                f"{where}node_id" if where else "node_id",
+                f"node {number} is declared twice ({seen[number] or 'the top level'} and "
+                f"{where.rstrip('.') or 'the top level'}); each node of a host has its own number",
+                "a number no other node of the file uses",
+            )
+        seen[number] = where.rstrip(".")
+        audio = node.audio
+        if audio.backend == "cpal":
+            card = (audio.input, audio.output)
+            if card in devices:
+                fail(
+                    f"{where}audio.input",
+                    f"node {number} would share its sound device with node {devices[card]}; two "
+                    "nodes cannot drive one radio",
+                    'another device (input and output), or backend = "none" or "usrp"',
+                )
+            devices[card] = number
+        if audio.backend == "usrp" and node.usrp is not None:
+            listen = str(node.usrp.listen)
+            if listen in usrp_ports:
+                fail(
+                    f"{where}usrp.listen",
+                    f"node {number} would listen on the USRP port of node {usrp_ports[listen]}",
+                    "an address and port no other node of the file listens on",
+                )
+            usrp_ports[listen] = number
