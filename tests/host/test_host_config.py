@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from node.config import load_config
+from node.config import NodeConfig, load_config
 from node.errors import ConfigError
 
 TWO = """
@@ -29,7 +29,7 @@ peer = "127.0.0.1:32001"
 """
 
 
-def load(tmp_path: Path, text: str):  # noqa: ANN201 - the loader's own type
+def load(tmp_path: Path, text: str) -> NodeConfig:
     path = tmp_path / "node.toml"
     path.write_text(text, encoding="utf-8")
     return load_config(path)
@@ -62,12 +62,17 @@ def test_further_node_shares_the_listener_and_has_its_own_sections(tmp_path: Pat
 
 
 def test_number_used_twice_is_an_error(tmp_path: Path) -> None:
-    err = fault(tmp_path, TWO + '[nodes.2000]\n')
+    err = fault(tmp_path, TWO + "[nodes.2000]\n")
     assert "declared twice" in str(err) and "nodes.2000" in str(err)
 
 
 def test_further_node_may_not_set_a_shared_section(tmp_path: Path) -> None:
-    err = fault(tmp_path, TWO.replace("[nodes.2001.macro]", "[nodes.2001.listener]\nbind = \"127.0.0.1:1\"\n[nodes.2001.macro]"))
+    err = fault(
+        tmp_path,
+        TWO.replace(
+            "[nodes.2001.macro]", '[nodes.2001.listener]\nbind = "127.0.0.1:1"\n[nodes.2001.macro]'
+        ),
+    )
     assert "nodes.2001.listener" in str(err) and "shared by every node" in str(err)
     assert "[audio]" in str(err)  # the accepted keys of a node are named
 

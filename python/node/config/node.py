@@ -26,7 +26,15 @@ from node.config.values import (
 from node.config.values import node_id as parse_node_id
 from node.secrets import SecretSettings
 
-__all__ = ["NODES_TABLE", "SECTIONS", "SHARED_KEYS", "TOP_KEYS", "CodecPolicy", "NodeConfig", "Section"]
+__all__ = [
+    "NODES_TABLE",
+    "SECTIONS",
+    "SHARED_KEYS",
+    "TOP_KEYS",
+    "CodecPolicy",
+    "NodeConfig",
+    "Section",
+]
 
 CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
 
