@@ -90,6 +90,9 @@ _NO_INVAL = frozenset(
 CAUSE_DISABLED = ("Inbound calls disabled", 21)  # CALL_REJECTED
 CAUSE_LIMIT = ("Call limit reached", 34)  # NO_CIRCUIT_AVAILABLE
 CAUSE_NOT_ALLOWED = ("Caller not allowed", 21)  # CALL_REJECTED
+#: A called number the host does not serve: chan_iax2's answer when the dialplan has no such
+#: extension (a node app_rpt does not host).
+CAUSE_NO_SUCH_NUMBER = ("No such context/extension", 3)  # NO_ROUTE_DESTINATION
 CAUSE_TOKEN_REQUIRED = ("CallToken support required", 21)
 CAUSE_BAD_TOKEN = ("Invalid call token", 21)
 CAUSE_NOT_REGISTRAR = ("Registration Refused", 29)  # FACILITY_REJECTED
@@ -111,6 +114,9 @@ class InboundPolicy:
     allowed_nodes: tuple[str, ...] = ()
     #: "required", "auto" or "off".
     calltoken: str = "auto"
+    #: The called numbers answered (the nodes of a host); empty answers any called number, as
+    #: a one-node process always has.
+    numbers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, value, accepted in (
@@ -123,10 +129,14 @@ class InboundPolicy:
         if not 0 <= self.max_calls <= MAX_CALLS:
             raise ValueError(f"max_calls = {self.max_calls} (accepted: 0-{MAX_CALLS})")
         object.__setattr__(self, "allowed_nodes", tuple(self.allowed_nodes))
+        object.__setattr__(self, "numbers", tuple(self.numbers))
 
     @classmethod
-    def from_listener(cls, listener: Any, *, enabled: bool = True) -> InboundPolicy:
-        """Build from a `node.config.ListenerConfig` (read by attribute name only)."""
+    def from_listener(
+        cls, listener: Any, *, enabled: bool = True, numbers: tuple[str, ...] = ()
+    ) -> InboundPolicy:
+        """Build from a `node.config.ListenerConfig` (read by attribute name only); `numbers`
+        are the host's nodes when it has more than one."""
         return cls(
             enabled=enabled,
             answer=listener.answer,
@@ -134,6 +144,7 @@ class InboundPolicy:
             auth=listener.auth,
             allowed_nodes=tuple(listener.allowed_nodes),
             calltoken=getattr(listener, "calltoken", "auto"),
+            numbers=numbers,
         )
 
     def admitted_ids(self) -> frozenset[str] | None:
@@ -541,6 +552,9 @@ class Endpoint:
         admitted = pol.admitted_ids()
         if admitted is not None and not ({calling_number, username} - {""}) & admitted:
             self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_NOT_ALLOWED)
+            return
+        if pol.numbers and _text(new, IE.CALLED_NUMBER) not in pol.numbers:
+            self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_NO_SUCH_NUMBER)
             return
         fmt = choose_format(self.codecs, _peer_codecs(new))
         if fmt is None:
