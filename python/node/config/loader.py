@@ -42,14 +42,19 @@ _NODE_KEYS = tuple(f"[{s.name}]" for s in SECTIONS if not s.shared)
 _KINDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
 
 
-def load_config(path: str | os.PathLike[str]) -> NodeConfig:
-    """Read and validate a config file. Raises `ConfigError` for every problem found."""
-    return _Loader(Path(path)).load()
+def load_config(
+    path: str | os.PathLike[str], *, exclude: frozenset[str] = frozenset()
+) -> NodeConfig:
+    """Read and validate a config file. Raises `ConfigError` for every problem found.
+    `exclude` leaves those further nodes (`[nodes.<number>]`) out (a reload that keeps a node
+    whose table has an error on its running configuration)."""
+    return _Loader(Path(path), exclude=exclude).load()
 
 
 class _Loader:
-    def __init__(self, path: Path, prefix: str = "") -> None:
+    def __init__(self, path: Path, prefix: str = "", exclude: frozenset[str] = frozenset()) -> None:
         self.path = path
+        self.exclude = exclude
         #: Where the node being read sits in the file: "" for the first node (the top level),
         #: "nodes.<number>." for a further one, so every fault names the node and its key.
         self.prefix = prefix
@@ -72,7 +77,11 @@ class _Loader:
                 f"must be a table of nodes ([nodes.<number>]), got {toml_type(further)}",
             )
         shared = {k: doc[k] for k in SHARED_KEYS if k in doc}
-        nodes = tuple(self.further(number, body, shared) for number, body in further.items())
+        nodes = tuple(
+            self.further(number, body, shared)
+            for number, body in further.items()
+            if number not in self.exclude
+        )
         config = dataclasses.replace(first, nodes=nodes)
         check_host(config, self.fail)
         return config
