@@ -39,7 +39,7 @@ from node.events import EventBus
 from node.host import Host
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
-from node.media.station import station_engine
+from node.media.station import LocalLinks, station_engine
 from node.radio.radio import Radio
 from node.radio.usrp import UsrpPtt
 from node.sdnotify import Notifier
@@ -419,9 +419,10 @@ class RunningNode:
             raise _bind_error(
                 "the control channel", "control.bind", config.control.bind, exc
             ) from None
+        local_links = LocalLinks(transport.engine) if len(host) > 1 else None
         for i, node in enumerate(config.hosted):
             try:
-                self._bridges.append(self._bridge(transport, i, node, self._radios[i]))
+                self._bridges.append(self._bridge(transport, i, node, self._radios[i], local_links))
             except CommandError as exc:
                 if i == 0:
                     for bridge in self._bridges:
@@ -440,7 +441,9 @@ class RunningNode:
                     node.audio.backend,
                     exc,
                 )
-                self._bridges.append(self._bridge(transport, i, node, None, audio=False))
+                self._bridges.append(
+                    self._bridge(transport, i, node, None, local_links, audio=False)
+                )
         bridge = self._bridges[0]
         if config.ami.enabled:
             from node.control.ami import AmiServer  # only a node with AMI loads it
@@ -535,6 +538,7 @@ class RunningNode:
         station: int,
         node: NodeConfig,
         radio: Radio | None,
+        local_links: LocalLinks | None,
         *,
         audio: bool = True,
     ) -> MediaBridge:
@@ -558,6 +562,8 @@ class RunningNode:
             gated=radio.gated if radio is not None else False,
             parrot=node.parrot,
             usrp=node.usrp,
+            station=station,
+            local_links=local_links,
         )
         try:
             bridge.start_audio()

@@ -63,8 +63,11 @@ class Host:
         self._pending: set[int] = set()
         self._draining = False
         self._scheduled = False
+        self._port = port
         if several:
-            port.route_inbound({n: i for i, n in enumerate(numbers)}, self._lane_pending)
+            port.route_inbound(
+                {n: i for i, n in enumerate(numbers)}, self._lane_pending, self._loopback_pending
+            )
 
     # --- what the front doors read ------------------------------------------------------------
 
@@ -127,9 +130,15 @@ class Host:
         """The port queued call events for node `lane` while another node's input ran: that
         node takes them once the running input is done (never inside it, where a router would
         be entered again halfway through its own work)."""
-        if lane in self._pending:
-            return
         self._pending.add(lane)
+        self._schedule()
+
+    def _loopback_pending(self) -> None:
+        """A local call sent frames: the endpoint receives them once the running input is done
+        (as if the socket had), never inside it."""
+        self._schedule()
+
+    def _schedule(self) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -150,7 +159,12 @@ class Host:
             return
         self._draining = True
         try:
-            while self._pending:
+            while self._pending or self._port.has_loopback():
+                looped = self._port.take_loopback()
+                if looped:
+                    self.first.on_frames(looped)
+                if not self._pending:
+                    continue
                 lane = min(self._pending)
                 self._pending.discard(lane)
                 try:

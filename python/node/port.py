@@ -31,9 +31,16 @@ from typing import Any, Protocol
 from node._core import FullFrame
 from node.iax2 import call as c
 from node.iax2.call import Address, DialParams, RrStats
-from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
+from node.iax2.endpoint import LOCAL_PEER, Endpoint, EndpointOutput, InboundPolicy, InboundRejected
 
-__all__ = ["REFUSAL_LOG_INTERVAL", "FrameSender", "IaxPort", "Owner", "health_json"]
+__all__ = [
+    "LOCAL_PEER",
+    "REFUSAL_LOG_INTERVAL",
+    "FrameSender",
+    "IaxPort",
+    "Owner",
+    "health_json",
+]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +113,10 @@ class _Shared:
     route: dict[str, int] = field(default_factory=dict)
     #: Told the lane whose queue got an event while another lane's input ran.
     on_pending: Callable[[int], None] | None = None
+    #: Frames of local calls (between two nodes of the host), to hand back to the endpoint.
+    loopback: list[FullFrame] = field(default_factory=list)
+    #: Told when `loopback` has frames.
+    on_loopback: Callable[[], None] | None = None
     refusal_logged_at: float | None = None
     refusals_unlogged: int = 0
 
@@ -155,12 +166,30 @@ class IaxPort:
         return view
 
     def route_inbound(
-        self, numbers: Mapping[str, int], on_pending: Callable[[int], None] | None
+        self,
+        numbers: Mapping[str, int],
+        on_pending: Callable[[int], None] | None,
+        on_loopback: Callable[[], None] | None = None,
     ) -> None:
         """An inbound call goes to the lane of the number it calls; `on_pending(lane)` is told
-        when a lane has events that another lane's input queued."""
+        when a lane has events that another lane's input queued, `on_loopback()` when a local
+        call's frames wait (`take_loopback`)."""
         self._shared.route = dict(numbers)
         self._shared.on_pending = on_pending
+        self._shared.on_loopback = on_loopback
+
+    def hosts(self, number: str) -> bool:
+        """Whether `number` is a node of this host (a link to it is a local call)."""
+        return number in self._shared.route
+
+    def has_loopback(self) -> bool:
+        return bool(self._shared.loopback)
+
+    def take_loopback(self) -> list[tuple[Address, FullFrame]]:
+        """The frames local calls sent since the last take, as received from `LOCAL_PEER`
+        (the host hands them to `receive`, after the input that sent them)."""
+        frames, self._shared.loopback = self._shared.loopback, []
+        return [(LOCAL_PEER, frame) for frame in frames]
 
     @property
     def _sender(self) -> FrameSender | None:
@@ -327,10 +356,15 @@ class IaxPort:
 
     def _take(self, out: EndpointOutput) -> None:
         sender = self._sender
-        if sender is not None:
-            for addr, frame in out.frames:
-                sender.send(frame, addr)
         shared = self._shared
+        for addr, frame in out.frames:
+            if addr == LOCAL_PEER:
+                # A local call: the other side of the endpoint takes it once this input is done.
+                shared.loopback.append(frame)
+                if shared.on_loopback is not None:
+                    shared.on_loopback()
+            elif sender is not None:
+                sender.send(frame, addr)
         for event in out.events:
             if isinstance(event, InboundRejected):
                 self._log_refusal(event)

@@ -90,6 +90,11 @@ _NO_INVAL = frozenset(
 CAUSE_DISABLED = ("Inbound calls disabled", 21)  # CALL_REJECTED
 CAUSE_LIMIT = ("Call limit reached", 34)  # NO_CIRCUIT_AVAILABLE
 CAUSE_NOT_ALLOWED = ("Caller not allowed", 21)  # CALL_REJECTED
+#: The peer address of a local call: a call between two nodes of one host, whose frames the
+#: port hands from one side of the endpoint to the other without the socket. No datagram can
+#: come from the unspecified address, so no caller from the network can pose as one.
+LOCAL_PEER: tuple[str, int] = ("0.0.0.0", 0)
+
 #: A called number the host does not serve: chan_iax2's answer when the dialplan has no such
 #: extension (a node app_rpt does not host).
 CAUSE_NO_SUCH_NUMBER = ("No such context/extension", 3)  # NO_ROUTE_DESTINATION
@@ -539,7 +544,10 @@ class Endpoint:
 
     def _admit(self, addr: Address, new: FullFrame, now: float) -> None:
         pol = self.inbound
-        if not self._token_gate(addr, new, now, IaxSubclass.REJECT):
+        # A local call is another node of this host: no token, allow list or password stands
+        # between two nodes of one configuration.
+        local = addr == LOCAL_PEER
+        if not local and not self._token_gate(addr, new, now, IaxSubclass.REJECT):
             return
         if not pol.enabled:
             self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_DISABLED)
@@ -550,7 +558,11 @@ class Endpoint:
         calling_number = _text(new, IE.CALLING_NUMBER)
         username = _text(new, IE.USERNAME)
         admitted = pol.admitted_ids()
-        if admitted is not None and not ({calling_number, username} - {""}) & admitted:
+        if (
+            not local
+            and admitted is not None
+            and not ({calling_number, username} - {""}) & admitted
+        ):
             self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_NOT_ALLOWED)
             return
         if pol.numbers and _text(new, IE.CALLED_NUMBER) not in pol.numbers:
@@ -562,7 +574,7 @@ class Endpoint:
             return
         challenge: str | None = None
         secret: str | SecretLike | None = None
-        if pol.auth != "off":
+        if pol.auth != "off" and not local:
             secret = self._lookup_secret(username, calling_number)
             if secret is not None or pol.auth == "required":
                 # An unknown caller under "required" gets a decoy challenge it cannot pass.

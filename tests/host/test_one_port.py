@@ -1,0 +1,119 @@
+"""Two of our nodes in one `node serve` on one IAX2 port: inbound calls reach the node they
+call, a number the host does not serve is refused as chan_iax2 refuses it, each node is its own
+conference, and a local link joins the two without a datagram."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from node.iax2.call import CallRejected
+from tests.interop.harness import running_node, wait_until
+from tests.interop.softphone import Softphone, band_levels_db
+from tests.node_process import NodeProcess
+
+FURTHER = """
+[links]
+dns = false
+
+[nodes.1001]
+[nodes.1001.audio]
+backend = "none"
+[nodes.1001.links]
+dns = false
+"""
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[NodeProcess]:
+    with running_node(
+        tmp_path, "host", listener='auth = "off"', top='node_id = "1000"', sections=FURTHER
+    ) as node:
+        yield node
+
+
+def calls_of(node: NodeProcess, number: str) -> list[dict]:
+    return node.get(f"/nodes/{number}/status").json()["calls"]
+
+
+def tone(hz: float, seconds: float) -> np.ndarray:
+    t = np.arange(int(seconds * 8000)) / 8000
+    return (8000 * np.sin(2 * np.pi * hz * t)).astype(np.int16)
+
+
+def heard_hz(phone: Softphone, callno: int, hz: float) -> float:
+    """The level (dB) of `hz` in what the phone heard on the call."""
+    pcm = phone.recording(callno).pcm()
+    return band_levels_db(pcm, 8000, [hz])[0] if len(pcm) else -200.0
+
+
+def test_calls_reach_the_node_they_call_and_no_other(host: NodeProcess) -> None:
+    nodes = host.get("/nodes").json()["nodes"]
+    assert [(n["node"], n["first"]) for n in nodes] == [("1000", True), ("1001", False)]
+    with (
+        Softphone(name="A") as a,
+        Softphone(name="B") as b,
+        Softphone(name="C") as c,
+        Softphone(name="X") as x,
+    ):
+        ca = a.dial(host.udp_addr, "1000")
+        cb = b.dial(host.udp_addr, "1000")
+        cc = c.dial(host.udp_addr, "1001")
+        wait_until("three answered", lambda: a.answered(ca) and b.answered(cb) and c.answered(cc))
+        assert len(calls_of(host, "1000")) == 2 and len(calls_of(host, "1001")) == 1
+        # The top level is the first node's.
+        assert len(host.get("/status").json()["calls"]) == 2
+        # A number the host does not serve: chan_iax2's refusal of a missing extension.
+        cx = x.dial(host.udp_addr, "2000")
+        wait_until("refused", lambda: x.events_of(CallRejected, cx))
+        rejected = x.events_of(CallRejected, cx)[0]
+        assert (rejected.cause, rejected.causecode) == ("No such context/extension", 3)
+        # A talks: B (the same node) hears it, C (the other node) does not.
+        a.send_pcm(ca, tone(1000, 1.5))
+        wait_until("B hears A", lambda: b.heard_ms(cb) >= 1000, 10)
+        assert heard_hz(b, cb, 1000) > -30
+        assert c.heard_ms(cc) == 0
+
+
+def test_a_local_link_joins_the_two_conferences_without_the_network(host: NodeProcess) -> None:
+    before = host.get("/stats").json()["datagrams_out"]
+    r = host.post("/nodes/1000/link", {"action": "connect", "node": "1001"})
+    assert r.status_code == 200, r.text
+
+    def linked(number: str, other: str) -> bool:
+        links = host.get(f"/nodes/{number}/status").json()["links"]
+        return any(li["node"] == other and li["state"] == "up" for li in links)
+
+    wait_until("both ends up", lambda: linked("1000", "1001") and linked("1001", "1000"), 15)
+    # The link's own traffic (its call set-up, handshake, lists) never reaches the socket.
+    time.sleep(0.5)
+    assert host.get("/stats").json()["datagrams_out"] == before
+    with Softphone(name="A") as a, Softphone(name="C") as c:
+        ca = a.dial(host.udp_addr, "1000")
+        cc = c.dial(host.udp_addr, "1001")
+        wait_until("answered", lambda: a.answered(ca) and c.answered(cc))
+        a.send_pcm(ca, tone(700, 4.0))
+        # 1001 sees the link keyed while A talks: A's voice keys its end of the local link.
+        wait_until(
+            "the far end keyed",
+            lambda: any(
+                li["node"] == "1000" and li["keyed"]
+                for li in host.get("/nodes/1001/status").json()["links"]
+            ),
+        )
+        wait_until("C hears A through the local link", lambda: c.heard_ms(cc) >= 1000, 10)
+        assert heard_hz(c, cc, 700) > -30
+    r = host.post("/nodes/1001/link", {"action": "disconnect", "node": "1000"})
+    assert r.status_code == 200, r.text
+    wait_until(
+        "both ends gone",
+        lambda: (
+            not host.get("/nodes/1000/status").json()["links"]
+            and not host.get("/nodes/1001/status").json()["links"]
+        ),
+        15,
+    )
