@@ -268,27 +268,39 @@ impl PyEngine {
 
     #[pyo3(signature = (callno, keying, *, station = 0))]
     fn set_leg_keying(&self, callno: u16, keying: &str, station: usize) -> PyResult<()> {
-        Ok(self
-            .inner
-            .command_at(station, Command::SetLegKeying(callno, keying_from_str(keying)?))?)
+        Ok(self.inner.command_at(
+            station,
+            Command::SetLegKeying(callno, keying_from_str(keying)?),
+        )?)
     }
 
     #[pyo3(signature = (callno, format, *, station = 0))]
     fn set_leg_codec(&self, callno: u16, format: u64, station: usize) -> PyResult<()> {
-        Ok(self
-            .inner
-            .command_at(station, Command::SetLegCodec(callno, codec_from_format(format)?))?)
+        Ok(self.inner.command_at(
+            station,
+            Command::SetLegCodec(callno, codec_from_format(format)?),
+        )?)
     }
 
     /// The payload of a full voice frame received (and acknowledged) on a call.
     #[pyo3(signature = (callno, format, ts, payload, *, station = 0))]
-    fn push_voice(&self, callno: u16, format: u64, ts: u32, payload: Vec<u8>, station: usize) -> PyResult<()> {
-        Ok(self.inner.command_at(station, Command::PushVoice {
-            callno,
-            codec: codec_from_format(format)?,
-            ts,
-            payload,
-        })?)
+    fn push_voice(
+        &self,
+        callno: u16,
+        format: u64,
+        ts: u32,
+        payload: Vec<u8>,
+        station: usize,
+    ) -> PyResult<()> {
+        Ok(self.inner.command_at(
+            station,
+            Command::PushVoice {
+                callno,
+                codec: codec_from_format(format)?,
+                ts,
+                payload,
+            },
+        )?)
     }
 
     /// A control event to keep in order with the call's audio: kind is "control" (value =
@@ -304,18 +316,23 @@ impl PyEngine {
         payload: Vec<u8>,
         station: usize,
     ) -> PyResult<()> {
-        Ok(self.inner.command_at(station, Command::PushControl {
-            callno,
-            kind: control_kind(kind, value)?,
-            ts,
-            payload,
-        })?)
+        Ok(self.inner.command_at(
+            station,
+            Command::PushControl {
+                callno,
+                kind: control_kind(kind, value)?,
+                ts,
+                payload,
+            },
+        )?)
     }
 
     /// Decode in-band DTMF in a leg's received audio (and mute the tones), or stop.
     #[pyo3(signature = (callno, on, *, station = 0))]
     fn set_leg_dtmf(&self, callno: u16, on: bool, station: usize) -> PyResult<()> {
-        Ok(self.inner.command_at(station, Command::SetLegDtmf(callno, on))?)
+        Ok(self
+            .inner
+            .command_at(station, Command::SetLegDtmf(callno, on))?)
     }
 
     /// Decode in-band DTMF in the local radio's receive audio (and mute the tones), or stop.
@@ -349,12 +366,15 @@ impl PyEngine {
             }
         };
         let pcm = super::codec::with_bytes(pcm, super::tones::samples_of)?;
-        Ok(self.inner.command_at(station, Command::Play {
-            id,
-            pcm,
-            destination,
-            keys_local,
-        })?)
+        Ok(self.inner.command_at(
+            station,
+            Command::Play {
+                id,
+                pcm,
+                destination,
+                keys_local,
+            },
+        )?)
     }
 
     /// Stop clip `id` now (a `PlayFinished` event with completed False follows).
@@ -380,7 +400,9 @@ impl PyEngine {
             silence_gap_ms,
             vox_threshold_db,
         });
-        Ok(self.inner.command_at(station, Command::SetParrot(settings))?)
+        Ok(self
+            .inner
+            .command_at(station, Command::SetParrot(settings))?)
     }
 
     #[pyo3(signature = (on, *, station = 0))]

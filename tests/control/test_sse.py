@@ -39,6 +39,7 @@ def test_retry_hint_keepalives_events_and_shutdown(
         # Leaving the block stopped the node: the stream got its farewell and ended.
         await client.wait_ended()
         assert client.ended == "eof"
-        assert client.events[-1].json() == {"event": "shutdown"}
+        # Every event names the node whose bus carried it (None: this node has no number).
+        assert client.events[-1].json() == {"event": "shutdown", "node": None}
 
     asyncio.run(scenario())
