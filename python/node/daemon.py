@@ -224,6 +224,9 @@ def reload(path: Path, host: Host | Controller) -> str:
         try:
             done = controller.reload(node)
         except ConfigError as exc:
+            if len(controllers) == 1:
+                log.error("reload failed, nothing changed (the node runs on as before): %s", exc)
+                return "reload failed, running on the previous configuration (see the log)"
             log.error("reload of node %s failed, it runs on as before: %s", number, exc)
             outcomes.append(f"node {number}: reload failed")
             continue
