@@ -101,3 +101,11 @@ def test_two_nodes_on_one_usrp_port(tmp_path: Path) -> None:
     )
     err = fault(tmp_path, text)
     assert err.key == "nodes.2001.usrp.listen"
+
+
+def test_a_further_node_does_not_register_yet(tmp_path: Path) -> None:
+    err = fault(
+        tmp_path,
+        TWO + '[nodes.2001.register]\nmethod = "http"\nnode_id = "2001"\n',
+    )
+    assert err.key == "nodes.2001.register" and "first node only" in str(err)

@@ -95,6 +95,7 @@ def import_asl3(root: Path, node: str | None, out: Path, *, force: bool = False)
     if node is None and len(node_numbers(files.rpt)) > 1:
         plans = map_host(files, nodes_name)
         _one_node_list(plans)
+        _only_the_first_registers(plans)
     else:
         plans = [map_node(files, node, nodes_name)]
     plan = plans[0]
@@ -139,6 +140,20 @@ def _one_node_list(plans: list[Plan]) -> None:
                 f"node {plan.node}'s node list differs from node {first.node}'s; the one nodes "
                 f"file holds node {first.node}'s: add what node {plan.node} needs to it"
             )
+
+
+def _only_the_first_registers(plans: list[Plan]) -> None:
+    """A further node of one config cannot register yet (docs/multi-node.md): its
+    `[register]` is left out, and its report says so where the operator looks first."""
+    for plan in plans[1:]:
+        if plan.sections.pop("register", None) is None:
+            continue
+        plan.secrets.clear()
+        plan.checks.append(
+            f"node {plan.node} registered in ASL, but a further node of one config does not "
+            f"register here yet: it is left unregistered (import it alone with --node "
+            f"{plan.node} into a config of its own to keep its registration)"
+        )
 
 
 def _check_loads(plans: list[Plan], staged: Path) -> None:
