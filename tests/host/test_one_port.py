@@ -4,6 +4,7 @@ conference, and a local link joins the two without a datagram."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +13,10 @@ import numpy as np
 import pytest
 
 from node.iax2.call import CallRejected
+from tests.control.ami_clients import Allmon3
 from tests.interop.harness import running_node, wait_until
 from tests.interop.softphone import Softphone, band_levels_db
-from tests.node_process import NodeProcess
+from tests.node_process import NodeProcess, free_port
 
 FURTHER = """
 [links]
@@ -117,3 +119,44 @@ def test_a_local_link_joins_the_two_conferences_without_the_network(host: NodePr
         ),
         15,
     )
+
+
+AMI_PASS = "ami-pass-host-canary"
+
+
+def test_allmon3_polls_each_node_of_the_host_through_one_ami(tmp_path: Path) -> None:
+    ami = free_port()
+    with running_node(
+        tmp_path,
+        "host",
+        listener='auth = "off"',
+        top='node_id = "1000"',
+        sections=f'[ami]\nenabled = true\nbind = "127.0.0.1:{ami}"\n' + FURTHER,
+        env={"NET_AMI_SECRET": AMI_PASS},
+    ) as host:
+        client = Allmon3("127.0.0.1", ami, "admin", AMI_PASS)
+        assert "1000" in asyncio.run(client.command("rpt localnodes"))
+        assert "1001" in asyncio.run(client.command("rpt localnodes"))
+        # A link made through the AMI on the second node, to the first: a local link.
+        asyncio.run(client.command("rpt cmd 1001 ilink 3 1000"))
+        wait_until(
+            "linked",
+            lambda: any(
+                li["node"] == "1000" and li["state"] == "up"
+                for li in host.get("/nodes/1001/status").json()["links"]
+            ),
+        )
+
+        async def polls() -> tuple[dict, dict]:
+            one = Allmon3("127.0.0.1", ami, "admin", AMI_PASS)
+            assert await one.connect()
+            try:
+                return await one.poll("1000"), await one.poll("1001")
+            finally:
+                await one.logoff()
+
+        wait_until(
+            "both polls show the link", lambda: all(p["CONNS"] for p in asyncio.run(polls()))
+        )
+        first, second = asyncio.run(polls())
+        assert list(first["CONNS"]) == ["1001"] and list(second["CONNS"]) == ["1000"]
