@@ -119,6 +119,9 @@ class Controller(Router):
         self.started = clock()
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
+        #: Every node number of the process, this one's among them (the host sets it; the
+        #: snapshot's `hosted` with more than one, so the status page can offer the others).
+        self.hosted: tuple[str, ...] = ()
 
         self._port = port if port is not None else own_port(config, secrets, clock, [self])
         self._announcements = Announcements(ctx, quiet_kinds=(COURTESY,))
@@ -316,6 +319,8 @@ class Controller(Router):
                     "dstar_guard": self._transmit.usrp_dstar,
                     "caller": self._transmit.usrp_caller,
                 }
+        if len(self.hosted) > 1:
+            snap["hosted"] = list(self.hosted)
         return snap
 
     def counters(self) -> dict[str, Any]:

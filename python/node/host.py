@@ -60,6 +60,8 @@ class Host:
         for i, (node, bus) in enumerate(zip(hosted, buses, strict=True)):
             controllers.append(Controller(node, bus, secrets, clock, port=port.lane(i)))
         self.controllers: tuple[Controller, ...] = tuple(controllers)
+        for c in controllers:
+            c.hosted = tuple(n.node_id or "" for n in hosted)
         self._pending: set[int] = set()
         self._draining = False
         self._scheduled = False

@@ -56,6 +56,11 @@ def heard_hz(phone: Softphone, callno: int, hz: float) -> float:
 def test_calls_reach_the_node_they_call_and_no_other(host: NodeProcess) -> None:
     nodes = host.get("/nodes").json()["nodes"]
     assert [(n["node"], n["first"]) for n in nodes] == [("1000", True), ("1001", False)]
+    # Each node's status page, which offers the others (the snapshot's `hosted`).
+    page = host.get("/nodes/1001/")
+    assert page.status_code == 200 and 'id="hosted"' in page.text
+    assert host.get("/nodes/1001/status").json()["hosted"] == ["1000", "1001"]
+    assert host.get("/nodes/2000/status").status_code == 404
     with (
         Softphone(name="A") as a,
         Softphone(name="B") as b,

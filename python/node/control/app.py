@@ -148,7 +148,11 @@ def create_app(controller: Controller, *, host: Host | None = None) -> Starlette
         Route("/shutdown", shutdown, methods=["POST"]),
         Route("/secrets", secrets, methods=["POST"]),
         *node_routes(controller),
-        *(Mount(f"/nodes/{c.node_id}", routes=node_routes(c)) for c in nodes if c.node_id),
+        *(
+            Mount(f"/nodes/{c.node_id}", routes=[*page_routes(), *node_routes(c)])
+            for c in nodes
+            if c.node_id
+        ),
     ]
     return Starlette(
         routes=routes,
