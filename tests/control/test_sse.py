@@ -40,6 +40,6 @@ def test_retry_hint_keepalives_events_and_shutdown(
         await client.wait_ended()
         assert client.ended == "eof"
         # Every event names the node whose bus carried it (None: this node has no number).
-        assert client.events[-1].json() == {"event": "shutdown", "node": None}
+        assert client.events[-1].json() == {"event": "shutdown", "node_id": None}
 
     asyncio.run(scenario())

@@ -45,7 +45,9 @@ def _json(event: Event, node: str | None) -> str:
     for seen, text in _encoded:
         if seen is event:
             return text
-    text = json.dumps({**event.to_json(), "node": node}, separators=(",", ":"))
+    # `node_id`, as the snapshot names the node's own number: a link event's `node` is the
+    # linked node.
+    text = json.dumps({**event.to_json(), "node_id": node}, separators=(",", ":"))
     _encoded.append((event, text))
     return text
 
