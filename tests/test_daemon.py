@@ -212,7 +212,7 @@ def test_sse_first_event_is_a_snapshot_and_shutdown_ends_the_stream(node: NodePr
     assert node.wait() == 0
     assert received[0]["event"] == "snapshot"
     assert received[0]["listening"] is True
-    assert received[-1] == {"event": "shutdown", "node_id": None}
+    assert received[-1] == {"event": "shutdown"}
 
 
 #: Set in the child that runs the default-port test inside a network namespace of its own.

@@ -8,13 +8,14 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from node.iax2.call import CallRejected
 from tests.control.ami_clients import Allmon3
-from tests.interop.harness import running_node, wait_until
+from tests.interop.harness import EventWatcher, running_node, wait_until
 from tests.interop.softphone import Softphone, band_levels_db
 from tests.node_process import NodeProcess, free_port
 
@@ -87,6 +88,9 @@ def test_calls_reach_the_node_they_call_and_no_other(host: NodeProcess) -> None:
 
 
 def test_a_local_link_joins_the_two_conferences_without_the_network(host: NodeProcess) -> None:
+    # Node 1001's own stream: its events carry its number (a link event's `node` is 1000).
+    stream_1001 = SimpleNamespace(base_url=host.base_url + "/nodes/1001")
+    events_1001 = EventWatcher(stream_1001)  # type: ignore[arg-type]
     before = host.get("/stats").json()["datagrams_out"]
     r = host.post("/nodes/1000/link", {"action": "connect", "node": "1001"})
     assert r.status_code == 200, r.text
@@ -96,6 +100,8 @@ def test_a_local_link_joins_the_two_conferences_without_the_network(host: NodePr
         return any(li["node"] == other and li["state"] == "up" for li in links)
 
     wait_until("both ends up", lambda: linked("1000", "1001") and linked("1001", "1000"), 15)
+    link = events_1001.wait_for(lambda e: e["event"] == "link" and e["kind"] == "connected")
+    assert (link["node"], link["node_id"]) == ("1000", "1001")
     # The link's own traffic (its call set-up, handshake, lists) never reaches the socket.
     time.sleep(0.5)
     assert host.get("/stats").json()["datagrams_out"] == before

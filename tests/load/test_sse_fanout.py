@@ -97,7 +97,7 @@ def test_fifty_clients_get_every_event_and_a_stalled_one_is_dropped(tmp_path: Pa
         await asyncio.gather(*(c.wait_ended() for c in clients))
         for c in clients:
             assert c.ended == "eof"
-            assert c.events[-1].json() == {"event": "shutdown", "node_id": None}
+            assert c.events[-1].json() == {"event": "shutdown"}
             assert len(c.events) == len(posted) + 2
 
     try:

@@ -40,14 +40,18 @@ _encoded: deque[tuple[Event, str]] = deque(maxlen=_ENCODED_KEPT)
 
 
 def _json(event: Event, node: str | None) -> str:
-    """The event's JSON, with the number of the node whose bus carried it (`node`: each node
-    of a host has its own bus, so an event is encoded for one node only)."""
+    """The event's JSON; in a process hosting several nodes with `node_id`, the number of the
+    node whose bus carried it (each node has its own bus, so an event is encoded for one node
+    only; a one-node process sends events exactly as before)."""
     for seen, text in _encoded:
         if seen is event:
             return text
-    # `node_id`, as the snapshot names the node's own number: a link event's `node` is the
-    # linked node.
-    text = json.dumps({**event.to_json(), "node_id": node}, separators=(",", ":"))
+    body = event.to_json()
+    if node is not None:
+        # `node_id`, as the snapshot names the node's own number: a link event's `node` is the
+        # linked node.
+        body["node_id"] = node
+    text = json.dumps(body, separators=(",", ":"))
     _encoded.append((event, text))
     return text
 
@@ -66,7 +70,7 @@ def event_stream(controller: Controller, request: Request) -> EventSourceRespons
 
     async def generate() -> AsyncIterator[ServerSentEvent]:
         try:
-            node = controller.node_id
+            node = controller.node_id if len(controller.hosted) > 1 else None
             first = Snapshot(controller.snapshot())
             yield ServerSentEvent(data=_json(first, node), id=str(next(ids)), retry=RETRY_MS)
             while True:
