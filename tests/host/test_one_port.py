@@ -171,3 +171,22 @@ def test_allmon3_polls_each_node_of_the_host_through_one_ami(tmp_path: Path) -> 
         )
         first, second = asyncio.run(polls())
         assert list(first["CONNS"]) == ["1001"] and list(second["CONNS"]) == ["1000"]
+
+
+def test_a_permanent_local_link_comes_up_at_start(tmp_path: Path) -> None:
+    with running_node(
+        tmp_path,
+        "host",
+        listener='auth = "off"',
+        top='node_id = "1000"',
+        sections=FURTHER + "[nodes.1001.links.1000]\npermanent = true\n",
+    ) as host:
+
+        def up(number: str, other: str) -> bool:
+            links = host.get(f"/nodes/{number}/status").json()["links"]
+            return any(li["node"] == other and li["state"] == "up" for li in links)
+
+        wait_until("the permanent local link up", lambda: up("1001", "1000") and up("1000", "1001"))
+        link = next(li for li in host.get("/nodes/1001/status").json()["links"])
+        assert link["permanent"] and link["direction"] == "outbound"
+        assert host.get("/stats").json()["datagrams_out"] == 0
