@@ -140,7 +140,7 @@ class _Loader:
                 fields[section.name] = self.table(raw, section.model, section.name)
         config = NodeConfig(**fields, path=self.path)
         check_node(config, self.fail)
-        warn_risky(config)
+        warn_risky(config, self.prefix)
         return config
 
     def table(self, raw: object, model: type, name: str) -> Any:

@@ -315,10 +315,13 @@ def check_node(config: NodeConfig, fail: Fail) -> None:
             )
 
 
-def warn_risky(config: NodeConfig) -> None:
-    """Log settings that load fine but that an operator should know the cost of."""
+def warn_risky(config: NodeConfig, prefix: str = "") -> None:
+    """Log settings that load fine but that an operator should know the cost of. `prefix` is a
+    further node's table (`nodes.<number>.`): its own keys are named with it, and the shared
+    sections, said once for the first node, are not said again."""
     where = config.path
-    if any(not NODE_ID.fullmatch(node) for node in config.listener.allowed_nodes):
+    shared = not prefix
+    if shared and any(not NODE_ID.fullmatch(node) for node in config.listener.allowed_nodes):
         # Spec rule 3: a placeholder admits nobody. It is kept (so it matches no caller), but it
         # is probably an unfilled template value, so say so.
         log.warning(
@@ -326,15 +329,15 @@ def warn_risky(config: NodeConfig) -> None:
             "only a caller with exactly that username",
             where,
         )
-    if config.listener.auth == "off" and not config.listener.allowed_nodes:
+    if shared and config.listener.auth == "off" and not config.listener.allowed_nodes:
         log.warning(
             "%s: listener.auth is off and allowed_nodes is empty: every caller is admitted "
             "(limited only by max_calls)",
             where,
         )
     if config.dtmf.enabled:
-        log.warning("%s: dtmf.enabled: any connected member can command the links", where)
-    if config.ami.enabled and not config.ami.bind.is_loopback:
+        log.warning("%s: %sdtmf.enabled: any connected member can command the links", where, prefix)
+    if shared and config.ami.enabled and not config.ami.bind.is_loopback:
         log.warning(
             "%s: ami.bind is not loopback (ami.allow_remote): the AMI password and every "
             "command cross the network in clear text",
@@ -344,10 +347,11 @@ def warn_risky(config: NodeConfig) -> None:
     hears = bridge.mode == "handset" or (bridge.mode == "conference" and bridge.include_local_radio)
     if config.radio.ptt != "none" and not hears:
         log.warning(
-            "%s: radio.ptt is set but the local radio is not in the conference (bridge.mode = "
+            "%s: %sradio.ptt is set but the local radio is not in the conference (bridge.mode = "
             "%s, include_local_radio = %s): the transmitter keys only once POST /bridge puts it "
             "there",
             where,
+            prefix,
             bridge.mode,
             str(bridge.include_local_radio).lower(),
         )
@@ -361,9 +365,10 @@ def warn_risky(config: NodeConfig) -> None:
         )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
-            "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
+            "%s: %sannounce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
             "transmission)",
             where,
+            prefix,
         )
 
 
