@@ -183,7 +183,7 @@ def _http_services(
     reg = config.register
     if reg is not None and reg.method == "http":
         core = HttpRegistration(
-            reg.url, reg.node_id, secrets.node_secret(), iax_port, reg.refresh, now
+            reg.url, reg.node_id, secrets.node_secret(reg.node_id), iax_port, reg.refresh, now
         )
         registration = HttpRegistrationRunner(core, controller.on_registration_events)
     statpost = None

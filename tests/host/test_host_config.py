@@ -103,9 +103,11 @@ def test_two_nodes_on_one_usrp_port(tmp_path: Path) -> None:
     assert err.key == "nodes.2001.usrp.listen"
 
 
-def test_a_further_node_does_not_register_yet(tmp_path: Path) -> None:
-    err = fault(
-        tmp_path,
-        TWO + '[nodes.2001.register]\nmethod = "http"\nnode_id = "2001"\n',
-    )
-    assert err.key == "nodes.2001.register" and "first node only" in str(err)
+def test_a_further_node_that_registers_has_a_password_of_its_own(tmp_path: Path) -> None:
+    config = load(tmp_path, TWO + '[nodes.2001.register]\nmethod = "http"\nnode_id = "2001"\n')
+    second = config.hosted[1]
+    assert second.register is not None and second.register.node_id == "2001"
+    assert config.secret_settings.further_nodes == ("2001",)
+    # Its table's number and its registration's are one number.
+    err = fault(tmp_path, TWO + '[nodes.2001.register]\nmethod = "http"\nnode_id = "2002"\n')
+    assert err.key == "nodes.2001.node_id"

@@ -95,7 +95,7 @@ def import_asl3(root: Path, node: str | None, out: Path, *, force: bool = False)
     if node is None and len(node_numbers(files.rpt)) > 1:
         plans = map_host(files, nodes_name)
         _one_node_list(plans)
-        _only_the_first_registers(plans)
+        _further_passwords(plans)
     else:
         plans = [map_node(files, node, nodes_name)]
     plan = plans[0]
@@ -142,18 +142,17 @@ def _one_node_list(plans: list[Plan]) -> None:
             )
 
 
-def _only_the_first_registers(plans: list[Plan]) -> None:
-    """A further node of one config cannot register yet (docs/multi-node.md): its
-    `[register]` is left out, and its report says so where the operator looks first."""
+def _further_passwords(plans: list[Plan]) -> None:
+    """A further node that registers takes its password from NET_SECRET_<number> (the first
+    node's is NET_SECRET): its report says so."""
     for plan in plans[1:]:
-        if plan.sections.pop("register", None) is None:
+        if "register" not in plan.sections:
             continue
-        plan.secrets.clear()
-        plan.checks.append(
-            f"node {plan.node} registered in ASL, but a further node of one config does not "
-            f"register here yet: it is left unregistered (import it alone with --node "
-            f"{plan.node} into a config of its own to keep its registration)"
-        )
+        plan.secrets[:] = [
+            f"NET_SECRET_{plan.node}: the password node {plan.node} registered with in ASL "
+            "(register => " + f"{plan.node}:<password>@...), in the service's environment "
+            "file (mode 0600)"
+        ]
 
 
 def _check_loads(plans: list[Plan], staged: Path) -> None:

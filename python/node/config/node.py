@@ -214,6 +214,7 @@ class NodeConfig:
             portal_env=self.portal.credential_env if self.portal is not None else None,
             wg_private_env=wg.private_key_env if wg is not None else None,
             wg_preshared_env=wg.preshared_key_env if wg is not None else None,
+            further_nodes=tuple(n.register.node_id for n in self.nodes if n.register is not None),
         )
 
 

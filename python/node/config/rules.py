@@ -380,17 +380,6 @@ def check_host(config: NodeConfig, fail: Fail) -> None:
             "a file with [nodes.<number>] tables must give the first node's number too",
             "a top-level node_id (or [register] node_id)",
         )
-    for node in config.nodes:
-        if node.register is not None:
-            # The secret store holds one registration password (NET_SECRET, [secrets]): a
-            # further node would post its number with the first node's password.
-            fail(
-                f"nodes.{node.node_id}.register",
-                "a further node cannot register yet: the node's password source holds the "
-                "first node's alone",
-                "[register] for the first node only; a further node links and is linked to "
-                "without registering",
-            )
     seen: dict[str, str] = {}
     devices: dict[tuple[str, str], str] = {}
     usrp_ports: dict[str, str] = {}

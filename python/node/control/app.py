@@ -114,7 +114,10 @@ def create_app(controller: Controller, *, host: Host | None = None) -> Starlette
 
     async def secrets(request: Request) -> JSONResponse:
         body = await read_json_body(request)
-        controller.set_secret(required(body, "username", str), required(body, "secret", str))
+        username = required(body, "username", str)
+        # A further node's registration password goes to that node (its registration starts).
+        owner = next((c for c in nodes if c.node_id == username), controller)
+        owner.set_secret(username, required(body, "secret", str))
         return JSONResponse({"ok": True})
 
     async def shutdown(request: Request) -> JSONResponse:
