@@ -84,14 +84,6 @@ class Host:
     def __len__(self) -> int:
         return len(self.controllers)
 
-    def node(self, number: str) -> Controller | None:
-        """The hosted node with this number, or None."""
-        return next((c for c in self.controllers if c.node_id == number), None)
-
-    def station_of(self, controller: Controller) -> int:
-        """The engine station (conference) of a hosted node."""
-        return self.controllers.index(controller)
-
     # --- the edges' inputs --------------------------------------------------------------------
 
     def on_frames(self, batch: FrameBatch) -> None:

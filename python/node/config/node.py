@@ -179,10 +179,6 @@ class NodeConfig:
         """Every node of the host, the first (this file's top level) first."""
         return (self, *self.nodes) if self.nodes else (self,)
 
-    def hosted_node(self, number: str) -> NodeConfig | None:
-        """The hosted node with this number, or None."""
-        return next((n for n in self.hosted if n.node_id == number), None)
-
     @property
     def function_table(self) -> tuple[fn.Function, ...]:
         """The DTMF function table in force: `[functions]`, or ASL3's shipped one."""
