@@ -199,6 +199,12 @@ engine_event! {
     UsrpPeerChanged { heard: bool }
 }
 
+engine_event! {
+    /// `event` of station `station` (a further node's conference, radio or USRP radio): the
+    /// first station's events come unwrapped, as a one-node engine's always did.
+    StationEvent { station: usize, event: Py<PyAny> }
+}
+
 /// A control kind as Python names it: ("control", subclass), ("dtmf", digit), ("text", 0),
 /// ("cng", 10).
 fn control_kind_to_py(py: Python<'_>, kind: ControlKind) -> (Py<PyString>, i64) {
@@ -229,6 +235,10 @@ pub(super) fn event_to_py(py: Python<'_>, event: EngineEvent) -> PyResult<Bound<
             UsrpMetaReceived::create(py, meta_dict(py, &m)?.unbind())
         }
         EngineEvent::Usrp(UsrpEvent::Peer(heard)) => UsrpPeerChanged::create(py, heard),
+        EngineEvent::Station(station, inner) => {
+            let inner = event_to_py(py, *inner)?.unbind();
+            StationEvent::create(py, station, inner)
+        }
     }
 }
 
@@ -284,5 +294,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         UsrpDtmfReceived,
         UsrpMetaReceived,
         UsrpPeerChanged,
+        StationEvent,
     ], functions: [])
 }

@@ -74,7 +74,7 @@ impl Leg {
 
 impl Station {
     /// The leg of call `callno`.
-    fn leg_mut(&mut self, callno: u16) -> Result<&mut Leg, MediaError> {
+    pub(super) fn leg_mut(&mut self, callno: u16) -> Result<&mut Leg, MediaError> {
         self.by_callno
             .get(&callno)
             .and_then(|&idx| self.legs.get_mut(idx))
@@ -128,6 +128,7 @@ impl Station {
             parrot: self
                 .parrot
                 .map(|p| Parrot::new(self.rate, self.frame_len, p)),
+            local: None,
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);

@@ -21,6 +21,7 @@ use crate::parrot::{Parrot, ParrotSettings};
 use crate::player::{Destination, Player, PlayerError, PlayerEvent};
 
 mod leg;
+mod local_link;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -194,6 +195,9 @@ struct Leg {
     inband: Option<InbandDtmf>,
     /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
     parrot: Option<Parrot>,
+    /// A local link's end (`local_link.rs`): its audio comes from and goes to another station
+    /// of the engine, never to the network.
+    local: Option<local_link::LocalEnd>,
 }
 
 /// The conference, its legs and the local radio.
