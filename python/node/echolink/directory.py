@@ -5,11 +5,12 @@ Each request is one TCP connection: we write the request, the server answers and
 (`research/echolink.md`). `DirectoryClient` decides the requests and reads the answers; the
 transport (`dir_transport.py`) only connects, writes and reads. Two kinds:
 
-- **login** (`login_request`): `l<CALL>\\xac\\xac<PASSWORD>\\r<STATUS><VERSION>(HH:MM)\\r<LOCATION>\\r`
-  as SvxLink sends it (chan_echolink adds an e-mail line; the directory takes either). The
-  answer starts `OK`. The directory lists us at the address the connection came from, so the
-  transport connects from the address of our UDP ports. Renewed every `LOGIN_INTERVAL` (as
-  chan_echolink re-registers) and at once when our status changes (ONLINE / BUSY).
+- **login** (`login_request`):
+  `l<CALL>\\xac\\xac<PASSWORD>\\r<STATUS><VERSION>(HH:MM)\\r<LOCATION>\\r` as SvxLink sends it
+  (chan_echolink adds an e-mail line; the directory takes either). The answer starts `OK`. The
+  directory lists us at the address the connection came from, so the transport connects from
+  the address of our UDP ports. Renewed every `LOGIN_INTERVAL` (as chan_echolink re-registers)
+  and at once when our status changes (ONLINE / BUSY).
 - **list** (`s`): `@@@\\n<count>\\n` then `count` entries of four lines (callsign, location with
   `[ON HH:MM]` / `[BUSY HH:MM]`, node number, IPv4 address), then `+++`. `parse_list` is strict
   and bounded: the whole answer is refused (`ListError`) unless every part is as described and
@@ -55,8 +56,8 @@ __all__ = [
     "StationListed",
     "Status",
     "login_request",
-    "parse_server",
     "parse_list",
+    "parse_server",
 ]
 
 #: The directory's TCP port (echolib's is fixed; servers may name another as host:port).
@@ -105,21 +106,24 @@ class StationListed:
     ip: str
 
 
-@dataclass(frozen=True, slots=True)
 class StationList:
     """The list as last fetched, indexed both ways."""
 
-    stations: tuple[StationListed, ...] = ()
+    __slots__ = ("_by_call", "_by_node", "stations")
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_call", {s.callsign: s for s in self.stations})
-        object.__setattr__(self, "_by_node", {s.node: s for s in self.stations})
+    def __init__(self, stations: tuple[StationListed, ...] = ()) -> None:
+        self.stations = stations
+        self._by_call = {s.callsign: s for s in stations}
+        self._by_node = {s.node: s for s in stations}
+
+    def __repr__(self) -> str:
+        return f"StationList({len(self.stations)} stations)"
 
     def by_call(self, callsign: str) -> StationListed | None:
-        return self._by_call.get(callsign.upper())  # type: ignore[attr-defined,no-any-return]
+        return self._by_call.get(callsign.upper())
 
     def by_node(self, node: str) -> StationListed | None:
-        return self._by_node.get(node)  # type: ignore[attr-defined,no-any-return]
+        return self._by_node.get(node.lstrip("0") or "0") or self._by_node.get(node)
 
     def listed_at(self, callsign: str, ip: str) -> bool:
         """Whether `callsign` is listed at `ip` (who may call us)."""
@@ -205,7 +209,8 @@ class DirectoryRequest:
 
     def __repr__(self) -> str:
         # The login payload holds the password: never in a repr.
-        return f"DirectoryRequest({self.request_id}, {self.kind}, {self.server[0]}:{self.server[1]})"
+        host, port = self.server
+        return f"DirectoryRequest({self.request_id}, {self.kind}, {host}:{port})"
 
 
 class DirectoryEvent:
@@ -270,6 +275,8 @@ class DirectoryClient:
         self._in_flight: DirectoryRequest | None = None
         self._next_id = 1
         self.status = Status.ONLINE
+        #: The status the login in flight (or the last one) said.
+        self._sent_status = Status.ONLINE
         self.logged_in = False
         self.logged_in_at: float | None = None
         self.last_error: str | None = None
@@ -351,8 +358,11 @@ class DirectoryClient:
             if answer[:2].upper() == b"OK":
                 self._succeeded()
                 self.logged_in, self.logged_in_at = True, now
-                self._timers.set(_Timer.LOGIN, now + LOGIN_INTERVAL)
-                self._timers.set(_Timer.LIST, now)
+                # A status change while the login was on its way needs another one now.
+                again = self._sent_status is not self.status
+                self._timers.set(_Timer.LOGIN, now if again else now + LOGIN_INTERVAL)
+                if _Timer.LIST not in self._timers:
+                    self._timers.set(_Timer.LIST, now)
                 self._out.report(LoggedIn(self.server))
             else:
                 self._failed("the directory refused the login", now)
@@ -379,6 +389,7 @@ class DirectoryClient:
     # --- inside -------------------------------------------------------------------------------
 
     def _login_payload(self) -> bytes:
+        self._sent_status = self.status
         return login_request(
             self.callsign, self._password, self.status, self._local_hhmm(), self.location
         )

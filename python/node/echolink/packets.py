@@ -216,7 +216,7 @@ def _sdes(name: bytes | None) -> Sdes:
 def build_chat(callsign: str, message: str) -> bytes:
     """A chat line to a station, as chan_echolink sends it: `oNDATA<CALL>><message>\\r\\n` and
     a NUL. Line breaks in `message` become spaces (one line per datagram)."""
-    line = " ".join(message.splitlines())
+    line = message.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
     data = _TEXT_MAGIC + _latin1(f"{callsign.upper()}>{line}\r\n", "the message") + b"\x00"
     if len(data) > MAX_TEXT:
         raise PacketError(f"a text datagram holds at most {MAX_TEXT} bytes")

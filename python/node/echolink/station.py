@@ -512,4 +512,3 @@ class Stations:
         actions, events = self._out.take()
         changed, self._changed = self._changed, False
         return StationOutput(actions, events, changed or bool(events))
-
