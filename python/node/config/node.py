@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from node.config import functions as fn
 from node.config import network as net
 from node.config import station
+from node.config.echolink import EchoLinkConfig
 from node.config.schema import key
 from node.config.values import (
     FORMAT_ALAW,
@@ -72,6 +73,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("portal", net.PortalConfig),
     Section("parrot", station.ParrotConfig),
     Section("wireguard", net.WireGuardConfig),
+    Section("echolink", EchoLinkConfig),
     Section("rpt", fn.RptConfig),
     Section("functions", fn.FunctionsSection, free=True),
     Section("macro", fn.MacroSection, free=True),
@@ -143,6 +145,8 @@ class NodeConfig:
     parrot: station.ParrotConfig = field(default_factory=station.ParrotConfig)
     #: `[wireguard]`: None when the section is absent (plain UDP).
     wireguard: net.WireGuardConfig | None = None
+    #: `[echolink]`: None when the section is absent (no EchoLink station).
+    echolink: EchoLinkConfig | None = None
     #: *Extension* `[rpt]`: telemetry, tail messages, the startup macro.
     rpt: fn.RptConfig = field(default_factory=fn.RptConfig)
     #: `[functions]`: None when the section is absent (ASL3's shipped table applies).
@@ -191,6 +195,7 @@ class NodeConfig:
             portal_env=self.portal.credential_env if self.portal is not None else None,
             wg_private_env=wg.private_key_env if wg is not None else None,
             wg_preshared_env=wg.preshared_key_env if wg is not None else None,
+            echolink=self.echolink is not None,
         )
 
 
