@@ -20,6 +20,7 @@ __all__ = [
     "Downsampler",
     "DtmfDecoded",
     "DtmfDetector",
+    "EchoLinkReceived",
     "Engine",
     "EngineError",
     "EngineEvent",
@@ -441,6 +442,28 @@ class Engine:
         queue_frames, rx_timeout_ms, talkgroup. Events `UsrpCarrierChanged`,
         `UsrpDtmfReceived`, `UsrpMetaReceived`, `UsrpPeerChanged`. ValueError for an address
         or an unknown setting, EngineError for a port or a setting out of range."""
+    def echolink_open(
+        self, bind_ip: str, audio_port: int = 5198, control_port: int = 5199
+    ) -> tuple[_Addr, _Addr]:
+        """Bind the EchoLink ports (UDP `audio_port` and `control_port` on `bind_ip`; 0 picks a
+        free port) and poll them from the engine thread beside the IAX2 socket; returns the
+        bound (audio, control) addresses. Ports already open are closed first. Every control
+        datagram, and every audio-port datagram whose first byte is not 0xC0 (text such as
+        `oNDATA...`), comes as an `EchoLinkReceived` event; audio packets stay in the engine
+        (the EchoLink legs), counted and dropped when no leg has their source address.
+        EngineError when a port cannot be bound."""
+    def echolink_close(self) -> None:
+        """Close the EchoLink ports (idempotent)."""
+    def echolink_send(self, kind: str, data: bytes, ip: str, port: int | None = None) -> None:
+        """Send `data` to the EchoLink station at `ip`: kind "control" from our control port
+        to its control port, "text" from our audio port to its audio port (the protocol's
+        ports are fixed, so the station's are ours; `port` overrides for tests). EngineError
+        while the ports are closed, ValueError for another kind."""
+    def echolink_counters(self) -> dict[str, int]:
+        """What the EchoLink ports saw and sent since the engine started: datagrams_in,
+        bytes_in, audio_in, audio_unrouted (audio from an ip with no leg, dropped),
+        audio_malformed, text_in, control_in, truncated, recv_errors, datagrams_out,
+        bytes_out, audio_out, send_errors."""
     def stop(self) -> None: ...
 
 # --- engine events ---
@@ -708,6 +731,25 @@ class UsrpPeerChanged(EngineEvent):
     @property
     def heard(self) -> bool:
         """True: heard again; False: lost."""
+
+@final
+class EchoLinkReceived(EngineEvent):
+    """A datagram from an EchoLink station that is not audio, as it arrived."""
+
+    __match_args__ = ("kind", "data", "source")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, kind: str, data: bytes, source: _Addr) -> EchoLinkReceived: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def kind(self) -> str:
+        """ "control" (the control port: RTCP SDES, BYE, RR) or "text" (the audio port:
+        chat, station info)."""
+    @property
+    def data(self) -> bytes:
+        """The datagram's bytes."""
+    @property
+    def source(self) -> _Addr:
+        """(ip, port) it came from."""
 
 # --- end engine events ---
 

@@ -12,7 +12,7 @@ use super::frame::full_frame_to_py;
 use super::wireguard::{tunnel_to_py, PyWireGuard};
 use crate::codec::Codec;
 use crate::device::DeviceEdge;
-use crate::engine::{Command, Engine, EngineConfig, EngineError};
+use crate::engine::{Command, EchoLinkKind, Engine, EngineConfig, EngineError};
 use crate::jitter::{ControlKind, JitterConfig, JitterStats};
 use crate::media::{LegMode, LegSpec, RxKeying};
 use crate::parrot::ParrotSettings;
@@ -560,6 +560,52 @@ impl PyEngine {
         d.set_item("commands", q.commands)?;
         d.set_item("speaker", q.speaker)?;
         Ok(d)
+    }
+
+    /// Bind the EchoLink ports on `bind_ip` (UDP `audio_port` and `control_port`; 0 picks a
+    /// free one) and poll them from the engine thread; returns the bound (audio, control)
+    /// addresses. Control datagrams, and text on the audio port, come as `EchoLinkReceived`
+    /// events; audio goes to the EchoLink legs.
+    #[pyo3(signature = (bind_ip, audio_port = 5198, control_port = 5199))]
+    fn echolink_open<'py>(
+        &self,
+        py: Python<'py>,
+        bind_ip: &str,
+        audio_port: u16,
+        control_port: u16,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let ip = addr_from_py(bind_ip, 0)?.ip();
+        let (audio, control) =
+            py.detach(|| self.inner.echolink_open(ip, audio_port, control_port))?;
+        (addr_to_py(py, audio)?, addr_to_py(py, control)?).into_pyobject(py)
+    }
+
+    /// Close the EchoLink ports (idempotent).
+    fn echolink_close(&self) {
+        self.inner.echolink_close();
+    }
+
+    /// Send `data` to an EchoLink station at `ip`: kind "control" from the control port to its
+    /// control port, "text" from the audio port to its audio port (`port` overrides the
+    /// station's port, which is ours by the protocol).
+    #[pyo3(signature = (kind, data, ip, port = None))]
+    fn echolink_send(&self, kind: &str, data: &[u8], ip: &str, port: Option<u16>) -> PyResult<()> {
+        let kind = super::echolink::kind_from_str(kind)?;
+        let (audio, control) = self
+            .inner
+            .echolink_addrs()
+            .ok_or(EngineError::EchoLinkClosed)?;
+        let ours = match kind {
+            EchoLinkKind::Control => control.port(),
+            EchoLinkKind::Text => audio.port(),
+        };
+        let to = addr_from_py(ip, port.unwrap_or(ours))?;
+        Ok(self.inner.echolink_send(kind, data, to)?)
+    }
+
+    /// What the EchoLink ports saw and sent, as a dict of ints.
+    fn echolink_counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        super::echolink::counters_to_py(py, &self.inner.echolink_counters())
     }
 
     /// Whether the thread is running (False after stop()).

@@ -199,6 +199,17 @@ engine_event! {
     UsrpPeerChanged { heard: bool }
 }
 
+engine_event! {
+    /// A datagram from an EchoLink station that is not audio: `kind` "control" (the control
+    /// port: RTCP SDES, BYE, RR) or "text" (the audio port: chat, station info), its bytes and
+    /// its `source` (ip, port).
+    EchoLinkReceived {
+        kind: Py<PyString>,
+        data: Py<PyBytes>,
+        source: (String, u16),
+    }
+}
+
 /// A control kind as Python names it: ("control", subclass), ("dtmf", digit), ("text", 0),
 /// ("cng", 10).
 fn control_kind_to_py(py: Python<'_>, kind: ControlKind) -> (Py<PyString>, i64) {
@@ -229,6 +240,12 @@ pub(super) fn event_to_py(py: Python<'_>, event: EngineEvent) -> PyResult<Bound<
             UsrpMetaReceived::create(py, meta_dict(py, &m)?.unbind())
         }
         EngineEvent::Usrp(UsrpEvent::Peer(heard)) => UsrpPeerChanged::create(py, heard),
+        EngineEvent::EchoLink(d) => EchoLinkReceived::create(
+            py,
+            PyString::intern(py, d.kind.name()).unbind(),
+            PyBytes::new(py, &d.data).unbind(),
+            (d.from.ip().to_string(), d.from.port()),
+        ),
     }
 }
 
@@ -284,5 +301,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         UsrpDtmfReceived,
         UsrpMetaReceived,
         UsrpPeerChanged,
+        EchoLinkReceived,
     ], functions: [])
 }

@@ -33,6 +33,7 @@ macro_rules! counters_of {
 
 mod codec;
 mod device;
+mod echolink;
 mod engine;
 mod errors;
 mod events;

@@ -12,6 +12,7 @@ use crate::frame::{self, Frame};
 use crate::media::{MediaError, MediaEvent, Station, TickOutput};
 use crate::transport::{OutDatagram, RecvBatch};
 
+use super::echolink::EchoLinkPorts;
 use super::*;
 
 /// The engine thread's own state: the media station is touched by nobody else.
@@ -31,6 +32,8 @@ pub(super) struct Worker {
     maintain_age: u32,
     /// Readable when a command, a device or a stop wants the thread out of a clockless sleep.
     wake_rx: UnixStream,
+    /// The EchoLink ports this thread polls (its own reference: they close once it lets go).
+    echolink: Option<Arc<EchoLinkPorts>>,
 }
 
 impl Worker {
@@ -47,6 +50,7 @@ impl Worker {
             busy: false,
             maintain_age: 0,
             wake_rx,
+            echolink: None,
         }
     }
 
@@ -114,6 +118,52 @@ impl Worker {
             Command::SetLocalGated(on) => st.set_local_gated(on),
         }
         Ok(())
+    }
+
+    /// Take the EchoLink ports Python opened or closed since the last look.
+    fn refresh_echolink(&mut self) {
+        if self.shared.echolink_changed.swap(false, Ordering::SeqCst) {
+            self.echolink = lock(&self.shared.echolink).clone();
+        }
+    }
+
+    /// The descriptors to wait on: the transport's, then the EchoLink ports' while open.
+    fn poll_fds(&self, transport_fd: RawFd) -> ([RawFd; 3], usize) {
+        match &self.echolink {
+            Some(p) => {
+                let [a, c] = p.fds();
+                ([transport_fd, a, c], 3)
+            }
+            None => ([transport_fd, -1, -1], 1),
+        }
+    }
+
+    /// Read what waits on the EchoLink ports: audio to the station's EchoLink legs, the rest
+    /// to Python.
+    pub(super) fn drain_echolink(&mut self) {
+        let Some(ports) = self.echolink.clone() else {
+            return;
+        };
+        let now_ms = self.now_ms(Instant::now());
+        let mut others = Vec::new();
+        let shared = Arc::clone(&self.shared);
+        ports.read(
+            &shared.echolink_counters,
+            |data, from| self.echolink_audio(data, from, now_ms),
+            |d| others.push(EngineEvent::EchoLink(d)),
+        );
+        if !others.is_empty() {
+            self.shared.emit(others.into_iter());
+        }
+        if !self.media_events.is_empty() {
+            self.shared
+                .emit(self.media_events.drain(..).map(EngineEvent::Media));
+        }
+    }
+
+    /// One audio packet from an EchoLink station: only a station with a leg is heard.
+    fn echolink_audio(&mut self, _data: &[u8], _from: SocketAddr, _now_ms: u64) {
+        bump(&self.shared.echolink_counters.audio_unrouted, 1);
     }
 
     /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.
@@ -241,20 +291,41 @@ impl Worker {
 
     /// Sleep without a clock until a datagram arrives or a command, a device or a stop wakes
     /// the thread (an idle node wakes nobody 50 times a second). True when datagrams wait.
-    fn sleep_idle(&mut self, fd: RawFd) -> bool {
+    /// The transport's and the EchoLink ports' readiness.
+    fn sleep_idle(&mut self, fd: RawFd) -> Readable {
         let shared = &self.shared;
         shared.sleeping.store(true, Ordering::SeqCst);
         // The last look, after `sleeping` is visible: whoever changes these from now on wakes us.
-        if shared.commands_pending.load(Ordering::SeqCst) || shared.stop.load(Ordering::SeqCst) {
+        if shared.commands_pending.load(Ordering::SeqCst)
+            || shared.stop.load(Ordering::SeqCst)
+            || shared.echolink_changed.load(Ordering::SeqCst)
+        {
             shared.sleeping.store(false, Ordering::SeqCst);
-            return false;
+            return Readable::default();
         }
-        let ready = wait_any(&[fd, self.wake_rx.as_raw_fd()], None);
+        let (fds, n) = self.poll_fds(fd);
+        let mut all = [-1; 4];
+        all[..n].copy_from_slice(&fds[..n]);
+        all[n] = self.wake_rx.as_raw_fd();
+        let ready = wait_any(&all[..=n], None);
         shared.sleeping.store(false, Ordering::SeqCst);
         bump(&shared.counters.wakeups, 1);
         let mut sink = [0u8; 64];
         while matches!((&self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
-        ready[0]
+        Readable {
+            transport: ready[0],
+            echolink: n == 3 && (ready[1] || ready[2]),
+        }
+    }
+
+    /// Wait for a datagram on any socket until `timeout`.
+    fn wait_sockets(&self, fd: RawFd, timeout: Duration) -> Readable {
+        let (fds, n) = self.poll_fds(fd);
+        let ready = wait_any(&fds[..n], Some(timeout));
+        Readable {
+            transport: ready[0],
+            echolink: ready[1] || ready[2],
+        }
     }
 
     pub(super) fn run(mut self) {
@@ -266,6 +337,7 @@ impl Worker {
             let now = Instant::now();
             let now_ms = self.now_ms(now);
             self.apply_commands(now_ms);
+            self.refresh_echolink();
             if !self.busy && self.idle() {
                 if self.stats_legs != self.station.leg_count() {
                     // The last leg went: nobody may read its figures after it.
@@ -273,8 +345,12 @@ impl Worker {
                         .fill_jitter_stats(&mut lock(&self.shared.jitter));
                     self.stats_legs = self.station.leg_count();
                 }
-                if self.sleep_idle(fd) {
+                let ready = self.sleep_idle(fd);
+                if ready.transport {
                     self.drain_socket(&mut batch, Instant::now() + TICK);
+                }
+                if ready.echolink {
+                    self.drain_echolink();
                 }
                 // The clock starts again from now: no tick is owed for the sleep.
                 next_tick = Instant::now() + TICK;
@@ -286,6 +362,7 @@ impl Worker {
                     self.drain_socket(&mut batch, now + TICK);
                     last_drain = now;
                 }
+                self.drain_echolink();
                 let late = now - next_tick;
                 self.tick(self.now_ms(next_tick));
                 self.busy = self.tick_datagrams >= BUSY_DATAGRAMS;
@@ -315,13 +392,17 @@ impl Worker {
                     continue;
                 }
                 self.drain_socket(&mut batch, next_tick);
+                self.drain_echolink();
                 last_drain = now;
                 continue;
             }
-            let readable = wait_readable(fd, next_tick - now);
+            let ready = self.wait_sockets(fd, next_tick - now);
             bump(&self.shared.counters.wakeups, 1);
-            if readable {
+            if ready.transport {
                 self.drain_socket(&mut batch, next_tick);
+            }
+            if ready.echolink {
+                self.drain_echolink();
             }
         }
     }
@@ -339,24 +420,26 @@ pub fn send_batch_of(out: &TickOutput) -> Vec<OutDatagram<'_>> {
         .collect()
 }
 
-/// Wait until `fd` is readable or `timeout` has passed; true when readable.
+/// Which sockets a wait found readable.
+#[derive(Debug, Default, Clone, Copy)]
+struct Readable {
+    transport: bool,
+    echolink: bool,
+}
+
+/// Wait until one of `fds` (at most four) is readable or `timeout` has passed (None: no time
+/// limit); which ones are readable.
 ///
 /// `ppoll` takes a nanosecond timeout and sleeps on a high-resolution timer, where a socket
 /// receive timeout is rounded up to the kernel's tick (4 ms at HZ=250) and would make the
 /// 20 ms media clock late by that much on every tick.
-pub(super) fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
-    wait_any(&[fd], Some(timeout))[0]
-}
-
-/// Wait until one of `fds` (at most two) is readable or `timeout` has passed (None: no time
-/// limit); which ones are readable.
-pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 2] {
+pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 4] {
     let mut pfds = [libc::pollfd {
         fd: -1,
         events: libc::POLLIN,
         revents: 0,
-    }; 2];
-    let count = fds.len().min(2);
+    }; 4];
+    let count = fds.len().min(4);
     for (pfd, &fd) in pfds.iter_mut().zip(fds) {
         pfd.fd = fd;
     }
@@ -382,5 +465,10 @@ pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 2] {
         )
     };
     let ready = |p: &libc::pollfd| n > 0 && (p.revents & (libc::POLLIN | libc::POLLERR)) != 0;
-    [ready(&pfds[0]), ready(&pfds[1])]
+    [
+        ready(&pfds[0]),
+        ready(&pfds[1]),
+        ready(&pfds[2]),
+        ready(&pfds[3]),
+    ]
 }
