@@ -242,7 +242,8 @@ class Radio(Event):
 class EchoLinkEvent(Event):
     """The EchoLink station (`[echolink]`): `kind` "logged_in" / "directory_failed" (the
     directory login, `server`, `reason`), "refused" (a station that may not connect: `callsign`,
-    `ip`, `reason`), "text" (a chat line from a connected station: `callsign`, `node`, `text`).
+    `ip`, `reason`), "text" (a chat line from a connected station: `callsign`, `node`, `text`),
+    "info" (a station's information block, its lines joined by newlines in `text`).
     Stations connecting and leaving are `link` events (they are links `3<number>`)."""
 
     name: ClassVar[str] = "echolink"

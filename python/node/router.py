@@ -171,6 +171,7 @@ class Router:
             engine.UsrpPeerChanged: self._usrp_peer,
             engine.CommandFailed: self._command_failed,
             engine.TunnelChanged: self._tunnel_changed,
+            engine.EchoLinkReceived: self._echolink_datagram,
         }
         #: The deadline table: each kind's next deadline and what runs when it comes.
         self._deadlines: DeadlineTable[TimerKind] = DeadlineTable()
@@ -517,6 +518,12 @@ class Router:
     def _command_failed(self, event: engine.CommandFailed, now: float) -> Effects:
         log.warning("media command failed: %s", event.message)
         return NOTHING
+
+    def _echolink_datagram(self, event: engine.EchoLinkReceived, now: float) -> Effects:
+        """A control or text datagram from an EchoLink station."""
+        if self._echolink is None:
+            return NOTHING
+        return self._echolink.datagrams(((event.kind, event.data, event.source[0]),), now)
 
     def _tunnel_changed(self, event: engine.TunnelChanged, now: float) -> Effects:
         if (tunnel := self._tunnel_json()) is not None:

@@ -57,6 +57,9 @@ class DirectoryStandIn:
     list_requests: int = 0
     #: Stations listed without logging in (stand-ins for "a station somewhere else").
     extra: list[tuple[Account, str]] = field(default_factory=list)
+    #: Callsigns whose login is taken but that the list leaves out (a station whose entry a
+    #: list fetched elsewhere does not hold).
+    hidden: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -109,7 +112,7 @@ class DirectoryStandIn:
 
     def list_bytes(self) -> bytes:
         with self._lock:
-            entries = list(self._entries.values())
+            entries = [e for e in self._entries.values() if e.account.callsign not in self.hidden]
         lines = ["@@@", str(len(entries))]
         for e in entries:
             status = f"[{e.status} {e.hhmm}]"

@@ -46,7 +46,7 @@ namespace eval EchoLink {
 
 
 class SvxLink:
-    """One SvxLink process; `start()` returns once its directory login is seen (or raises)."""
+    """One SvxLink process; `start()` returns once it is logged in to the directory."""
 
     def __init__(
         self,
@@ -136,7 +136,8 @@ USE_GSM_ONLY=1
     def start(self) -> None:
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [SVXLINK, f"--config={self.dir / 'svxlink.conf'}"],
+                # Line-buffered: the tests read the log as it happens.
+                ["stdbuf", "-oL", "-eL", SVXLINK, f"--config={self.dir / 'svxlink.conf'}"],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.dir,
@@ -146,7 +147,8 @@ USE_GSM_ONLY=1
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"svxlink exited: {self.text()}")
-            if self.sql_pty.exists() and self.dtmf_pty.exists() and "EchoLink" in self.text():
+            # Ready once its directory login went through (it dials nobody before).
+            if self.sql_pty.exists() and "EchoLink directory status changed to ON" in self.text():
                 return
             time.sleep(0.05)
         raise RuntimeError(f"svxlink did not start: {self.text()}")

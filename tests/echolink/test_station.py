@@ -136,6 +136,8 @@ def test_text_in_and_out_and_malformed_counted() -> None:
     assert out.events == (s.TextReceived("SV1AAA-L", "3111111", "hi"),)
     assert sends(m.send_text(SVX.ip, "back")) == [("text", p.Chat("N0CALL-L", "back"))]
     m.text(b"junk", SVX.ip, 1.0)
+    info = m.text(p.build_info(["SvxLink", "QTH"]), SVX.ip, 1.0)
+    assert info.events == (s.InfoReceived("SV1AAA-L", "3111111", ("SvxLink", "QTH")),)
     m.text(p.build_chat("X", "y"), "10.1.1.1", 1.0)
     m.control(b"\x00\x01", SVX.ip, 1.0)
     c = m.counters

@@ -45,6 +45,7 @@ __all__ = [
     "REFUSAL_COPIES",
     "SILENCE_TIMEOUT",
     "AddLeg",
+    "InfoReceived",
     "Policy",
     "RemoveLeg",
     "SendControl",
@@ -215,6 +216,15 @@ class TextReceived(StationEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class InfoReceived(StationEvent):
+    """A station's information block (its description, who is connected to it)."""
+
+    callsign: str
+    node: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StationOutput:
     actions: tuple[StationAction, ...] = ()
     events: tuple[StationEvent, ...] = ()
@@ -342,9 +352,11 @@ class Stations:
             self.counters.text_bad += 1
             return self._take()
         self.counters.text_in += 1
+        station.texts_in += 1
         if isinstance(packet, p.Chat):
-            station.texts_in += 1
             self._out.report(TextReceived(packet.callsign, station.node, packet.message))
+        else:
+            self._out.report(InfoReceived(station.callsign, station.node, packet.lines))
         return self._take()
 
     def connect(

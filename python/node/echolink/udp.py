@@ -29,6 +29,11 @@ class EngineEchoLink:
         except OSError as exc:
             raise EngineError(f"EchoLink ports on {bind_ip}: {exc}") from exc
         log.info("EchoLink ports %s:%d and :%d", bind_ip, self.audio_addr[1], self.control_addr[1])
+        #: Whether this engine carries EchoLink audio (its GSM legs); without them the stations
+        #: connect, talk text and are listed, but hear nothing.
+        self.media = hasattr(engine, "add_echolink_leg")
+        if not self.media:
+            log.warning("this engine has no EchoLink audio legs: stations will hear nothing")
 
     def send(self, kind: str, data: bytes, ip: str) -> None:
         try:
@@ -38,10 +43,12 @@ class EngineEchoLink:
             log.debug("EchoLink %s to %s not sent: %s", kind, ip, exc)
 
     def add_leg(self, leg: int, ip: str) -> None:
-        self._engine.add_echolink_leg(leg, ip)
+        if self.media:
+            self._engine.add_echolink_leg(leg, ip)
 
     def remove_leg(self, leg: int) -> None:
-        self._engine.remove_echolink_leg(leg)
+        if self.media:
+            self._engine.remove_echolink_leg(leg)
 
     def counters(self) -> dict[str, int]:
         return dict(self._engine.echolink_counters())

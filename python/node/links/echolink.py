@@ -14,6 +14,7 @@ the links service reads).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -120,7 +121,7 @@ class EchoLinkService:
             "node_number": self.config.node_number,
             "directory": self.directory.snapshot(now),
             "stations": [self._station_json(st, now) for st in self.stations.stations.values()],
-            "counters": vars(self.stations.counters).copy(),
+            "counters": dataclasses.asdict(self.stations.counters),
         }
 
     def link_json(self, now: float) -> list[dict[str, Any]]:
@@ -320,6 +321,11 @@ class EchoLinkService:
                     # It may be new in the directory: refresh (it will ask again).
                     fx = self._directory(self.directory.want_list(now), now)
                     events += fx.events
+            elif isinstance(event, s.InfoReceived):
+                text = "\n".join(event.lines)
+                bus.publish(
+                    EchoLinkEvent(kind="info", callsign=event.callsign, node=event.node, text=text)
+                )
             elif isinstance(event, s.TextReceived):
                 log.info("EchoLink text from %s: %s", event.callsign, event.text)
                 bus.publish(
