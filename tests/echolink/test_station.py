@@ -95,6 +95,15 @@ def test_silent_station_times_out_and_bye_closes() -> None:
     assert out.events[0].reason == "bye"  # type: ignore[attr-defined]
 
 
+def test_disconnect_all_says_bye_to_each() -> None:
+    m = machine()
+    m.control(p.build_sdes("SV1AAA-L", "Svx"), SVX.ip, 0.0)
+    m.control(p.build_sdes("W1XYZ", ""), OTHER.ip, 0.0)
+    out = m.disconnect_all(1.0)
+    byes = [a.ip for a in out.actions if isinstance(a, s.SendControl)]
+    assert byes == [SVX.ip, OTHER.ip] and len(out.events) == 2 and not m.stations
+
+
 def test_local_disconnect_sends_one_bye() -> None:
     m = machine()
     m.control(p.build_sdes("SV1AAA-L", "Svx"), SVX.ip, 0.0)

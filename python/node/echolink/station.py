@@ -386,15 +386,12 @@ class Stations:
 
     def disconnect(self, ip: str, now: float) -> StationOutput:
         """End the QSO with `ip`: BYE, the leg goes."""
-        station = self._by_ip.get(ip)
-        if station is not None:
-            self._out.send(SendControl(ip, p.build_bye()))
-            self._end(station, "local")
+        self._hang_up(ip)
         return self._take()
 
     def disconnect_all(self, now: float) -> StationOutput:
         for ip in list(self._by_ip):
-            self.disconnect(ip, now)
+            self._hang_up(ip)
         return self._take()
 
     def send_text(self, ip: str, message: str) -> StationOutput:
@@ -444,6 +441,12 @@ class Stations:
         return self._take()
 
     # --- inside -------------------------------------------------------------------------------
+
+    def _hang_up(self, ip: str) -> None:
+        station = self._by_ip.get(ip)
+        if station is not None:
+            self._out.send(SendControl(ip, p.build_bye()))
+            self._end(station, "local")
 
     def _free_leg(self) -> int:
         used = {s.leg for s in self._by_ip.values()}
