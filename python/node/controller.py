@@ -358,6 +358,10 @@ class Controller(Router):
         self._commit(await self._links.link(action, node, addr, permanent=permanent))
         return self.snapshot()
 
+    def echolink_lookup(self, by: str, key: str) -> tuple[str, str, str] | None:
+        """AMI `echolink dbget`: (number, callsign, ip), or None (also without `[echolink]`)."""
+        return None if self._echolink is None else self._echolink.lookup(by, key)
+
     def echolink_text(self, text: str, node: str | None = None) -> dict[str, Any]:
         """POST /echolink/text: a chat line to the EchoLink station `node` (its link number or
         callsign), or to every connected one."""

@@ -47,7 +47,9 @@ welcome = "Welcome to node 1999"
 """
 
 
-def start_node(tmp_path: Path, ip: str, directory: str, **kw: object) -> NodeProcess:
+def start_node(
+    tmp_path: Path, ip: str, directory: str, env: dict[str, str] | None = None, **kw: object
+) -> NodeProcess:
     """Our node 1999 with `[echolink]` on `ip`, its directory at `directory`."""
     udp, http = free_udp_port(), free_port()
     path = tmp_path / "node.toml"
@@ -56,7 +58,7 @@ def start_node(tmp_path: Path, ip: str, directory: str, **kw: object) -> NodePro
         f'[control]\nbind = "127.0.0.1:{http}"\n\n[audio]\nbackend = "none"\n'
         + node_config(ip, directory, **kw)  # type: ignore[arg-type]
     )
-    node = NodeProcess(path, udp, http, env={"NET_ECHOLINK_PASSWORD": NODE_PASSWORD})
+    node = NodeProcess(path, udp, http, env={"NET_ECHOLINK_PASSWORD": NODE_PASSWORD, **(env or {})})
     node.wait_ready()
     return node
 

@@ -5,18 +5,21 @@ password never shows."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from node.echolink import packets as p
+from tests.control.ami_clients import Allmon3
 from tests.echolink.conftest import NODE_CALL, NODE_NUMBER, NODE_PASSWORD, net, start_node, stop
 from tests.echolink.directory_standin import Account, DirectoryStandIn
 from tests.echolink.test_svxlink import wait_event
-from tests.node_process import EventLog, NodeProcess
+from tests.node_process import EventLog, NodeProcess, free_port
 
 
 def status(node: NodeProcess) -> dict:
@@ -88,11 +91,44 @@ def crowd() -> Iterator[tuple[str, DirectoryStandIn, list[StandInStation]]]:
                 s.close()
 
 
+AMI_PASSWORD = "ami-pass-echolink"
+
+
+async def allmon3_sees_them(port: int) -> None:
+    """Allmon3's poll, as its parser reads it: every station a link `3<number>` with the empty
+    peer app_rpt gives EchoLink links, and its callsign from `echolink dbget`."""
+    client = Allmon3("127.0.0.1", port, "admin", AMI_PASSWORD)
+    assert await client.connect()
+    try:
+        status: dict[str, Any] = {}
+        await client.parse_xstat("1999", status)
+        conns = status["CONNS"]
+        assert set(conns) == {f"3{200000 + i}" for i in range(20)}
+        assert all(c["IP"] == "" and c["CSTATE"] == "ESTABLISHED" for c in conns.values())
+        assert {c["MODE"] for c in conns.values()} == {"Transceive"}
+        found = await client.command("echolink dbget nodename 200003")
+        assert found.startswith("OK:\r\n200003|TE03ST-L|127.")
+        assert (await client.command("echolink dbget nodename 999")).startswith("ERR: Error: Entry")
+        lstats = await client.command("rpt lstats 1999")
+        assert lstats.count("ESTABLISHED") == 20
+    finally:
+        await client.close()
+
+
 def test_twenty_stations_at_once_and_the_next_is_refused_as_full(
     tmp_path: Path, crowd: tuple[str, DirectoryStandIn, list[StandInStation]]
 ) -> None:
     prefix, directory, stations = crowd
-    node = start_node(tmp_path, f"{prefix}.3", directory.host, max_stations=20)
+    ami_port = free_port()
+    ami = f'\n[ami]\nenabled = true\nbind = "127.0.0.1:{ami_port}"\nusername = "admin"\n'
+    node = start_node(
+        tmp_path,
+        f"{prefix}.3",
+        directory.host,
+        {"NET_AMI_SECRET": AMI_PASSWORD},
+        max_stations=20,
+        extra=ami,
+    )
     try:
         deadline = time.monotonic() + 10
         while status(node)["directory"]["stations"] < 22 and time.monotonic() < deadline:
@@ -108,6 +144,7 @@ def test_twenty_stations_at_once_and_the_next_is_refused_as_full(
         print(f"\n20 stations connected in {(time.monotonic() - started) * 1000:.0f} ms")
         links = {link["node"] for link in node.get("/status").json()["links"]}
         assert links == {f"3{200000 + i}" for i in range(20)}
+        asyncio.run(allmon3_sees_them(ami_port))
         # Full: the directory now shows us BUSY, and the 21st is refused.
         deadline = time.monotonic() + 5
         while not directory.logins_of(NODE_CALL)[-1].status.startswith("BUSY"):

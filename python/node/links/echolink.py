@@ -167,9 +167,29 @@ class EchoLinkService:
                 keyed=st.keyed,
                 keyed_at=st.keyed_at,
                 unkeyed_at=st.unkeyed_at,
+                echolink=True,
             )
             for st in self.stations.stations.values()
         )
+
+    def lookup(self, by: str, key: str) -> tuple[str, str, str] | None:
+        """chan_echolink's `dbget`: (number, callsign, ip) of the station `key` is, `by` its
+        number ("nodename"), "callsign" or "ipaddr"; connected stations first (as chan_echolink
+        does, for stations behind a relay)."""
+        kind = by[:1].lower()
+        connected = self.stations.stations.values()
+        if kind == "i":
+            st = self.stations.stations.get(key)
+            entry = next((e for e in self.directory.list.stations if e.ip == key), None)
+        elif kind == "c":
+            st = self.stations.by_callsign(key)
+            entry = self.directory.list.by_call(key)
+        else:
+            st = next((c for c in connected if c.number and c.number == key.lstrip("0")), None)
+            entry = self.directory.list.by_node(key)
+        if st is not None and st.number:
+            return st.number, st.callsign, st.ip
+        return None if entry is None else (entry.node, entry.callsign, entry.ip)
 
     @staticmethod
     def _station_json(st: s.Station, now: float) -> dict[str, Any]:
