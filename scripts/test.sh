@@ -52,6 +52,8 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v strace >/dev/null || missing+=(strace)
 # libfaketime moves a running node's wall clock, years forward and back (tests/test_clock_jump.py).
 command -v faketime >/dev/null || missing+=(faketime)
+# SvxLink, a real EchoLink station, headless (tests/echolink/); stdbuf line-buffers its log.
+command -v svxlink >/dev/null || missing+=(svxlink-server)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     stamp "installing Debian packages: ${missing[*]}"
