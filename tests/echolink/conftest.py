@@ -55,8 +55,9 @@ def start_node(
     path = tmp_path / "node.toml"
     path.write_text(
         f'node_id = "1999"\n\n[listener]\nbind = "127.0.0.1:{udp}"\n\n'
-        f'[control]\nbind = "127.0.0.1:{http}"\n\n[audio]\nbackend = "none"\n'
-        + node_config(ip, directory, **kw)  # type: ignore[arg-type]
+        f'[control]\nbind = "127.0.0.1:{http}"\n\n[audio]\nbackend = "none"\n\n'
+        # Nothing but loopback: no node-number lookups in DNS.
+        "[links]\ndns = false\n" + node_config(ip, directory, **kw)  # type: ignore[arg-type]
     )
     node = NodeProcess(path, udp, http, env={"NET_ECHOLINK_PASSWORD": NODE_PASSWORD, **(env or {})})
     node.wait_ready()
@@ -107,14 +108,33 @@ def svxlink(
         svx.stop()
 
 
+AMI_PASSWORD = "ami-pass-echolink"
+
+
+def ami_section(port: int) -> str:
+    return f'\n[ami]\nenabled = true\nbind = "127.0.0.1:{port}"\nusername = "admin"\n'
+
+
+@pytest.fixture(scope="module")
+def ami_port() -> int:
+    return free_port()
+
+
 @pytest.fixture(scope="module")
 def node(
     directory: DirectoryStandIn,
     svxlink: SvxLink,
     prefix: str,
+    ami_port: int,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[NodeProcess]:
-    n = start_node(tmp_path_factory.mktemp("node"), f"{prefix}.3", directory.host)
+    n = start_node(
+        tmp_path_factory.mktemp("node"),
+        f"{prefix}.3",
+        directory.host,
+        {"NET_AMI_SECRET": AMI_PASSWORD},
+        extra=ami_section(ami_port),
+    )
     try:
         yield n
     finally:

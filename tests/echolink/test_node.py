@@ -16,7 +16,16 @@ import pytest
 
 from node.echolink import packets as p
 from tests.control.ami_clients import Allmon3
-from tests.echolink.conftest import NODE_CALL, NODE_NUMBER, NODE_PASSWORD, net, start_node, stop
+from tests.echolink.conftest import (
+    AMI_PASSWORD,
+    NODE_CALL,
+    NODE_NUMBER,
+    NODE_PASSWORD,
+    ami_section,
+    net,
+    start_node,
+    stop,
+)
 from tests.echolink.directory_standin import Account, DirectoryStandIn
 from tests.echolink.test_svxlink import wait_event
 from tests.node_process import EventLog, NodeProcess, free_port
@@ -91,9 +100,6 @@ def crowd() -> Iterator[tuple[str, DirectoryStandIn, list[StandInStation]]]:
                 s.close()
 
 
-AMI_PASSWORD = "ami-pass-echolink"
-
-
 async def allmon3_sees_them(port: int) -> None:
     """Allmon3's poll, as its parser reads it: every station a link `3<number>` with the empty
     peer app_rpt gives EchoLink links, and its callsign from `echolink dbget`."""
@@ -120,14 +126,13 @@ def test_twenty_stations_at_once_and_the_next_is_refused_as_full(
 ) -> None:
     prefix, directory, stations = crowd
     ami_port = free_port()
-    ami = f'\n[ami]\nenabled = true\nbind = "127.0.0.1:{ami_port}"\nusername = "admin"\n'
     node = start_node(
         tmp_path,
         f"{prefix}.3",
         directory.host,
         {"NET_AMI_SECRET": AMI_PASSWORD},
         max_stations=20,
-        extra=ami,
+        extra=ami_section(ami_port),
     )
     try:
         deadline = time.monotonic() + 10

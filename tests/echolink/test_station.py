@@ -44,8 +44,9 @@ def test_outbound_resends_then_connects_and_keeps_alive() -> None:
     m = machine()
     out = m.connect("SV1AAA-L", "111111", SVX.ip, 0.0)
     assert sends(out) == [("control", p.Sdes("N0CALL-L", "Test"))]
-    assert m.next_deadline() == s.FIRST_RESEND
-    assert sends(m.timer(s.FIRST_RESEND)) == [("control", p.Sdes("N0CALL-L", "Test"))]
+    assert m.next_deadline() == s.OPEN_RESEND
+    assert sends(m.timer(s.OPEN_RESEND)) == [("control", p.Sdes("N0CALL-L", "Test"))]
+    assert m.next_deadline() == 2 * s.OPEN_RESEND
     out = m.control(p.build_sdes("SV1AAA-L", "Svx"), SVX.ip, 2.0)
     assert sends(out) == [("AddLeg", s.LEG_BASE)]
     assert out.events == (s.StationConnected("SV1AAA-L", "3111111", SVX.ip, True),)
@@ -58,8 +59,10 @@ def test_outbound_resends_then_connects_and_keeps_alive() -> None:
 def test_unanswered_opening_gives_up_with_a_bye() -> None:
     m = machine()
     m.connect("SV1AAA-L", "111111", SVX.ip, 0.0)
-    for t in (s.FIRST_RESEND, s.FIRST_RESEND + s.KEEPALIVE):
-        m.timer(t)
+    resends = 0
+    while (t := m.next_deadline()) is not None and t < s.OPEN_TIMEOUT:
+        resends += len(m.timer(t).actions)
+    assert resends == int(s.OPEN_TIMEOUT / s.OPEN_RESEND) - (s.OPEN_TIMEOUT % s.OPEN_RESEND == 0)
     out = m.timer(s.OPEN_TIMEOUT)
     assert sends(out) == [("control", p.Bye("jan2002"))]
     assert out.events[0] == s.StationDisconnected(

@@ -4,12 +4,14 @@ ways, either side's disconnect closes both within 1 s."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
 import pytest
 
-from tests.echolink.conftest import NODE_CALL, NODE_NUMBER, SVX_CALL, SVX_NUMBER
+from tests.control.ami_clients import Allmon3
+from tests.echolink.conftest import AMI_PASSWORD, NODE_CALL, NODE_NUMBER, SVX_CALL, SVX_NUMBER
 from tests.echolink.directory_standin import Account, DirectoryStandIn
 from tests.echolink.svxlink import SvxLink
 from tests.node_process import EventLog, NodeProcess
@@ -17,14 +19,35 @@ from tests.node_process import EventLog, NodeProcess
 SVX_LINK = "3" + SVX_NUMBER
 
 
-def wait_event(log: EventLog, match: Callable[[dict], bool], timeout: float = 15.0) -> dict:
+def wait_event(
+    log: EventLog, match: Callable[[dict], bool], timeout: float = 15.0, since: int = 0
+) -> dict:
+    """The first event from the `since`-th on that matches."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for event in list(log.events):
+        for event in list(log.events)[since:]:
             if match(event):
                 return event
         time.sleep(0.02)
     raise AssertionError(f"no such event; got {log.events[-20:]}")
+
+
+def call_svxlink(events: EventLog, dial: Callable[[], None], timeout: float = 15.0) -> float:
+    """Dial SvxLink until it answers; the seconds the answered attempt took. SvxLink answers a
+    station with BYE for about 5 s after a QSO with it ended (an operator dials again)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        since, started = len(events.events), time.monotonic()
+        dial()
+        end = wait_event(
+            events,
+            lambda e: e["event"] == "link" and e.get("node") == SVX_LINK and e["kind"] != "keyed",
+            since=since,
+        )
+        if end["kind"] == "connected":
+            return time.monotonic() - started
+        assert end["reason"] == "bye" and time.monotonic() < deadline, end
+        time.sleep(1.0)
 
 
 def link_event(kind: str, node: str) -> Callable[[dict], bool]:
@@ -65,10 +88,10 @@ def test_we_connect_to_svxlink_text_both_ways_and_our_bye_closes_both(
 ) -> None:
     wait_logged_in(node)
     mark = len(svxlink.text())
-    started = time.monotonic()
-    node.post("/link", {"action": "connect", "node": SVX_LINK}).raise_for_status()
-    wait_event(events, link_event("connected", SVX_LINK))
-    connect_s = time.monotonic() - started
+    connect_s = call_svxlink(
+        events,
+        lambda: node.post("/link", {"action": "connect", "node": SVX_LINK}).raise_for_status(),
+    )
     assert svxlink.wait_log("EchoLink QSO state changed to CONNECTED", since=mark)
     print(f"\nconnect time, our node calling SvxLink: {connect_s * 1000:.0f} ms")
     links = node.get("/status").json()["links"]
@@ -85,12 +108,35 @@ def test_we_connect_to_svxlink_text_both_ways_and_our_bye_closes_both(
     assert svxlink.wait_log(f"{NODE_CALL}>hello svxlink", since=mark)
 
     # Our BYE closes both within 1 s.
-    started = time.monotonic()
+    started, since = time.monotonic(), len(events.events)
     node.post("/link", {"action": "disconnect", "node": SVX_LINK}).raise_for_status()
     assert svxlink.wait_log("EchoLink QSO state changed to DISCONNECTED", timeout=1.0, since=mark)
-    wait_event(events, link_event("disconnected", SVX_LINK), timeout=1.0)
+    wait_event(events, link_event("disconnected", SVX_LINK), timeout=1.0, since=since)
     assert time.monotonic() - started < 1.0
     assert not [link for link in node.get("/status").json()["links"] if link["node"] == SVX_LINK]
+
+
+def test_dtmf_star3_and_star1_with_the_echolink_number(
+    node: NodeProcess, svxlink: SvxLink, events: EventLog, ami_port: int
+) -> None:
+    """`*3` + 3<number> connects as on ASL3, `*1` + 3<number> disconnects (AMI `rpt fun`, the
+    same path as the radio's and the links' digits)."""
+    wait_logged_in(node)
+    mark = len(svxlink.text())
+
+    async def fun(digits: str) -> str:
+        client = Allmon3("127.0.0.1", ami_port, "admin", AMI_PASSWORD)
+        return await client.command(f"rpt fun 1999 {digits}")
+
+    def dial() -> None:
+        assert asyncio.run(fun(f"*3{SVX_LINK}")).startswith("OK")
+
+    call_svxlink(events, dial)
+    assert svxlink.wait_log("EchoLink QSO state changed to CONNECTED", since=mark)
+    since = len(events.events)
+    assert asyncio.run(fun(f"*1{SVX_LINK}")).startswith("OK")
+    wait_event(events, link_event("disconnected", SVX_LINK), timeout=1.0, since=since)
+    assert svxlink.wait_log("EchoLink QSO state changed to DISCONNECTED", timeout=1.0, since=mark)
 
 
 def test_svxlink_connects_to_us_and_its_bye_closes_both(
@@ -110,9 +156,9 @@ def test_svxlink_connects_to_us_and_its_bye_closes_both(
     status = node.get("/status").json()
     assert any(link["node"] == SVX_LINK for link in status["links"])
 
-    started = time.monotonic()
+    started, since = time.monotonic(), len(events.events)
     svxlink.dtmf("#")
-    wait_event(events, link_event("disconnected", SVX_LINK), timeout=3.0)
+    wait_event(events, link_event("disconnected", SVX_LINK), timeout=3.0, since=since)
     gone = time.monotonic() - started
     assert svxlink.wait_log("EchoLink QSO state changed to DISCONNECTED", timeout=1.0, since=mark)
     print(f"SvxLink's disconnect closed our side in {gone * 1000:.0f} ms (DTMF included)")

@@ -225,7 +225,8 @@ def build_chat(callsign: str, message: str) -> bytes:
 
 def build_info(lines: tuple[str, ...] | list[str]) -> bytes:
     """An information block (`oNDATA\\r<line>\\r...`), as chan_echolink's welcome text."""
-    data = _TEXT_MAGIC + b"\r" + _latin1("".join(f"{line}\r" for line in lines), "the text")
+    text = _latin1("".join(f"{line}\r" for line in lines), "the text")
+    data = _TEXT_MAGIC + b"\r" + text + b"\x00"
     if len(data) > MAX_TEXT:
         raise PacketError(f"a text datagram holds at most {MAX_TEXT} bytes")
     return data

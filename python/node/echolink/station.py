@@ -6,10 +6,11 @@ so an address is one station). Inputs are the control and text datagrams the eng
 `timer(now)`; each returns one `StationOutput` of actions (datagrams to send, media legs to add
 or remove) and events. No I/O, no clock.
 
-- **Opening.** We send an SDES (`packets.build_sdes`) and resend it while it is unanswered:
-  after `FIRST_RESEND` (SvxLink drops the SDES of a station it does not have in its cached list
-  yet and refreshes the list, so the second one is the one it takes), then with the keep-alive,
-  giving up after `OPEN_TIMEOUT` as echolib does. The peer's SDES means connected.
+- **Opening.** We send an SDES (`packets.build_sdes`) and resend it every `OPEN_RESEND` while
+  it is unanswered, giving up after `OPEN_TIMEOUT` as echolib does. echolib resends only with
+  its 10 s keep-alive, but SvxLink drops the SDES of a station its cached list does not hold
+  yet (and refreshes the list), and ignores a station for about 5 s after a QSO with it ended:
+  a resend every 10 s made such a connect take 10 s. The peer's SDES means connected.
 - **Keep-alive.** An SDES every `KEEPALIVE` to each station; one that has sent no control for
   `SILENCE_TIMEOUT` (SvxLink's 50 s) is gone.
 - **Who may call.** As chan_echolink and SvxLink: the callsign must be listed by the directory
@@ -38,7 +39,7 @@ from node.machine import DeadlineTable, Outbox
 __all__ = [
     "AUTH_ABANDONED",
     "AUTH_RETRY",
-    "FIRST_RESEND",
+    "OPEN_RESEND",
     "KEEPALIVE",
     "LEG_BASE",
     "OPEN_TIMEOUT",
@@ -63,9 +64,9 @@ __all__ = [
     "node_of_link",
 ]
 
-#: The first resend of an unanswered SDES.
-FIRST_RESEND = 1.5
-#: Keep-alive SDES to every station, and the resend of an unanswered one after the first.
+#: An unanswered SDES is sent again this often.
+OPEN_RESEND = 1.5
+#: Keep-alive SDES to every connected station.
 KEEPALIVE = 10.0
 #: An opening that nobody answered is given up after this (echolib's 50 s).
 OPEN_TIMEOUT = 50.0
@@ -377,7 +378,7 @@ class Stations:
         )
         self._by_ip[ip] = station
         table: DeadlineTable[_Kind] = DeadlineTable()
-        table.set(_Kind.SEND, now + FIRST_RESEND)
+        table.set(_Kind.SEND, now + OPEN_RESEND)
         table.set(_Kind.SILENCE, now + OPEN_TIMEOUT)
         self._timers[ip] = table
         self._out.send(SendControl(ip, self._sdes))
@@ -434,7 +435,8 @@ class Stations:
                 continue
             if _Kind.SEND in due:
                 self._out.send(SendControl(ip, self._sdes))
-                table.set(_Kind.SEND, now + KEEPALIVE)
+                opening = station.state is StationState.OPENING
+                table.set(_Kind.SEND, now + (OPEN_RESEND if opening else KEEPALIVE))
         for ip, pending in list(self._pending.items()):
             if now - pending.at >= AUTH_ABANDONED:
                 del self._pending[ip]
