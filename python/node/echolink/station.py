@@ -39,9 +39,9 @@ from node.machine import DeadlineTable, Outbox
 __all__ = [
     "AUTH_ABANDONED",
     "AUTH_RETRY",
-    "OPEN_RESEND",
     "KEEPALIVE",
     "LEG_BASE",
+    "OPEN_RESEND",
     "OPEN_TIMEOUT",
     "REFUSAL_COPIES",
     "SILENCE_TIMEOUT",
