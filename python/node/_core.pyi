@@ -27,6 +27,8 @@ __all__ = [
     "FrameError",
     "FullFrame",
     "FullVoiceNeeded",
+    "GsmDecoder",
+    "GsmEncoder",
     "Interpolator",
     "LocalTxChanged",
     "MiniBeforeFull",
@@ -306,6 +308,27 @@ class Downsampler:
     @property
     def delay(self) -> float:
         """Group delay in output (8 kHz) samples: 16.5."""
+
+@final
+class GsmEncoder:
+    """A GSM 06.10 full-rate encoder (pure Rust, bit-exact with libgsm's default build): one
+    state per stream, since GSM predicts from the frames before."""
+
+    def __new__(cls) -> GsmEncoder: ...
+    def encode(self, pcm: _Buffer) -> bytes:
+        """Whole 20 ms frames of native-endian int16 PCM at 8 kHz (320 bytes each) to 33-byte
+        frames (libgsm's packing, 0xD signature), in order. CodecError for a length that is
+        not whole frames."""
+
+@final
+class GsmDecoder:
+    """A GSM 06.10 full-rate decoder (bit-exact with libgsm): one state per stream."""
+
+    def __new__(cls) -> GsmDecoder: ...
+    def decode(self, frames: _Buffer) -> bytes:
+        """Whole 33-byte frames to native-endian int16 PCM at 8 kHz (320 bytes each), in
+        order. CodecError for a length that is not whole frames or a frame without the 0xD
+        signature (as libgsm refuses it; the frames before it are decoded into the state)."""
 
 # --- end codecs ---
 

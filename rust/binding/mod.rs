@@ -38,6 +38,7 @@ mod engine;
 mod errors;
 mod events;
 mod frame;
+mod gsm;
 mod mixer;
 mod plc;
 mod resampler;
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     frame::register(m)?;
+    gsm::register(m)?;
     codec::register(m)?;
     engine::register(m)?;
     events::register(m)?;
