@@ -13,10 +13,16 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-__all__ = ["SvxLink", "free_udp_port"]
+import numpy as np
+
+__all__ = ["TX_BLOCK", "SvxLink", "TxRecorder", "free_udp_port"]
+
+#: 20 ms of its audio device's samples.
+TX_BLOCK = 320
 
 SVXLINK = "/usr/bin/svxlink"
 #: Its audio device's rate (CARD_SAMPLE_RATE).
@@ -180,6 +186,24 @@ USE_GSM_ONLY=1
     def dtmf(self, digits: str) -> None:
         self._write_pty(self.dtmf_pty, digits.encode())
 
+    def talk(self, pcm: np.ndarray) -> None:
+        """Open the squelch, feed `pcm` (int16 at `RATE`) to its receiver in real time, 20 ms a
+        datagram, close the squelch."""
+        self.squelch(True)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+            start = time.monotonic()
+            for i in range(0, len(pcm), TX_BLOCK):
+                block = np.ascontiguousarray(pcm[i : i + TX_BLOCK], dtype=np.int16)
+                out.sendto(block.tobytes(), ("127.0.0.1", self.rx_port))
+                ahead = start + (i + TX_BLOCK) / RATE - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+        self.squelch(False)
+
+    def recorder(self) -> TxRecorder:
+        """What its transmitter sends, from now on."""
+        return TxRecorder(self.tx_port)
+
     def stop(self) -> None:
         proc = self.proc
         if proc is None or proc.poll() is not None:
@@ -193,6 +217,46 @@ USE_GSM_ONLY=1
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
+
+
+class TxRecorder:
+    """Collects what SvxLink's transmitter sends (int16 at `RATE`), in a thread."""
+
+    def __init__(self, port: int) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.bind(("127.0.0.1", port))
+        self._sock.settimeout(0.1)
+        self._chunks: list[bytes] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self._sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                self._chunks.append(data)
+
+    def pcm(self) -> np.ndarray:
+        with self._lock:
+            return np.frombuffer(b"".join(self._chunks), dtype=np.int16).copy()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self._sock.close()
+
+    def __enter__(self) -> TxRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def available() -> bool:
