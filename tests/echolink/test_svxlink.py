@@ -88,9 +88,10 @@ def test_we_connect_to_svxlink_text_both_ways_and_our_bye_closes_both(
 ) -> None:
     wait_logged_in(node)
     mark = len(svxlink.text())
+    # By callsign: looked up in the directory's list.
     connect_s = call_svxlink(
         events,
-        lambda: node.post("/link", {"action": "connect", "node": SVX_LINK}).raise_for_status(),
+        lambda: node.post("/link", {"action": "connect", "node": SVX_CALL}).raise_for_status(),
     )
     assert svxlink.wait_log("EchoLink QSO state changed to CONNECTED", since=mark)
     print(f"\nconnect time, our node calling SvxLink: {connect_s * 1000:.0f} ms")
