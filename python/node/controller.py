@@ -164,7 +164,11 @@ class Controller(Router):
         if radio is not None:
             radio.start(self.on_carrier)
         if self._echolink is not None:
-            self._echolink.edge = EngineEchoLink(transport.engine, self._echolink.config.bind)
+            self._echolink.edge = EngineEchoLink(
+                transport.engine,
+                self._echolink.config.bind,
+                dtmf=self.config.dtmf.inband_on("links"),
+            )
 
     def start(self) -> None:
         """Start-up actions: register when configured and the credential is known; dial the

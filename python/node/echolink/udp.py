@@ -22,8 +22,10 @@ log = logging.getLogger(__name__)
 class EngineEchoLink:
     """EchoLink's ports and legs on a running engine."""
 
-    def __init__(self, engine: Any, bind_ip: str) -> None:
+    def __init__(self, engine: Any, bind_ip: str, *, dtmf: bool = False) -> None:
+        """`dtmf`: decode DTMF tones in the stations' audio (`[dtmf] inband` for links)."""
         self._engine = engine
+        self._dtmf = dtmf
         try:
             self.audio_addr, self.control_addr = engine.echolink_open(bind_ip)
         except OSError as exc:
@@ -44,7 +46,7 @@ class EngineEchoLink:
 
     def add_leg(self, leg: int, ip: str) -> None:
         if self.media:
-            self._engine.add_echolink_leg(leg, ip)
+            self._engine.add_echolink_leg(leg, ip, dtmf=self._dtmf)
 
     def remove_leg(self, leg: int) -> None:
         if self.media:
