@@ -482,6 +482,31 @@ class Engine:
         to its control port, "text" from our audio port to its audio port (the protocol's
         ports are fixed, so the station's are ours; `port` overrides for tests). EngineError
         while the ports are closed, ValueError for another kind."""
+    def add_echolink_leg(
+        self,
+        leg: int,
+        ip: str,
+        port: int | None = None,
+        mode: str = "transceive",
+        keying: str = "voice",
+        dtmf: bool = False,
+    ) -> None:
+        """Add EchoLink station `ip`'s leg `leg` (32768..65535: outside IAX2's 15-bit call
+        numbers, so ids never collide) to the conference, like an IAX2 leg: its audio packets
+        (12-byte header `c0 03 <seq16> 0*8`, four 33-byte GSM frames) from `ip` go through the
+        leg's jitter buffer and concealment, resampled to the station rate; it keys like a
+        linked node (`RxKeyed`, `ActivityChanged` with the leg id; `keying` as for `add_leg`);
+        the conference's mix-minus for it goes to `ip`:`port` (our audio port by default, as
+        the protocol fixes it) in the same packets, sequence from 0, only while there is audio
+        for it plus an 80 ms hang. ValueError for an id below 32768; `CommandFailed` for an
+        id or a station that already has a leg."""
+    def remove_echolink_leg(self, leg: int) -> None:
+        """Remove an EchoLink station's leg (its address is free for a new leg)."""
+    def echolink_leg_stats(self, leg: int) -> dict[str, int] | None:
+        """One EchoLink leg's counters as of the last publication (every half second and on
+        every change of legs), None without the leg: packets_in, frames_in,
+        packets_malformed, frames_bad (no GSM signature), seq_gaps, packets_out, frames_out.
+        Its jitter statistics are `leg_jitter_stats(leg)`, as for an IAX2 leg."""
     def echolink_counters(self) -> dict[str, int]:
         """What the EchoLink ports saw and sent since the engine started: datagrams_in,
         bytes_in, audio_in, audio_unrouted (audio from an ip with no leg, dropped),

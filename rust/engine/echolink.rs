@@ -103,6 +103,13 @@ impl EchoLinkPorts {
         self.send_from(self.socket(kind), data, to, c)
     }
 
+    /// Send one audio packet from the audio port.
+    pub(super) fn send_audio(&self, data: &[u8], to: SocketAddr, c: &EchoLinkCounters) {
+        if self.send_from(&self.audio, data, to, c).is_ok() {
+            bump(&c.audio_out, 1);
+        }
+    }
+
     fn send_from(
         &self,
         socket: &UdpSocket,

@@ -31,7 +31,9 @@ use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
 use crate::jitter::{Concealment, ControlKind, JitterConfig, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
+use crate::media::{
+    EchoLinkLegSpec, EchoLinkLegStats, LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS,
+};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 use crate::transport::{Transport, TunnelStats, UdpTransport};
@@ -182,6 +184,8 @@ pub struct Received {
 #[derive(Debug, Clone)]
 pub enum Command {
     AddLeg(LegSpec),
+    /// An EchoLink station's leg (removed with `RemoveLeg`, like any leg).
+    AddEchoLinkLeg(EchoLinkLegSpec),
     RemoveLeg(u16),
     SetLegMode(u16, LegMode),
     SetLegCodec(u16, Codec),
@@ -267,6 +271,8 @@ struct Shared {
     echolink: Mutex<Option<Arc<EchoLinkPorts>>>,
     echolink_changed: AtomicBool,
     echolink_counters: EchoLinkCounters,
+    /// Every EchoLink leg's counters, published with the jitter statistics.
+    echolink_legs: Mutex<Vec<(u16, EchoLinkLegStats)>>,
 }
 
 /// A lock that survives a panic elsewhere: every critical section here is a single push, take
@@ -395,6 +401,7 @@ impl Engine {
             echolink: Mutex::new(None),
             echolink_changed: AtomicBool::new(false),
             echolink_counters: EchoLinkCounters::default(),
+            echolink_legs: Mutex::new(Vec::new()),
         });
         let worker = Worker::new(Arc::clone(&shared), station, engine_wake_rx);
         let thread = std::thread::Builder::new()
@@ -608,6 +615,14 @@ impl Engine {
         ports
             .send(kind, data, to, &self.shared.echolink_counters)
             .map_err(EngineError::Io)
+    }
+
+    /// One EchoLink leg's counters, as of the last publication (with the jitter statistics).
+    pub fn echolink_leg_stats(&self, leg: u16) -> Option<EchoLinkLegStats> {
+        lock(&self.shared.echolink_legs)
+            .iter()
+            .find(|(id, _)| *id == leg)
+            .map(|(_, s)| *s)
     }
 
     /// What the EchoLink ports saw and sent since the engine started.

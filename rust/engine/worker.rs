@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::frame::{self, Frame};
-use crate::media::{MediaError, MediaEvent, Station, TickOutput};
+use crate::media::{EchoLinkRoute, MediaError, MediaEvent, Station, TickOutput};
 use crate::transport::{OutDatagram, RecvBatch};
 
 use super::echolink::EchoLinkPorts;
@@ -85,6 +85,7 @@ impl Worker {
         let events = &mut self.media_events;
         match cmd {
             Command::AddLeg(spec) => return st.add_leg(spec, now_ms),
+            Command::AddEchoLinkLeg(spec) => return st.add_echolink_leg(spec, now_ms),
             Command::RemoveLeg(c) => return st.remove_leg(c),
             Command::SetLegMode(c, m) => return st.set_leg_mode(c, m),
             Command::SetLegCodec(c, codec) => return st.set_leg_codec(c, codec),
@@ -162,8 +163,31 @@ impl Worker {
     }
 
     /// One audio packet from an EchoLink station: only a station with a leg is heard.
-    fn echolink_audio(&mut self, _data: &[u8], _from: SocketAddr, _now_ms: u64) {
-        bump(&self.shared.echolink_counters.audio_unrouted, 1);
+    fn echolink_audio(&mut self, data: &[u8], from: SocketAddr, now_ms: u64) {
+        let c = &self.shared.echolink_counters;
+        match self.station.on_echolink_audio(from, data, now_ms) {
+            EchoLinkRoute::Played => {}
+            EchoLinkRoute::Unrouted => bump(&c.audio_unrouted, 1),
+            EchoLinkRoute::Malformed => bump(&c.audio_malformed, 1),
+        }
+    }
+
+    /// This tick's audio packets for EchoLink stations, from the EchoLink audio port.
+    fn send_echolink(&self) {
+        let out = &self.tick_out.echolink;
+        if out.is_empty() {
+            return;
+        }
+        let c = &self.shared.echolink_counters;
+        match &self.echolink {
+            Some(ports) => {
+                for (packet, to) in out.packets() {
+                    ports.send_audio(packet, to, c);
+                }
+            }
+            // A leg without open ports (Python closed them first): nothing can go.
+            None => bump(&c.send_errors, out.len() as u64),
+        }
     }
 
     /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.
@@ -265,6 +289,7 @@ impl Worker {
             bump(&c.send_errors, r.failed);
             bump(&c.send_calls, r.calls);
         }
+        self.send_echolink();
         lock(&self.shared.local)
             .put_speaker(self.station.local_speaker(), self.station.local_output());
         if !self.tick_out.events.is_empty() {
@@ -276,6 +301,8 @@ impl Worker {
         if self.stats_age >= STATS_EVERY_TICKS || legs != self.stats_legs {
             self.station
                 .fill_jitter_stats(&mut lock(&self.shared.jitter));
+            self.station
+                .fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
             self.stats_age = 0;
             self.stats_legs = legs;
         }
@@ -343,6 +370,8 @@ impl Worker {
                     // The last leg went: nobody may read its figures after it.
                     self.station
                         .fill_jitter_stats(&mut lock(&self.shared.jitter));
+                    self.station
+                        .fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
                     self.stats_legs = self.station.leg_count();
                 }
                 let ready = self.sleep_idle(fd);
