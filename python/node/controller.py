@@ -339,6 +339,7 @@ class Controller(Router):
             "announce": self._announcements.stats(),
             "tunnel": tunnel_stats(self._transport.tunnel()),
             "health": self._health_json(),
+            **({} if self._echolink is None else {"echolink": self._echolink.counters()}),
         }
 
     def stat_report(self) -> StatReport:

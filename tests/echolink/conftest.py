@@ -54,7 +54,7 @@ def start_node(
     udp, http = free_udp_port(), free_port()
     path = tmp_path / "node.toml"
     path.write_text(
-        f'node_id = "1999"\n\n[listener]\nbind = "127.0.0.1:{udp}"\n\n'
+        f'node_id = "1999"\n\n[listener]\nbind = "127.0.0.1:{udp}"\nauth = "off"\n\n'
         f'[control]\nbind = "127.0.0.1:{http}"\n\n[audio]\nbackend = "none"\n\n'
         # Nothing but loopback: no node-number lookups in DNS.
         "[links]\ndns = false\n" + node_config(ip, directory, **kw)  # type: ignore[arg-type]

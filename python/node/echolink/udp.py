@@ -31,11 +31,6 @@ class EngineEchoLink:
         except OSError as exc:
             raise EngineError(f"EchoLink ports on {bind_ip}: {exc}") from exc
         log.info("EchoLink ports %s:%d and :%d", bind_ip, self.audio_addr[1], self.control_addr[1])
-        #: Whether this engine carries EchoLink audio (its GSM legs); without them the stations
-        #: connect, talk text and are listed, but hear nothing.
-        self.media = hasattr(engine, "add_echolink_leg")
-        if not self.media:
-            log.warning("this engine has no EchoLink audio legs: stations will hear nothing")
 
     def send(self, kind: str, data: bytes, ip: str) -> None:
         try:
@@ -45,15 +40,17 @@ class EngineEchoLink:
             log.debug("EchoLink %s to %s not sent: %s", kind, ip, exc)
 
     def add_leg(self, leg: int, ip: str) -> None:
-        if self.media:
-            self._engine.add_echolink_leg(leg, ip, dtmf=self._dtmf)
+        self._engine.add_echolink_leg(leg, ip, dtmf=self._dtmf)
 
     def remove_leg(self, leg: int) -> None:
-        if self.media:
-            self._engine.remove_echolink_leg(leg)
+        self._engine.remove_echolink_leg(leg)
 
     def counters(self) -> dict[str, int]:
         return dict(self._engine.echolink_counters())
+
+    def leg_stats(self, leg: int) -> dict[str, int] | None:
+        stats = self._engine.echolink_leg_stats(leg)
+        return None if stats is None else dict(stats)
 
     def close(self) -> None:
         self._engine.echolink_close()

@@ -45,6 +45,8 @@ class EchoLinkEdge(Protocol):
     def send(self, kind: str, data: bytes, ip: str) -> None: ...
     def add_leg(self, leg: int, ip: str) -> None: ...
     def remove_leg(self, leg: int) -> None: ...
+    def counters(self) -> dict[str, int]: ...
+    def leg_stats(self, leg: int) -> dict[str, int] | None: ...
 
 
 def local_hhmm() -> str:
@@ -151,6 +153,20 @@ class EchoLinkService:
                 }
             )
         return out
+
+    def counters(self) -> dict[str, Any]:
+        """`/stats`' `echolink`: the ports' counters and each station's leg (by link number)."""
+        edge = self.edge
+        if edge is None:
+            return {}
+        return {
+            "ports": edge.counters(),
+            "legs": {
+                st.node or st.callsign: edge.leg_stats(st.leg)
+                for st in self.stations.stations.values()
+                if st.up
+            },
+        }
 
     def link_views(self) -> tuple[LinkView, ...]:
         """The stations as app_rpt reports EchoLink links (AMI `rpt lstats`, `xstat`)."""
