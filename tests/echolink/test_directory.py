@@ -135,3 +135,9 @@ def test_bad_list_counts_as_a_failure() -> None:
     (lst,), _ = c.completed(req.request_id, b"OK", 0.0)
     _, events = c.completed(lst.request_id, b"garbage", 0.0)
     assert isinstance(events[0], d.LoginFailed) and "bad station list" in events[0].reason
+
+
+def test_digits_that_are_not_ascii_are_no_number() -> None:
+    for data in (b"@@@\n\xb2\n+++\n", b"@@@\n1\nA\n.\n\xb2\n10.0.0.1\n+++\n"):
+        with pytest.raises(d.ListError):
+            d.parse_list(data)

@@ -58,7 +58,7 @@ def map_echolink(plan: Plan, echo: ConfFile, node: str) -> None:
     number = (st.value("node") or "").strip()
     call_entry, node_entry = st.get("call"), st.get("node")
     assert call_entry is not None
-    if not _CALL.fullmatch(call) or not number.isdigit() or not 1 <= len(number) <= 6:
+    if not _CALL.fullmatch(call) or not re.fullmatch(r"[0-9]{1,6}", number):
         plan.drop(where, "EchoLink: its call or node is not a callsign and EchoLink number")
         return
     plan.set("echolink", "callsign", call, source(call_entry, name))

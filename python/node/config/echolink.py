@@ -40,7 +40,7 @@ def _callsign(raw: object, ctx: Context) -> str:
 def _number(raw: object, ctx: Context) -> str:
     form = "the station's EchoLink node number, 1 to 6 digits, as a string"
     text = string(raw, form).strip()
-    if not text.isdigit() or not 1 <= len(text) <= 6 or int(text) == 0:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or int(text) == 0:
         raise Invalid("is not an EchoLink node number", form)
     return text
 

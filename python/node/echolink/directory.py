@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +79,8 @@ MAX_LIST_BYTES = 8 << 20
 MAX_STATIONS = 100_000
 #: The longest line of a list (callsigns are short; locations are at most a few dozen bytes).
 MAX_LINE = 256
+#: A count or a node number: ASCII digits (str.isdigit also takes "²").
+_NUMBER = re.compile(r"[0-9]{1,7}")
 #: Our version strings in the status line (SvxLink's).
 _VERSION = {"ONLINE": "3.38", "BUSY": "3.40"}
 
@@ -170,7 +173,7 @@ def parse_list(data: bytes) -> StationList:
     if len(lines) < 3 or lines[0] != "@@@":
         raise ListError("the list does not start with @@@")
     count_text = lines[1].strip()
-    if not count_text.isdigit() or len(count_text) > 7:
+    if not _NUMBER.fullmatch(count_text):
         raise ListError("the list's entry count is not a number")
     count = int(count_text)
     if count > MAX_STATIONS:
@@ -183,7 +186,7 @@ def parse_list(data: bytes) -> StationList:
         call, node, ip = call.strip(), node.strip(), ip.strip()
         if not call or any(ch.isspace() for ch in call):
             raise ListError(f"entry {i + 1}: no callsign")
-        if not node.isdigit() or len(node) > 7:
+        if not _NUMBER.fullmatch(node):
             raise ListError(f"entry {i + 1}: the node number is not a number")
         try:
             ipaddress.IPv4Address(ip)
@@ -243,7 +246,7 @@ class _Timer(enum.Enum):
 def parse_server(text: str) -> tuple[str, int]:
     """`host` or `host:port` (TCP 5200 by default)."""
     host, sep, port = text.rpartition(":")
-    if sep and port.isdigit() and host and "]" not in port:
+    if sep and re.fullmatch(r"[0-9]{1,5}", port) and host:
         return host.strip("[]"), int(port)
     return text, DEFAULT_PORT
 

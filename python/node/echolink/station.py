@@ -91,7 +91,7 @@ def link_node(number: str) -> str:
 
 def node_of_link(node: str) -> str | None:
     """The EchoLink number behind link number `node` (`3` + six digits), else None."""
-    if len(node) == 7 and node.startswith("3") and node.isdigit():
+    if len(node) == 7 and node.startswith("3") and node.isascii() and node.isdigit():
         return node[1:].lstrip("0") or "0"
     return None
 

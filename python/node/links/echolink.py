@@ -102,7 +102,7 @@ class EchoLinkService:
         callsign the directory lists (or a connected station's)."""
         if s.node_of_link(node) is not None:
             return True
-        if node.isdigit() or not node:
+        if not node or (node.isascii() and node.isdigit()):
             return False
         return (
             self.directory.list.by_call(node) is not None
