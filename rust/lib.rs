@@ -7,9 +7,11 @@
 pub mod codec;
 pub mod device;
 pub mod dtmf;
+pub mod echolink;
 pub mod engine;
 pub mod fir;
 pub mod frame;
+pub mod gsm;
 pub mod ie;
 pub mod inband;
 pub mod ipv4;

@@ -52,6 +52,11 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v strace >/dev/null || missing+=(strace)
 # libfaketime moves a running node's wall clock, years forward and back (tests/test_clock_jump.py).
 command -v faketime >/dev/null || missing+=(faketime)
+# SvxLink, a real EchoLink station, headless (tests/echolink/); stdbuf line-buffers its log.
+command -v svxlink >/dev/null || missing+=(svxlink-server)
+# libgsm (the GSM 06.10 codec Asterisk and SvxLink use): the reference our Rust GSM codec must
+# match bit for bit, and the peer of its bench (tests/test_gsm.py, benches/bench_gsm.py).
+ls /usr/lib/*-linux-gnu/libgsm.so.1 >/dev/null 2>&1 || missing+=(libgsm1)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     stamp "installing Debian packages: ${missing[*]}"

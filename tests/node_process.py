@@ -152,6 +152,8 @@ class EventLog:
                 connect_sse(c, "GET", node.base_url + "/events") as src,
             ):
                 for sse in src.iter_sse():
+                    if not sse.data:
+                        continue  # a message cut short as the node shut down: no event
                     with self._cond:
                         self.events.append(json.loads(sse.data))
                         self._cond.notify_all()

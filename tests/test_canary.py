@@ -342,3 +342,43 @@ def test_each_node_of_a_host_registers_with_its_own_password_and_shows_neither(
     assert sent == {"1999": {NODE_CANARY}, "1998": {FURTHER_CANARY}}
     for text in run.outputs:
         assert FURTHER_CANARY not in text and NODE_CANARY not in text
+
+
+ECHOLINK_CANARY = "canary-echolink-password-5e17"
+
+
+@pytest.mark.parametrize("where", ["env", "peers_file"])
+def test_echolink_password_reaches_the_directory_and_no_output(tmp_path: Path, where: str) -> None:
+    """The EchoLink directory password, from NET_ECHOLINK_PASSWORD or the peers file's
+    `echolink=` line: the directory stand-in gets it in the login, nothing else shows it."""
+    from tests.echolink.directory_standin import Account, DirectoryStandIn
+
+    ip = "127.0.33.1"
+    extra = '[echolink]\ncallsign = "N0CALL-L"\nnode_number = "123456"\nbind = "127.0.33.3"\n'
+    extra += f'directory = ["{ip}"]\n'
+    env: dict[str, str] = {}
+    if where == "env":
+        env["NET_ECHOLINK_PASSWORD"] = ECHOLINK_CANARY
+    else:
+        write_peers(tmp_path / "peers", f"echolink={ECHOLINK_CANARY}\n")
+        extra = '[secrets]\npeers_file = "peers"\n\n' + extra
+    with (
+        DirectoryStandIn(ip, [Account("N0CALL-L", ECHOLINK_CANARY, "123456")]) as directory,
+        running(tmp_path, extra, env) as run,
+    ):
+        wait_until("the login", lambda: directory.logins_of("N0CALL-L"))
+        run.outputs += [run.node.get(p).text for p in ("/status", "/stats")]
+    assert directory.logins_of("N0CALL-L")[0].ip == "127.0.33.3"
+    for text in run.outputs:
+        assert ECHOLINK_CANARY not in text
+
+
+def test_echolink_without_a_password_or_with_two_exits_78(tmp_path: Path) -> None:
+    extra = '[echolink]\ncallsign = "N0CALL-L"\nnode_number = "123456"\nbind = "127.0.33.3"\n'
+    _, err = start_failure(tmp_path, extra)
+    assert "NET_ECHOLINK_PASSWORD" in err and "echolink=<password>" in err
+    write_peers(tmp_path / "peers", f"echolink={ECHOLINK_CANARY}\n")
+    both = '[secrets]\npeers_file = "peers"\n\n' + extra
+    out, err = start_failure(tmp_path, both, {"NET_ECHOLINK_PASSWORD": FILE_CANARY})
+    assert "one place" in err
+    assert ECHOLINK_CANARY not in out + err and FILE_CANARY not in out + err

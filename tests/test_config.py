@@ -601,6 +601,7 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
         preshared_key_env="WG_PRESHARED_KEY",
     )
     assert config.usrp is not None and config.usrp.network == "analog"
+    assert config.echolink is not None and config.echolink.callsign == "N0CALL-L"
     assert (
         dataclasses.replace(
             config,
@@ -611,6 +612,7 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
             statpost=None,
             wireguard=None,
             usrp=None,
+            echolink=None,
         )
         == NodeConfig()
     )

@@ -13,6 +13,7 @@ from node._core import (
     CommandFailed,
     ControlPlayed,
     DtmfDecoded,
+    EchoLinkReceived,
     Engine,
     EngineEvent,
     FullVoiceNeeded,
@@ -55,6 +56,7 @@ SAMPLES: list[tuple[type[EngineEvent], dict[str, Any]]] = [
     (UsrpDtmfReceived, {"digit": "*"}),
     (UsrpMetaReceived, {"meta": META}),
     (UsrpPeerChanged, {"heard": False}),
+    (EchoLinkReceived, {"kind": "text", "data": b"oNDATA\r", "source": ("127.0.0.2", 5198)}),
 ]
 IDS = [cls.__name__ for cls, _ in SAMPLES]
 
@@ -71,6 +73,8 @@ def other(value: Any) -> Any:
         return "0" if value != "0" else "1"
     if isinstance(value, dict):
         return {**value, "slot": 2}
+    if isinstance(value, tuple):
+        return (value[0], value[1] + 1)
     assert value is None
     return 1
 

@@ -20,12 +20,15 @@ __all__ = [
     "Downsampler",
     "DtmfDecoded",
     "DtmfDetector",
+    "EchoLinkReceived",
     "Engine",
     "EngineError",
     "EngineEvent",
     "FrameError",
     "FullFrame",
     "FullVoiceNeeded",
+    "GsmDecoder",
+    "GsmEncoder",
     "Interpolator",
     "LocalTxChanged",
     "MiniBeforeFull",
@@ -307,6 +310,27 @@ class Downsampler:
     def delay(self) -> float:
         """Group delay in output (8 kHz) samples: 16.5."""
 
+@final
+class GsmEncoder:
+    """A GSM 06.10 full-rate encoder (pure Rust, bit-exact with libgsm's default build): one
+    state per stream, since GSM predicts from the frames before."""
+
+    def __new__(cls) -> GsmEncoder: ...
+    def encode(self, pcm: _Buffer) -> bytes:
+        """Whole 20 ms frames of native-endian int16 PCM at 8 kHz (320 bytes each) to 33-byte
+        frames (libgsm's packing, 0xD signature), in order. CodecError for a length that is
+        not whole frames."""
+
+@final
+class GsmDecoder:
+    """A GSM 06.10 full-rate decoder (bit-exact with libgsm): one state per stream."""
+
+    def __new__(cls) -> GsmDecoder: ...
+    def decode(self, frames: _Buffer) -> bytes:
+        """Whole 33-byte frames to native-endian int16 PCM at 8 kHz (320 bytes each), in
+        order. CodecError for a length that is not whole frames or a frame without the 0xD
+        signature (as libgsm refuses it; the frames before it are decoded into the state)."""
+
 # --- end codecs ---
 
 # --- engine ---
@@ -488,6 +512,53 @@ class Engine:
         queue_frames, rx_timeout_ms, talkgroup. Events `UsrpCarrierChanged`,
         `UsrpDtmfReceived`, `UsrpMetaReceived`, `UsrpPeerChanged`. ValueError for an address
         or an unknown setting, EngineError for a port or a setting out of range."""
+    def echolink_open(
+        self, bind_ip: str, audio_port: int = 5198, control_port: int = 5199
+    ) -> tuple[_Addr, _Addr]:
+        """Bind the EchoLink ports (UDP `audio_port` and `control_port` on `bind_ip`; 0 picks a
+        free port) and poll them from the engine thread beside the IAX2 socket; returns the
+        bound (audio, control) addresses. Ports already open are closed first. Every control
+        datagram, and every audio-port datagram whose first byte is not 0xC0 (text such as
+        `oNDATA...`), comes as an `EchoLinkReceived` event; audio packets stay in the engine
+        (the EchoLink legs), counted and dropped when no leg has their source address.
+        EngineError when a port cannot be bound."""
+    def echolink_close(self) -> None:
+        """Close the EchoLink ports (idempotent)."""
+    def echolink_send(self, kind: str, data: bytes, ip: str, port: int | None = None) -> None:
+        """Send `data` to the EchoLink station at `ip`: kind "control" from our control port
+        to its control port, "text" from our audio port to its audio port (the protocol's
+        ports are fixed, so the station's are ours; `port` overrides for tests). EngineError
+        while the ports are closed, ValueError for another kind."""
+    def add_echolink_leg(
+        self,
+        leg: int,
+        ip: str,
+        port: int | None = None,
+        mode: str = "transceive",
+        keying: str = "voice",
+        dtmf: bool = False,
+    ) -> None:
+        """Add EchoLink station `ip`'s leg `leg` (32768..65535: outside IAX2's 15-bit call
+        numbers, so ids never collide) to the conference, like an IAX2 leg: its audio packets
+        (12-byte header `c0 03 <seq16> 0*8`, four 33-byte GSM frames) from `ip` go through the
+        leg's jitter buffer and concealment, resampled to the station rate; it keys like a
+        linked node (`RxKeyed`, `ActivityChanged` with the leg id; `keying` as for `add_leg`);
+        the conference's mix-minus for it goes to `ip`:`port` (our audio port by default, as
+        the protocol fixes it) in the same packets, sequence from 0, only while there is audio
+        for it plus an 80 ms hang. ValueError for an id below 32768; `CommandFailed` for an
+        id or a station that already has a leg."""
+    def remove_echolink_leg(self, leg: int) -> None:
+        """Remove an EchoLink station's leg (its address is free for a new leg)."""
+    def echolink_leg_stats(self, leg: int) -> dict[str, int] | None:
+        """One EchoLink leg's counters as of the last publication (every half second and on
+        every change of legs), None without the leg: packets_in, frames_in,
+        packets_malformed, frames_bad (no GSM signature), seq_gaps, packets_out, frames_out.
+        Its jitter statistics are `leg_jitter_stats(leg)`, as for an IAX2 leg."""
+    def echolink_counters(self) -> dict[str, int]:
+        """What the EchoLink ports saw and sent since the engine started: datagrams_in,
+        bytes_in, audio_in, audio_unrouted (audio from an ip with no leg, dropped),
+        audio_malformed, text_in, control_in, truncated, recv_errors, datagrams_out,
+        bytes_out, audio_out, send_errors."""
     def stop(self) -> None: ...
 
 # --- engine events ---
@@ -769,6 +840,24 @@ class StationEvent(EngineEvent):
     def station(self) -> int: ...
     @property
     def event(self) -> EngineEvent: ...
+
+class EchoLinkReceived(EngineEvent):
+    """A datagram from an EchoLink station that is not audio, as it arrived."""
+
+    __match_args__ = ("kind", "data", "source")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, kind: str, data: bytes, source: _Addr) -> EchoLinkReceived: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def kind(self) -> str:
+        """ "control" (the control port: RTCP SDES, BYE, RR) or "text" (the audio port:
+        chat, station info)."""
+    @property
+    def data(self) -> bytes:
+        """The datagram's bytes."""
+    @property
+    def source(self) -> _Addr:
+        """(ip, port) it came from."""
 
 # --- end engine events ---
 

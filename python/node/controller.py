@@ -25,16 +25,18 @@ from node.commands import CommandRunner, Outcome
 from node.commands.schedule import Scheduler
 from node.config import NodeConfig
 from node.context import NodeContext
+from node.echolink.udp import EngineEchoLink
 from node.effects import (
     CHANGED,
 )
-from node.errors import CommandError, NodeLookupError
+from node.errors import CommandError, ConfigError, NodeLookupError
 from node.events import EventBus
 from node.iax2.endpoint import InboundPolicy
 from node.iax2.transport import (
     EngineTransport,
 )
 from node.links.commands import Command
+from node.links.echolink import EchoLinkService
 from node.links.lookup import NodeResolver
 from node.links.network import TEARDOWN_WAIT
 from node.links.report import LinkReporter
@@ -46,7 +48,7 @@ from node.radio.transmit import COURTESY, DSTAR_REFUSAL, TransmitService
 from node.registration.service import RegistrationService
 from node.reload import ReloadPlan, plan_reload
 from node.router import Router, TimerKind
-from node.secrets import PeersChange, SecretStore
+from node.secrets import ENV_ECHOLINK_PASSWORD, PeersChange, SecretStore
 from node.views import ChannelView, CommandStats, LinkView, RegistrationView
 from node.wireguard import tunnel_stats
 
@@ -97,6 +99,18 @@ def own_port(
     )
 
 
+def _echolink_service(ctx: NodeContext, secrets: SecretStore) -> EchoLinkService:
+    password = secrets.echolink_password()
+    if password is None:
+        raise ConfigError(
+            "environment",
+            ENV_ECHOLINK_PASSWORD,
+            "is not set and the peers file has no echolink=<password> line, but [echolink] is "
+            "configured",
+        )
+    return EchoLinkService(ctx, password)
+
+
 class Controller(Router):
     """Routes commands, received frames, engine events and timers to the services; reports
     state."""
@@ -137,6 +151,9 @@ class Controller(Router):
         self._commands.scheduler_switch = self._scheduler.switch
         self._commands.tot_switch = self._transmit.set_tot
         self._reporter = LinkReporter(ctx)
+        if config.echolink is not None:
+            self._echolink = _echolink_service(ctx, secrets)
+            self._links.foreign = self._echolink
         self._wire_routes()
 
     # --- wiring -------------------------------------------------------------------------------
@@ -171,6 +188,12 @@ class Controller(Router):
         self._transmit.attach(bridge, radio)
         if radio is not None:
             radio.start(self.on_carrier)
+        if self._echolink is not None:
+            self._echolink.edge = EngineEchoLink(
+                transport.engine,
+                self._echolink.config.bind,
+                dtmf=self.config.dtmf.inband_on("links"),
+            )
 
     def start(self) -> None:
         """Start-up actions: register when configured and the credential is known; dial the
@@ -178,6 +201,8 @@ class Controller(Router):
         now = self.now()
         self._scheduler.start(now)
         self._commit(self._registration.start() | self._links.start(now) | self._commands.start())
+        if self._echolink is not None:
+            self._commit(self._echolink.start(now))
 
     # --- what the callers read ----------------------------------------------------------------
 
@@ -234,7 +259,8 @@ class Controller(Router):
 
     def link_views(self) -> tuple[LinkView, ...]:
         """Every link as app_rpt reports it (AMI `rpt xnode`)."""
-        return tuple(
+        echolink = () if self._echolink is None else self._echolink.link_views()
+        return echolink + tuple(
             LinkView(
                 node=link.node,
                 addr=link.addr if link.callno is not None else None,
@@ -301,12 +327,15 @@ class Controller(Router):
             "listening": self.listening,
             "registered": self.registered,
             "calls": self._calls.snapshot(now, legs),
-            "links": self._links.snapshot(now, legs),
+            "links": self._links.snapshot(now, legs)
+            + ([] if self._echolink is None else self._echolink.link_json(now)),
             "network": links.graph(),
             "tx": self._transmit.tx_json(now),
             "registration": self.registration_status(),
             "tunnel": self._tunnel_json(),
         }
+        if self._echolink is not None:
+            snap["echolink"] = self._echolink.snapshot(now)
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
             snap["audio"] = self._bridge.audio()
@@ -337,6 +366,7 @@ class Controller(Router):
             "announce": self._announcements.stats(),
             "tunnel": tunnel_stats(self._transport.tunnel()),
             "health": self._health_json(),
+            **({} if self._echolink is None else {"echolink": self._echolink.counters()}),
         }
 
     def stat_report(self) -> StatReport:
@@ -358,6 +388,20 @@ class Controller(Router):
         `disconnect_all` (app_rpt's `ilink 6`; `node` is not used). `permanent` links are
         redialled for ever once lost (AMI ilink 12/13)."""
         self._commit(await self._links.link(action, node, addr, permanent=permanent))
+        return self.snapshot()
+
+    def echolink_lookup(self, by: str, key: str) -> tuple[str, str, str] | None:
+        """AMI `echolink dbget`: (number, callsign, ip), or None (also without `[echolink]`)."""
+        return None if self._echolink is None else self._echolink.lookup(by, key)
+
+    def echolink_text(self, text: str, node: str | None = None) -> dict[str, Any]:
+        """POST /echolink/text: a chat line to the EchoLink station `node` (its link number or
+        callsign), or to every connected one."""
+        if self._echolink is None:
+            raise CommandError(
+                "this node is no EchoLink station ([echolink] is not configured)", 409
+            )
+        self._commit(self._echolink.send_text(node, text, self.now()))
         return self.snapshot()
 
     def key(self, source: str = "operator") -> dict[str, Any]:
@@ -513,6 +557,8 @@ class Controller(Router):
         self._transmit.unkey("node shutting down")
         now = self.now()
         self._links.close(now)
+        if self._echolink is not None:
+            self._echolink.close(now)
         self._calls.close(now)
         self._registration.close(now)
         self._timer.cancel()

@@ -18,6 +18,7 @@ __all__ = [
     "AnnouncementFinished",
     "AnnouncementStarted",
     "Dtmf",
+    "EchoLinkEvent",
     "Event",
     "EventBus",
     "Hangup",
@@ -234,6 +235,32 @@ class Radio(Event):
             body["reason"] = self.reason
         if self.caller is not None:
             body["caller"] = dict(self.caller)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class EchoLinkEvent(Event):
+    """The EchoLink station (`[echolink]`): `kind` "logged_in" / "directory_failed" (the
+    directory login, `server`, `reason`), "refused" (a station that may not connect: `callsign`,
+    `ip`, `reason`), "text" (a chat line from a connected station: `callsign`, `node`, `text`),
+    "info" (a station's information block, its lines joined by newlines in `text`).
+    Stations connecting and leaving are `link` events (they are links `3<number>`)."""
+
+    name: ClassVar[str] = "echolink"
+    kind: str = ""
+    callsign: str | None = None
+    node: str | None = None
+    ip: str | None = None
+    server: str | None = None
+    reason: str | None = None
+    text: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"event": self.name, "kind": self.kind}
+        for key in ("callsign", "node", "ip", "server", "reason", "text"):
+            value = getattr(self, key)
+            if value is not None:
+                body[key] = value
         return body
 
 

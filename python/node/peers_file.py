@@ -9,7 +9,8 @@
 One format only, so a line means one thing: the node number, the first `=`, the secret. A
 secret may hold any character but a line break, including `=`, `#` and inner spaces; there are
 no inline comments and no quoting. A node listed twice is an error, not "the last one wins":
-two secrets for one node mean one of them is stale.
+two secrets for one node mean one of them is stale. One line may name no node:
+`echolink=<password>`, the EchoLink directory password (`[echolink]`).
 
 The file is opened first and checked on the open descriptor (no window between the check and the
 read), and refused unless it is a regular file, mode 0600 or 0400, owned by the user the node
@@ -30,13 +31,15 @@ from pathlib import Path
 from node.credential import Secret, private_mode_problem
 from node.errors import ConfigError
 
-__all__ = ["MAX_BYTES", "PeersFile", "parse_peers", "read_peers_file"]
+__all__ = ["ECHOLINK_KEY", "MAX_BYTES", "PeersFile", "parse_peers", "read_peers_file"]
 
 #: A peers file larger than this is refused (it would be a wrong path, not a peer list).
 MAX_BYTES = 1 << 20
 
 _NODE_ID = re.compile(r"[0-9]+")
-_ACCEPTED = "<node>=<secret>, e.g. 2001=the secret of node 2001"
+#: The one line that is not a node: `echolink=<password>`, the EchoLink directory password.
+ECHOLINK_KEY = "echolink"
+_ACCEPTED = "<node>=<secret>, e.g. 2001=the secret of node 2001, or echolink=<password>"
 # Trimmed around the node and the secret; other whitespace (a form feed, a no-break space) is
 # part of the secret, as the operator typed it.
 _BLANKS = " \t"
@@ -49,6 +52,8 @@ class PeersFile:
     path: Path
     secrets: Mapping[str, Secret]
     lines: Mapping[str, int]
+    #: The `echolink=<password>` line: the EchoLink directory password (`[echolink]`).
+    echolink: Secret | None = None
 
     def __repr__(self) -> str:
         return f"PeersFile(path={str(self.path)!r}, nodes={sorted(self.secrets)!r})"
@@ -59,6 +64,7 @@ def parse_peers(text: str, path: Path) -> PeersFile:
     where = str(path)
     secrets: dict[str, Secret] = {}
     lines: dict[str, int] = {}
+    echolink: Secret | None = None
     # split("\n"), not splitlines(): that would also break at form feeds and U+2028, which may
     # be part of a secret, and would number the lines differently from an editor.
     for number, raw in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):
@@ -72,6 +78,13 @@ def parse_peers(text: str, path: Path) -> PeersFile:
         key = f"line {number}"
         if not sep:
             raise ConfigError(where, key, "has no '='", _ACCEPTED)
+        if node == ECHOLINK_KEY:
+            if not value:
+                raise ConfigError(where, key, "the EchoLink password is empty", _ACCEPTED)
+            if echolink is not None:
+                raise ConfigError(where, key, "echolink is listed again; give it one password")
+            echolink = Secret(value)
+            continue
         if not _NODE_ID.fullmatch(node):
             raise ConfigError(where, key, "the part before '=' is not a node number", _ACCEPTED)
         if not value:
@@ -85,7 +98,7 @@ def parse_peers(text: str, path: Path) -> PeersFile:
             )
         secrets[node] = Secret(value)
         lines[node] = number
-    return PeersFile(path, secrets, lines)
+    return PeersFile(path, secrets, lines, echolink)
 
 
 def read_peers_file(path: Path) -> PeersFile:

@@ -66,6 +66,7 @@ from node.wireguard import tunnel_json
 
 if TYPE_CHECKING:
     from node.allstar.runner import StatPostRunner
+    from node.links.echolink import EchoLinkService
 
 __all__ = ["HEALTH_INTERVAL", "Router", "TimerKind"]
 
@@ -92,6 +93,7 @@ class TimerKind(enum.Enum):
     ANNOUNCEMENTS = "announcements"
     SCHEDULE = "schedule"
     STATPOST = "status posts"
+    ECHOLINK = "EchoLink"
 
 
 class Router:
@@ -124,6 +126,8 @@ class Router:
         #: The deadline table behind the one loop timer.
         self._deadlines: DeadlineTable[TimerKind] = DeadlineTable()
         self._timer = DeadlineTimer(self._on_timer)
+        #: `[echolink]`: the EchoLink station (None without the section), built by `Controller`.
+        self._echolink: EchoLinkService | None = None
 
     def now(self) -> float:
         return self._clock()
@@ -167,6 +171,7 @@ class Router:
             engine.UsrpPeerChanged: self._usrp_peer,
             engine.CommandFailed: self._command_failed,
             engine.TunnelChanged: self._tunnel_changed,
+            engine.EchoLinkReceived: self._echolink_datagram,
         }
         #: The deadline table: each kind's next deadline and what runs when it comes.
         self._deadlines: DeadlineTable[TimerKind] = DeadlineTable()
@@ -187,6 +192,7 @@ class Router:
             ),
             TimerKind.SCHEDULE: (self._scheduler.next_deadline, self._scheduler.timer),
             TimerKind.STATPOST: (self._statpost_deadline, self._statpost_timer),
+            TimerKind.ECHOLINK: (self._echolink_deadline, self._echolink_timer),
         }
 
     def _tunnel_json(self) -> dict[str, Any] | None:
@@ -335,7 +341,8 @@ class Router:
     def _links_changed(self, _event: LinksChanged) -> Effects:
         if self.statpost is not None:
             self.statpost.links_changed()
-        return NOTHING
+        # The EchoLink stations (links too) ride in the `L` lists we send.
+        return self._links.foreign_changed()
 
     # --- the one timer ------------------------------------------------------------------------
 
@@ -368,6 +375,12 @@ class Router:
         if self.statpost is not None:
             self.statpost.timer(now)
         return NOTHING
+
+    def _echolink_deadline(self) -> float | None:
+        return None if self._echolink is None else self._echolink.next_deadline()
+
+    def _echolink_timer(self, now: float) -> Effects:
+        return NOTHING if self._echolink is None else self._echolink.timer(now)
 
     def _health_check(self, now: float) -> Effects:
         """Every `HEALTH_INTERVAL` while there are calls or links: judge the links' figures
@@ -460,7 +473,10 @@ class Router:
         return self._owners[links.OWNER].spurt(callno, started, now)  # type: ignore[union-attr]
 
     def _rx_keyed(self, event: engine.RxKeyed, now: float) -> Effects:
-        """A call's received audio keyed or unkeyed (a link's voice, a plain call's VOX)."""
+        """A call's received audio keyed or unkeyed (a link's voice, a plain call's VOX), or an
+        EchoLink station's leg."""
+        if self._echolink is not None and self._echolink.owns_leg(event.callno):
+            return self._echolink.rx_keyed(event.callno, event.keyed, now)
         owner = self._port.owner(event.callno)
         service = self._owners.get(owner) if owner is not None else None
         return NOTHING if service is None else service.rx_keyed(event.callno, event.keyed, now)
@@ -512,6 +528,12 @@ class Router:
     def _command_failed(self, event: engine.CommandFailed, now: float) -> Effects:
         log.warning("media command failed: %s", event.message)
         return NOTHING
+
+    def _echolink_datagram(self, event: engine.EchoLinkReceived, now: float) -> Effects:
+        """A control or text datagram from an EchoLink station."""
+        if self._echolink is None:
+            return NOTHING
+        return self._echolink.datagrams(((event.kind, event.data, event.source[0]),), now)
 
     def _tunnel_changed(self, event: engine.TunnelChanged, now: float) -> Effects:
         if (tunnel := self._tunnel_json()) is not None:

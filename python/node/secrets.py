@@ -45,6 +45,7 @@ from node.wg_key import decode_key
 __all__ = [
     "AMI_USER_PREFIX",
     "ENV_AMI_SECRET",
+    "ENV_ECHOLINK_PASSWORD",
     "ENV_NODE",
     "ENV_PEER_PREFIX",
     "ENV_SECRET",
@@ -65,6 +66,8 @@ ENV_SECRET = "NET_SECRET"
 ENV_NODE_SECRET_PREFIX = "NET_SECRET_"
 ENV_PEER_PREFIX = "NET_PEER_"
 ENV_AMI_SECRET = "NET_AMI_SECRET"
+#: The EchoLink directory password (`[echolink]`); or the peers file's `echolink=` line.
+ENV_ECHOLINK_PASSWORD = "NET_ECHOLINK_PASSWORD"
 #: POST /secrets names the AMI credential `ami:<user>`.
 AMI_USER_PREFIX = "ami:"
 #: Where errors about environment variables point, in place of a file name.
@@ -112,6 +115,8 @@ class SecretSettings:
     #: The further nodes of a host that register (`[nodes.<number>.register]`): each one's
     #: password is its own (NET_SECRET_<number>, or POST /secrets with its number).
     further_nodes: tuple[str, ...] = ()
+    #: `[echolink]` is configured: its directory password must be found.
+    echolink: bool = False
 
 
 class HasSecretSettings(Protocol):
@@ -178,6 +183,7 @@ class SecretStore:
         self._portal: Secret | None = None
         self._wg_private: Secret | None = None
         self._wg_preshared: Secret | None = None
+        self._echolink: Secret | None = None
         #: The `[ami]` user (None when AMI is off) and its password.
         self._ami_user = settings.ami_user
         self._ami_secret: Secret | None = None
@@ -186,7 +192,7 @@ class SecretStore:
 
         # A NET_SECRET or NET_AMI_SECRET present in the environment is scrubbed from logs even
         # where it is unused.
-        for name in (ENV_SECRET, ENV_AMI_SECRET):
+        for name in (ENV_SECRET, ENV_AMI_SECRET, ENV_ECHOLINK_PASSWORD):
             stray = env.get(name)
             if stray:
                 self._remember(stray)
@@ -210,7 +216,9 @@ class SecretStore:
                 )
         self._load_ami(settings, env)
         self._load_env_peers(env)
-        self._peers = self._merge_peers(self._read_peers_file(settings))
+        peers = self._read_peers_file(settings)
+        self._peers = self._merge_peers(peers)
+        self._load_echolink(settings, env, peers)
         self._load_portal(settings, env)
         self._load_wireguard(settings, env)
 
@@ -344,6 +352,8 @@ class SecretStore:
             ) from None
         for secret in peers.secrets.values():
             self._remember(secret.reveal())
+        if peers.echolink is not None:
+            self._remember(peers.echolink.reveal())
         return peers
 
     def _merge_peers(self, peers: PeersFile | None) -> dict[str, Secret]:
@@ -360,6 +370,30 @@ class SecretStore:
                 )
             merged[node] = secret
         return merged
+
+    def _load_echolink(
+        self, settings: SecretSettings, env: Mapping[str, str], peers: PeersFile | None
+    ) -> None:
+        """The EchoLink directory password: NET_ECHOLINK_PASSWORD or the peers file's
+        `echolink=` line, not both (two passwords mean one is stale)."""
+        value = env.get(ENV_ECHOLINK_PASSWORD)
+        in_file = peers.echolink if peers is not None else None
+        if value and in_file is not None:
+            raise ConfigError(
+                str(peers.path) if peers is not None else self._path,
+                "echolink",
+                f"the EchoLink password is also in {ENV_ECHOLINK_PASSWORD}; give it one place "
+                f"(remove the variable or the line)",
+            )
+        secret = Secret(value) if value else in_file
+        if secret is None and settings.echolink:
+            raise ConfigError(
+                ENVIRONMENT,
+                ENV_ECHOLINK_PASSWORD,
+                "is not set and the peers file has no echolink=<password> line, but [echolink] "
+                "is configured (set one of the two to the station's directory password)",
+            )
+        self._echolink = secret
 
     def _load_portal(self, settings: SecretSettings, env: Mapping[str, str]) -> None:
         var = settings.portal_env
@@ -468,6 +502,11 @@ class SecretStore:
         if self._wg_private is None:
             return None
         return self._wg_private, self._wg_preshared
+
+    def echolink_password(self) -> Secret | None:
+        """The EchoLink directory password (None without `[echolink]` and without one given);
+        read at startup (a changed one takes a restart)."""
+        return self._echolink
 
     @property
     def ami_user(self) -> str | None:

@@ -29,6 +29,8 @@ class LinkView:
     keyed: bool
     keyed_at: float | None
     unkeyed_at: float | None
+    #: An EchoLink station (`3<number>`), not an IAX2 link.
+    echolink: bool = False
 
 
 @dataclass(frozen=True, slots=True)

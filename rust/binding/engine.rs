@@ -12,9 +12,9 @@ use super::frame::full_frame_to_py;
 use super::wireguard::{tunnel_to_py, PyWireGuard};
 use crate::codec::Codec;
 use crate::device::DeviceEdge;
-use crate::engine::{Command, Engine, EngineConfig, EngineError};
+use crate::engine::{Command, EchoLinkKind, Engine, EngineConfig, EngineError};
 use crate::jitter::{ControlKind, JitterConfig, JitterStats};
-use crate::media::{LegMode, LegSpec, RxKeying};
+use crate::media::{EchoLinkLegSpec, LegMode, LegSpec, RxKeying, FIRST_LEG};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 use crate::vox::VoxConfig;
@@ -633,6 +633,105 @@ impl PyEngine {
         d.set_item("commands", q.commands)?;
         d.set_item("speaker", q.speaker)?;
         Ok(d)
+    }
+
+    /// Bind the EchoLink ports on `bind_ip` (UDP `audio_port` and `control_port`; 0 picks a
+    /// free one) and poll them from the engine thread; returns the bound (audio, control)
+    /// addresses. Control datagrams, and text on the audio port, come as `EchoLinkReceived`
+    /// events; audio goes to the EchoLink legs.
+    #[pyo3(signature = (bind_ip, audio_port = 5198, control_port = 5199))]
+    fn echolink_open<'py>(
+        &self,
+        py: Python<'py>,
+        bind_ip: &str,
+        audio_port: u16,
+        control_port: u16,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let ip = addr_from_py(bind_ip, 0)?.ip();
+        let (audio, control) =
+            py.detach(|| self.inner.echolink_open(ip, audio_port, control_port))?;
+        (addr_to_py(py, audio)?, addr_to_py(py, control)?).into_pyobject(py)
+    }
+
+    /// Close the EchoLink ports (idempotent).
+    fn echolink_close(&self) {
+        self.inner.echolink_close();
+    }
+
+    /// Send `data` to an EchoLink station at `ip`: kind "control" from the control port to its
+    /// control port, "text" from the audio port to its audio port (`port` overrides the
+    /// station's port, which is ours by the protocol).
+    #[pyo3(signature = (kind, data, ip, port = None))]
+    fn echolink_send(&self, kind: &str, data: &[u8], ip: &str, port: Option<u16>) -> PyResult<()> {
+        let kind = super::echolink::kind_from_str(kind)?;
+        let (audio, control) = self
+            .inner
+            .echolink_addrs()
+            .ok_or(EngineError::EchoLinkClosed)?;
+        let ours = match kind {
+            EchoLinkKind::Control => control.port(),
+            EchoLinkKind::Text => audio.port(),
+        };
+        let to = addr_from_py(ip, port.unwrap_or(ours))?;
+        Ok(self.inner.echolink_send(kind, data, to)?)
+    }
+
+    /// Add an EchoLink station's leg `leg` (32768..=65535, outside IAX2's call numbers): its
+    /// audio packets from `ip` go through the leg's jitter buffer into the conference, and
+    /// the conference's mix for it goes to `ip`:`port` (our audio port by default, as the
+    /// protocol fixes it) only while there is audio for it. `keying` as for `add_leg`
+    /// ("voice", as a linked node keys, by default). Failures come as `CommandFailed`.
+    #[pyo3(signature = (leg, ip, port = None, mode = "transceive", keying = "voice", dtmf = false))]
+    fn add_echolink_leg(
+        &self,
+        leg: u16,
+        ip: &str,
+        port: Option<u16>,
+        mode: &str,
+        keying: &str,
+        dtmf: bool,
+    ) -> PyResult<()> {
+        if leg < FIRST_LEG {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "EchoLink leg id {leg} is an IAX2 call number (accepted: {FIRST_LEG}..=65535)"
+            )));
+        }
+        let ours = self.inner.echolink_addrs().map_or(5198, |(a, _)| a.port());
+        let to = addr_from_py(ip, port.unwrap_or(ours))?;
+        Ok(self
+            .inner
+            .command(Command::AddEchoLinkLeg(EchoLinkLegSpec {
+                leg,
+                ip: to.ip(),
+                to,
+                mode: mode_from_str(mode)?,
+                keying: keying_from_str(keying)?,
+                dtmf,
+            }))?)
+    }
+
+    /// Remove an EchoLink station's leg.
+    fn remove_echolink_leg(&self, leg: u16) -> PyResult<()> {
+        Ok(self.inner.command(Command::RemoveLeg(leg))?)
+    }
+
+    /// One EchoLink leg's counters as of the last tick (None without the leg):
+    /// packets_in, frames_in, packets_malformed, frames_bad, seq_gaps, packets_out,
+    /// frames_out. Its jitter statistics are `leg_jitter_stats(leg)`.
+    fn echolink_leg_stats<'py>(
+        &self,
+        py: Python<'py>,
+        leg: u16,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.inner
+            .echolink_leg_stats(leg)
+            .map(|s| super::echolink::leg_stats_to_py(py, &s))
+            .transpose()
+    }
+
+    /// What the EchoLink ports saw and sent, as a dict of ints.
+    fn echolink_counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        super::echolink::counters_to_py(py, &self.inner.echolink_counters())
     }
 
     /// Whether the thread is running (False after stop()).

@@ -67,6 +67,7 @@ macro_rules! to_python {
 
 to_python! {
     crate::codec::CodecError => CodecError,
+    crate::gsm::GsmError => CodecError,
     crate::resample::ResampleError => CodecError,
     crate::ratio::RatioError => CodecError,
     crate::mixer::MixerError => MixerError,

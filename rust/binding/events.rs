@@ -205,6 +205,17 @@ engine_event! {
     StationEvent { station: usize, event: Py<PyAny> }
 }
 
+engine_event! {
+    /// A datagram from an EchoLink station that is not audio: `kind` "control" (the control
+    /// port: RTCP SDES, BYE, RR) or "text" (the audio port: chat, station info), its bytes and
+    /// its `source` (ip, port).
+    EchoLinkReceived {
+        kind: Py<PyString>,
+        data: Py<PyBytes>,
+        source: (String, u16),
+    }
+}
+
 /// A control kind as Python names it: ("control", subclass), ("dtmf", digit), ("text", 0),
 /// ("cng", 10).
 fn control_kind_to_py(py: Python<'_>, kind: ControlKind) -> (Py<PyString>, i64) {
@@ -239,6 +250,12 @@ pub(super) fn event_to_py(py: Python<'_>, event: EngineEvent) -> PyResult<Bound<
             let inner = event_to_py(py, *inner)?.unbind();
             StationEvent::create(py, station, inner)
         }
+        EngineEvent::EchoLink(d) => EchoLinkReceived::create(
+            py,
+            PyString::intern(py, d.kind.name()).unbind(),
+            PyBytes::new(py, &d.data).unbind(),
+            (d.from.ip().to_string(), d.from.port()),
+        ),
     }
 }
 
@@ -295,5 +312,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         UsrpMetaReceived,
         UsrpPeerChanged,
         StationEvent,
+        EchoLinkReceived,
     ], functions: [])
 }

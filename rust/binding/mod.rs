@@ -33,10 +33,12 @@ macro_rules! counters_of {
 
 mod codec;
 mod device;
+mod echolink;
 mod engine;
 mod errors;
 mod events;
 mod frame;
+mod gsm;
 mod mixer;
 mod plc;
 mod resampler;
@@ -49,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     frame::register(m)?;
+    gsm::register(m)?;
     codec::register(m)?;
     engine::register(m)?;
     events::register(m)?;

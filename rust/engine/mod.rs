@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,12 +31,15 @@ use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
 use crate::jitter::{Concealment, ControlKind, JitterConfig, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
+use crate::media::{
+    EchoLinkLegSpec, EchoLinkLegStats, LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS,
+};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 use crate::transport::{Transport, TunnelStats, UdpTransport};
 
 mod counters;
+mod echolink;
 mod local;
 mod usrp;
 
@@ -46,9 +49,11 @@ mod tests;
 mod worker;
 
 pub use counters::{CounterSnapshot, LocalCounters, QueueDepths, TickSnapshot};
+pub use echolink::{EchoLinkCounterSnapshot, EchoLinkDatagram, EchoLinkKind};
 pub use worker::send_batch_of;
 
 use counters::{bump, Counters, TickStats};
+use echolink::{EchoLinkCounters, EchoLinkPorts};
 use local::LocalPort;
 use worker::Worker;
 
@@ -137,6 +142,8 @@ pub enum EngineError {
     Usrp(String),
     /// A station the engine does not have (it has `count`), or a station count out of range.
     NoStation { station: usize, count: usize },
+    /// An EchoLink send while the EchoLink ports are closed.
+    EchoLinkClosed,
 }
 
 impl std::fmt::Display for EngineError {
@@ -153,6 +160,7 @@ impl std::fmt::Display for EngineError {
                 "station {station} does not exist (the engine has {count}: 0 to {})",
                 count.saturating_sub(1)
             ),
+            EngineError::EchoLinkClosed => write!(f, "the EchoLink ports are not open"),
         }
     }
 }
@@ -166,7 +174,8 @@ impl std::error::Error for EngineError {
             EngineError::Stopped
             | EngineError::Rate(_)
             | EngineError::Usrp(_)
-            | EngineError::NoStation { .. } => None,
+            | EngineError::NoStation { .. }
+            | EngineError::EchoLinkClosed => None,
         }
     }
 }
@@ -188,6 +197,8 @@ pub struct Received {
 #[derive(Debug, Clone)]
 pub enum Command {
     AddLeg(LegSpec),
+    /// An EchoLink station's leg (removed with `RemoveLeg`, like any leg).
+    AddEchoLinkLeg(EchoLinkLegSpec),
     RemoveLeg(u16),
     SetLegMode(u16, LegMode),
     SetLegCodec(u16, Codec),
@@ -255,6 +266,8 @@ pub enum EngineEvent {
     TunnelChanged,
     /// The USRP radio's carrier, DTMF, caller metadata or peer state.
     Usrp(crate::usrp::UsrpEvent),
+    /// A control datagram, or a text datagram of the audio port, from an EchoLink station.
+    EchoLink(EchoLinkDatagram),
     /// An event of a station other than the first (station 0's events come unwrapped, so a
     /// one-node engine reports exactly as before).
     Station(usize, Box<EngineEvent>),
@@ -294,6 +307,13 @@ struct Shared {
     sleeping: AtomicBool,
     /// Written (one byte) to wake the engine thread from such a sleep.
     engine_wake_tx: UnixStream,
+    /// The EchoLink ports while open; `echolink_changed` tells the engine thread to take the
+    /// new value (and poll its sockets) before it next waits.
+    echolink: Mutex<Option<Arc<EchoLinkPorts>>>,
+    echolink_changed: AtomicBool,
+    echolink_counters: EchoLinkCounters,
+    /// Every EchoLink leg's counters, published with the jitter statistics.
+    echolink_legs: Mutex<Vec<(u16, EchoLinkLegStats)>>,
 }
 
 /// A lock that survives a panic elsewhere: every critical section here is a single push, take
@@ -444,6 +464,10 @@ impl Engine {
             wake_tx,
             sleeping: AtomicBool::new(false),
             engine_wake_tx,
+            echolink: Mutex::new(None),
+            echolink_changed: AtomicBool::new(false),
+            echolink_counters: EchoLinkCounters::default(),
+            echolink_legs: Mutex::new(Vec::new()),
         });
         let worker = Worker::new(Arc::clone(&shared), stations, engine_wake_rx);
         let thread = std::thread::Builder::new()
@@ -660,6 +684,71 @@ impl Engine {
                 Err(EngineError::Io(e))
             }
         }
+    }
+
+    /// Bind the EchoLink ports on `ip` (audio, then control; the protocol's are 5198 and
+    /// 5199, 0 picks a free port) and poll them from the engine thread; returns the bound
+    /// addresses. Ports already open are closed first.
+    pub fn echolink_open(
+        &self,
+        ip: IpAddr,
+        audio_port: u16,
+        control_port: u16,
+    ) -> Result<(SocketAddr, SocketAddr), EngineError> {
+        if self.thread.is_none() {
+            return Err(EngineError::Stopped);
+        }
+        self.echolink_close();
+        let ports = EchoLinkPorts::bind(ip, audio_port, control_port)
+            .map_err(|(addr, source)| EngineError::Bind { addr, source })?;
+        let addrs = ports.addrs()?;
+        self.set_echolink(Some(Arc::new(ports)));
+        Ok(addrs)
+    }
+
+    /// Close the EchoLink ports (the engine thread lets go of them before it next waits).
+    pub fn echolink_close(&self) {
+        self.set_echolink(None);
+    }
+
+    fn set_echolink(&self, ports: Option<Arc<EchoLinkPorts>>) {
+        *lock(&self.shared.echolink) = ports;
+        self.shared.echolink_changed.store(true, Ordering::SeqCst);
+        self.shared.wake_engine();
+    }
+
+    /// The bound (audio, control) addresses while the EchoLink ports are open.
+    pub fn echolink_addrs(&self) -> Option<(SocketAddr, SocketAddr)> {
+        lock(&self.shared.echolink)
+            .as_ref()
+            .and_then(|p| p.addrs().ok())
+    }
+
+    /// Send a control datagram from the control port, or text from the audio port, to `to`.
+    pub fn echolink_send(
+        &self,
+        kind: EchoLinkKind,
+        data: &[u8],
+        to: SocketAddr,
+    ) -> Result<(), EngineError> {
+        let ports = lock(&self.shared.echolink).clone();
+        let ports = ports.ok_or(EngineError::EchoLinkClosed)?;
+        ports
+            .send(kind, data, to, &self.shared.echolink_counters)
+            .map_err(EngineError::Io)
+    }
+
+    /// One EchoLink leg's counters, as of the last publication (with the jitter statistics).
+    pub fn echolink_leg_stats(&self, leg: u16) -> Option<EchoLinkLegStats> {
+        lock(&self.shared.echolink_legs)
+            .iter()
+            .find(|(id, _)| *id == leg)
+            .map(|(_, s)| *s)
+    }
+
+    /// What the EchoLink ports saw and sent since the engine started.
+    pub fn echolink_counters(&self) -> EchoLinkCounterSnapshot {
+        self.shared.echolink_counters.snapshot()
     }
 
     pub fn counters(&self) -> CounterSnapshot {

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use crate::frame::{self, Frame};
 use crate::jitter::JitterStats;
-use crate::media::{MediaError, MediaEvent, Station, TickOutput};
+use crate::media::{EchoLinkRoute, MediaError, MediaEvent, Station, TickOutput};
 use crate::transport::{OutDatagram, RecvBatch};
 
+use super::echolink::EchoLinkPorts;
 use super::*;
 
 /// A local link: leg `a.1` of station `a.0` and leg `b.1` of station `b.0` trade their
@@ -45,6 +46,8 @@ pub(super) struct Worker {
     maintain_age: u32,
     /// Readable when a command, a device or a stop wants the thread out of a clockless sleep.
     wake_rx: UnixStream,
+    /// The EchoLink ports this thread polls (its own reference: they close once it lets go).
+    echolink: Option<Arc<EchoLinkPorts>>,
 }
 
 impl Worker {
@@ -64,6 +67,7 @@ impl Worker {
             busy: false,
             maintain_age: 0,
             wake_rx,
+            echolink: None,
         }
     }
 
@@ -122,6 +126,7 @@ impl Worker {
         match cmd {
             Command::AddLocalLink { .. } => {}
             Command::AddLeg(spec) => return st.add_leg(spec, now_ms),
+            Command::AddEchoLinkLeg(spec) => return st.add_echolink_leg(spec, now_ms),
             Command::RemoveLeg(c) => return st.remove_leg(c),
             Command::SetLegMode(c, m) => return st.set_leg_mode(c, m),
             Command::SetLegCodec(c, codec) => return st.set_leg_codec(c, codec),
@@ -220,6 +225,11 @@ impl Worker {
             st.fill_jitter_stats(&mut self.station_stats);
             all.append(&mut self.station_stats);
         }
+        drop(all);
+        // EchoLink legs join the first node's conference: the host has one EchoLink station.
+        if let Some(st) = self.stations.first() {
+            st.fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
+        }
     }
 
     /// A mini frame to the station holding its leg; false when none does.
@@ -231,6 +241,82 @@ impl Worker {
             }
         }
         false
+    }
+
+    /// Take the EchoLink ports Python opened or closed since the last look.
+    fn refresh_echolink(&mut self) {
+        if self.shared.echolink_changed.swap(false, Ordering::SeqCst) {
+            self.echolink = lock(&self.shared.echolink).clone();
+        }
+    }
+
+    /// The descriptors to wait on: the transport's, then the EchoLink ports' while open.
+    fn poll_fds(&self, transport_fd: RawFd) -> ([RawFd; 3], usize) {
+        match &self.echolink {
+            Some(p) => {
+                let [a, c] = p.fds();
+                ([transport_fd, a, c], 3)
+            }
+            None => ([transport_fd, -1, -1], 1),
+        }
+    }
+
+    /// Read what waits on the EchoLink ports: audio to the station's EchoLink legs, the rest
+    /// to Python.
+    pub(super) fn drain_echolink(&mut self) {
+        let Some(ports) = self.echolink.clone() else {
+            return;
+        };
+        let now_ms = self.now_ms(Instant::now());
+        let mut others = Vec::new();
+        let shared = Arc::clone(&self.shared);
+        ports.read(
+            &shared.echolink_counters,
+            |data, from| self.echolink_audio(data, from, now_ms),
+            |d| others.push(EngineEvent::EchoLink(d)),
+        );
+        if !others.is_empty() {
+            self.shared.emit(others.into_iter());
+        }
+        if !self.media_events.is_empty() {
+            self.shared
+                .emit(self.media_events.drain(..).map(EngineEvent::Media));
+        }
+    }
+
+    /// One audio packet from an EchoLink station: only a station with a leg is heard.
+    fn echolink_audio(&mut self, data: &[u8], from: SocketAddr, now_ms: u64) {
+        let mut route = EchoLinkRoute::Unrouted;
+        for st in &mut self.stations {
+            route = st.on_echolink_audio(from, data, now_ms);
+            if !matches!(route, EchoLinkRoute::Unrouted) {
+                break;
+            }
+        }
+        let c = &self.shared.echolink_counters;
+        match route {
+            EchoLinkRoute::Played => {}
+            EchoLinkRoute::Unrouted => bump(&c.audio_unrouted, 1),
+            EchoLinkRoute::Malformed => bump(&c.audio_malformed, 1),
+        }
+    }
+
+    /// This tick's audio packets for EchoLink stations, from the EchoLink audio port.
+    fn send_echolink(&self) {
+        let out = &self.tick_out.echolink;
+        if out.is_empty() {
+            return;
+        }
+        let c = &self.shared.echolink_counters;
+        match &self.echolink {
+            Some(ports) => {
+                for (packet, to) in out.packets() {
+                    ports.send_audio(packet, to, c);
+                }
+            }
+            // A leg without open ports (Python closed them first): nothing can go.
+            None => bump(&c.send_errors, out.len() as u64),
+        }
     }
 
     /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.
@@ -349,6 +435,7 @@ impl Worker {
                     .map(|e| EngineEvent::at(i, EngineEvent::Media(e))),
             );
         }
+        self.send_echolink();
     }
 
     /// Whether the clock may stop: nothing in the station changes with time alone, no device
@@ -361,20 +448,41 @@ impl Worker {
 
     /// Sleep without a clock until a datagram arrives or a command, a device or a stop wakes
     /// the thread (an idle node wakes nobody 50 times a second). True when datagrams wait.
-    fn sleep_idle(&mut self, fd: RawFd) -> bool {
+    /// The transport's and the EchoLink ports' readiness.
+    fn sleep_idle(&mut self, fd: RawFd) -> Readable {
         let shared = &self.shared;
         shared.sleeping.store(true, Ordering::SeqCst);
         // The last look, after `sleeping` is visible: whoever changes these from now on wakes us.
-        if shared.commands_pending.load(Ordering::SeqCst) || shared.stop.load(Ordering::SeqCst) {
+        if shared.commands_pending.load(Ordering::SeqCst)
+            || shared.stop.load(Ordering::SeqCst)
+            || shared.echolink_changed.load(Ordering::SeqCst)
+        {
             shared.sleeping.store(false, Ordering::SeqCst);
-            return false;
+            return Readable::default();
         }
-        let ready = wait_any(&[fd, self.wake_rx.as_raw_fd()], None);
+        let (fds, n) = self.poll_fds(fd);
+        let mut all = [-1; 4];
+        all[..n].copy_from_slice(&fds[..n]);
+        all[n] = self.wake_rx.as_raw_fd();
+        let ready = wait_any(&all[..=n], None);
         shared.sleeping.store(false, Ordering::SeqCst);
         bump(&shared.counters.wakeups, 1);
         let mut sink = [0u8; 64];
         while matches!((&self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
-        ready[0]
+        Readable {
+            transport: ready[0],
+            echolink: n == 3 && (ready[1] || ready[2]),
+        }
+    }
+
+    /// Wait for a datagram on any socket until `timeout`.
+    fn wait_sockets(&self, fd: RawFd, timeout: Duration) -> Readable {
+        let (fds, n) = self.poll_fds(fd);
+        let ready = wait_any(&fds[..n], Some(timeout));
+        Readable {
+            transport: ready[0],
+            echolink: ready[1] || ready[2],
+        }
     }
 
     pub(super) fn run(mut self) {
@@ -386,14 +494,19 @@ impl Worker {
             let now = Instant::now();
             let now_ms = self.now_ms(now);
             self.apply_commands(now_ms);
+            self.refresh_echolink();
             if !self.busy && self.idle() {
                 if self.stats_legs != self.leg_count() {
                     // The last leg went: nobody may read its figures after it.
                     self.publish_jitter_stats();
                     self.stats_legs = self.leg_count();
                 }
-                if self.sleep_idle(fd) {
+                let ready = self.sleep_idle(fd);
+                if ready.transport {
                     self.drain_socket(&mut batch, Instant::now() + TICK);
+                }
+                if ready.echolink {
+                    self.drain_echolink();
                 }
                 // The clock starts again from now: no tick is owed for the sleep.
                 next_tick = Instant::now() + TICK;
@@ -405,6 +518,7 @@ impl Worker {
                     self.drain_socket(&mut batch, now + TICK);
                     last_drain = now;
                 }
+                self.drain_echolink();
                 let late = now - next_tick;
                 self.tick(self.now_ms(next_tick));
                 self.busy = self.tick_datagrams >= BUSY_DATAGRAMS;
@@ -434,13 +548,17 @@ impl Worker {
                     continue;
                 }
                 self.drain_socket(&mut batch, next_tick);
+                self.drain_echolink();
                 last_drain = now;
                 continue;
             }
-            let readable = wait_readable(fd, next_tick - now);
+            let ready = self.wait_sockets(fd, next_tick - now);
             bump(&self.shared.counters.wakeups, 1);
-            if readable {
+            if ready.transport {
                 self.drain_socket(&mut batch, next_tick);
+            }
+            if ready.echolink {
+                self.drain_echolink();
             }
         }
     }
@@ -458,24 +576,26 @@ pub fn send_batch_of(out: &TickOutput) -> Vec<OutDatagram<'_>> {
         .collect()
 }
 
-/// Wait until `fd` is readable or `timeout` has passed; true when readable.
+/// Which sockets a wait found readable.
+#[derive(Debug, Default, Clone, Copy)]
+struct Readable {
+    transport: bool,
+    echolink: bool,
+}
+
+/// Wait until one of `fds` (at most four) is readable or `timeout` has passed (None: no time
+/// limit); which ones are readable.
 ///
 /// `ppoll` takes a nanosecond timeout and sleeps on a high-resolution timer, where a socket
 /// receive timeout is rounded up to the kernel's tick (4 ms at HZ=250) and would make the
 /// 20 ms media clock late by that much on every tick.
-pub(super) fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
-    wait_any(&[fd], Some(timeout))[0]
-}
-
-/// Wait until one of `fds` (at most two) is readable or `timeout` has passed (None: no time
-/// limit); which ones are readable.
-pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 2] {
+pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 4] {
     let mut pfds = [libc::pollfd {
         fd: -1,
         events: libc::POLLIN,
         revents: 0,
-    }; 2];
-    let count = fds.len().min(2);
+    }; 4];
+    let count = fds.len().min(4);
     for (pfd, &fd) in pfds.iter_mut().zip(fds) {
         pfd.fd = fd;
     }
@@ -501,5 +621,10 @@ pub(super) fn wait_any(fds: &[RawFd], timeout: Option<Duration>) -> [bool; 2] {
         )
     };
     let ready = |p: &libc::pollfd| n > 0 && (p.revents & (libc::POLLIN | libc::POLLERR)) != 0;
-    [ready(&pfds[0]), ready(&pfds[1])]
+    [
+        ready(&pfds[0]),
+        ready(&pfds[1]),
+        ready(&pfds[2]),
+        ready(&pfds[3]),
+    ]
 }

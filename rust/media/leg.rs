@@ -42,7 +42,7 @@ impl Edge {
 
 impl Leg {
     /// The peer's audio at its (unwrapped) timestamp, from a full voice frame or a mini frame.
-    fn put_voice(&mut self, ts: u32, payload: &[u8], now_ms: u64) {
+    pub(super) fn put_voice(&mut self, ts: u32, payload: &[u8], now_ms: u64) {
         // Every accepted timestamp becomes the reference, which keeps the mini unwrap exact.
         self.rx_last_full_ts = ts;
         if self.spec.mode.receives() {
@@ -129,6 +129,7 @@ impl Station {
                 .parrot
                 .map(|p| Parrot::new(self.rate, self.frame_len, p)),
             local: None,
+            echolink: None,
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);
@@ -144,13 +145,20 @@ impl Station {
             .remove(&callno)
             .ok_or(MediaError::NoSuchLeg(callno))?;
         let leg = self.legs.swap_remove(idx);
-        self.by_peer.remove(&(leg.spec.peer, leg.spec.peer_callno));
+        if leg.echolink.is_some() {
+            self.forget_echolink(&leg);
+        } else {
+            self.by_peer.remove(&(leg.spec.peer, leg.spec.peer_callno));
+        }
         let _ = self.conference.remove(leg.slot);
-        // The leg that moved into `idx` needs its index updated in both maps.
+        // The leg that moved into `idx` needs its index updated in both maps (an EchoLink
+        // leg is found by its station's address, not in `by_peer`).
         if let Some(moved) = self.legs.get(idx) {
             self.by_callno.insert(moved.spec.callno, idx);
-            self.by_peer
-                .insert((moved.spec.peer, moved.spec.peer_callno), idx);
+            if moved.echolink.is_none() {
+                self.by_peer
+                    .insert((moved.spec.peer, moved.spec.peer_callno), idx);
+            }
         }
         Ok(())
     }

@@ -11,7 +11,7 @@
 //! Pure `&mut self` logic fed with `now_ms`: no socket, no clock, no thread (see `engine/`).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use crate::codec::Codec;
 use crate::inband::InbandDtmf;
@@ -20,6 +20,7 @@ use crate::mixer::Conference;
 use crate::parrot::{Parrot, ParrotSettings};
 use crate::player::{Destination, Player, PlayerError, PlayerEvent};
 
+mod echolink;
 mod leg;
 mod local_link;
 mod output;
@@ -27,6 +28,9 @@ mod output;
 mod tests;
 mod tick;
 
+pub use echolink::{
+    EchoLinkLegSpec, EchoLinkLegStats, EchoLinkOutput, EchoLinkRoute, FIRST_LEG, TX_HANG_MS,
+};
 pub use output::{Outgoing, TickOutput};
 
 use leg::Edge;
@@ -198,6 +202,8 @@ struct Leg {
     /// A local link's end (`local_link.rs`): its audio comes from and goes to another station
     /// of the engine, never to the network.
     local: Option<local_link::LocalEnd>,
+    /// An EchoLink station's GSM and packet edge (`echolink.rs`); None for IAX2 legs.
+    echolink: Option<Box<echolink::EchoLinkEdge>>,
 }
 
 /// The conference, its legs and the local radio.
@@ -209,6 +215,8 @@ pub struct Station {
     legs: Vec<Leg>,
     by_callno: HashMap<u16, usize>,
     by_peer: HashMap<(SocketAddr, u16), usize>,
+    /// EchoLink legs by their station's address.
+    by_echolink: HashMap<IpAddr, u16>,
     local_slot: Option<usize>,
     /// The local radio is a member by topology (it hears the conference and its speaker plays).
     local_member: bool,
@@ -265,6 +273,10 @@ pub enum MediaError {
     DtmfRate(u32),
     /// The announcement player refused a clip.
     Player(PlayerError),
+    /// An EchoLink leg id inside IAX2's call-number space.
+    EchoLinkLegId(u16),
+    /// An EchoLink station at this address already has a leg.
+    EchoLinkStationExists(IpAddr),
 }
 
 impl std::fmt::Display for MediaError {
@@ -278,6 +290,13 @@ impl std::fmt::Display for MediaError {
             MediaError::Jitter => write!(f, "jitter buffer configuration rejected"),
             MediaError::DtmfRate(r) => write!(f, "in-band DTMF does not run at {r} Hz"),
             MediaError::Player(e) => e.fmt(f),
+            MediaError::EchoLinkLegId(id) => write!(
+                f,
+                "EchoLink leg id {id} is an IAX2 call number (accepted: {FIRST_LEG}..=65535)"
+            ),
+            MediaError::EchoLinkStationExists(ip) => {
+                write!(f, "the EchoLink station at {ip} already has a leg")
+            }
         }
     }
 }
@@ -295,6 +314,7 @@ impl Station {
             legs: Vec::new(),
             by_callno: HashMap::new(),
             by_peer: HashMap::new(),
+            by_echolink: HashMap::new(),
             local_slot: None,
             local_member: false,
             local_keyed: false,

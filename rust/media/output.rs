@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use crate::codec::Codec;
 
-use super::MediaEvent;
+use super::{EchoLinkOutput, MediaEvent};
 
 /// A frame ready to be sent as a mini frame: its 4-byte header, then one of the tick's encoded
 /// payloads, which listeners hearing the same mix share.
@@ -21,6 +21,8 @@ pub struct Outgoing {
 pub struct TickOutput {
     pub datagrams: Vec<Outgoing>,
     pub events: Vec<MediaEvent>,
+    /// Audio packets for EchoLink stations, out of the EchoLink audio port.
+    pub echolink: EchoLinkOutput,
     /// Encoded payloads of this tick (buffers are kept and reused across ticks).
     pub(super) payloads: Vec<Vec<u8>>,
     payloads_used: usize,
@@ -30,6 +32,7 @@ impl TickOutput {
     pub fn clear(&mut self) {
         self.datagrams.clear();
         self.events.clear();
+        self.echolink.clear();
         self.payloads_used = 0;
     }
 
@@ -72,5 +75,6 @@ impl TickOutput {
         self.datagrams.capacity()
             + self.events.capacity()
             + self.payloads.iter().map(Vec::capacity).sum::<usize>()
+            + self.echolink.capacity()
     }
 }

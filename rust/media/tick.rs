@@ -272,6 +272,27 @@ impl Station {
             let ts = leg
                 .ts_base
                 .wrapping_add((elapsed / u64::from(FRAME_MS) * u64::from(FRAME_MS)) as u32);
+            if leg.echolink.is_some() {
+                let mix = if hears {
+                    echolink::leg_mix(
+                        &self.conference,
+                        &mut self.with_clips,
+                        leg.slot,
+                        [clips, echo],
+                    )
+                } else {
+                    None
+                };
+                Station::transmit_echolink(
+                    leg,
+                    now_ms,
+                    mix,
+                    &self.silence,
+                    &mut self.resampled,
+                    &mut out.echolink,
+                );
+                continue;
+            }
             if !hears {
                 if let Some(end) = leg.local.as_mut() {
                     end.quiet();
@@ -286,18 +307,13 @@ impl Station {
                 }
                 continue;
             }
-            let Ok(mix) = self.conference.output(leg.slot) else {
+            let Some(mix) = echolink::leg_mix(
+                &self.conference,
+                &mut self.with_clips,
+                leg.slot,
+                [clips, echo],
+            ) else {
                 continue;
-            };
-            let mix = if clips.is_some() || echo.is_some() {
-                self.with_clips.clear();
-                self.with_clips.extend_from_slice(mix);
-                for extra in [clips, echo].into_iter().flatten() {
-                    add_saturating(&mut self.with_clips, extra);
-                }
-                &self.with_clips[..]
-            } else {
-                mix
             };
             if let Some(end) = leg.local.as_mut() {
                 end.put_tx(mix);
@@ -354,7 +370,7 @@ impl Station {
 }
 
 /// `acc[i] += add[i]`, saturated.
-fn add_saturating(acc: &mut [i16], add: &[i16]) {
+pub(super) fn add_saturating(acc: &mut [i16], add: &[i16]) {
     for (a, b) in acc.iter_mut().zip(add) {
         *a = a.saturating_add(*b);
     }

@@ -84,11 +84,75 @@ def test_echolink_reported_only_when_asterisk_loads_it_and_the_voter_only_when_u
         echolink=echolink,
         modules="[modules]\nautoload = yes\nnoload => chan_usbradio.so\n",
     )
-    assert "echolink.conf:1 [el0]: EchoLink: not supported" in on.dropped
+    # A station without its EchoLink number cannot be carried over; the report says so.
+    assert "echolink" not in on.sections
+    assert (
+        "echolink.conf:1 [el0]: EchoLink: its call or node is not a callsign and EchoLink number"
+        in on.dropped
+    )
     # chan_voter loaded but no node on it changes nothing; a node on it cannot be imported.
     assert not any("voter" in d for d in on.dropped) and on.blockers == []
     voted = plan_of("[3000]\nrxchannel = Voter/3000\n", modules="[modules]\nautoload = yes\n")
     assert [b.split(": ")[0] for b in voted.blockers] == ["rpt.conf:2 [3000] rxchannel Voter/3000"]
+
+
+ECHOLINK_CONF = """[el0]
+call = w1aw-l
+pwd = not-copied-pw
+name = Pat Sysop
+qth = Springfield, a town with a name longer than this
+email = pat@example.org
+node = 123456
+lat = 0.0
+maxstns = 20
+rtcptimeout = 10
+recfile = /tmp/echolink_recorded.gsm
+astnode = 3000
+context = radio-secure
+server1 = nasouth.echolink.org
+server2 = naeast.echolink.org
+server3 = servers.echolink.org
+deny = w6xxx
+permit = *-L,w1*
+message = Hello\\nthere
+"""
+
+
+def test_echolink_conf_becomes_the_echolink_section_without_its_password() -> None:
+    rpt = "[3000]\nrxchannel = Local/pseudo\n"
+    plan = plan_of(rpt, echolink=ECHOLINK_CONF)
+    assert values(plan, "echolink") == {
+        "callsign": "W1AW-L",
+        "node_number": "123456",
+        "directory": ["nasouth.echolink.org", "naeast.echolink.org", "servers.echolink.org"],
+        "location": "Springfield, a town with a",
+        "sysop": "Pat Sysop",
+        "max_stations": 20,
+        "allow": ["*-L", "W1*"],
+        "deny": ["W6XXX"],
+        "welcome": "Hello\nthere",
+    }
+    assert "not-copied-pw" not in repr(plan)
+    assert any("NET_ECHOLINK_PASSWORD" in s and "echolink.conf:3" in s for s in plan.secrets)
+    dropped = "\n".join(plan.dropped)
+    assert "[el0] rtcptimeout" in dropped and "[el0] recfile" in dropped
+    assert "lat" not in dropped and "astnode" not in dropped  # defaults, and this node
+
+
+def test_asl3s_shipped_echolink_conf_maps_to_nothing() -> None:
+    from pathlib import Path
+
+    shipped = Path("/work/shared/peers/asl3/asl3-peer.tgz")
+    if not shipped.exists():
+        pytest.skip("the ASL3 peer is not here")
+    import tarfile
+
+    with tarfile.open(shipped) as tar:
+        member = tar.extractfile("asl3-peer/etc/asterisk/echolink.conf")
+        assert member is not None
+        text = member.read().decode()
+    plan = plan_of("[1999]\nrxchannel = Local/pseudo\n", echolink=text)
+    assert "echolink" not in plan.sections and not any("echolink" in d for d in plan.dropped)
 
 
 def test_the_jitter_buffer_keys_of_iax_conf_are_carried_within_range() -> None:

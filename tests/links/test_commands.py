@@ -91,6 +91,18 @@ def test_disconnect_uses_the_linked_nodes_not_the_nodes_file() -> None:
     assert commands == [] and mapper.collecting
 
 
+def test_an_echolink_station_number_has_seven_digits() -> None:
+    """With `[echolink]`, `*3` + `3` + six digits is ASL3's EchoLink connect; other numbers keep
+    six digits."""
+    mapper = CommandMapper(TIMEOUT, echolink=True)
+    commands, _ = typed(mapper, "*33123456")
+    assert commands == [Command("connect", "*33123456", node="3123456")]
+    commands, _ = typed(mapper, "*1312345")
+    assert commands == [] and mapper.collecting
+    commands, _ = typed(CommandMapper(TIMEOUT, echolink=True), "*3212345")
+    assert commands == [Command("connect", "*3212345", node="212345")]
+
+
 def test_six_digits_end_the_number() -> None:
     mapper = CommandMapper(TIMEOUT)
     commands, _ = typed(mapper, "*3123456")

@@ -712,3 +712,22 @@ def test_graph_names_who_is_linked_to_whom_in_which_mode() -> None:
     assert {"from": "1998", "to": "2000", "mode": "transceive", "adjacent": False} in g["edges"]
     assert {"from": "1998", "to": "2001", "mode": "connecting", "adjacent": False} in g["edges"]
     assert {"node": "2000", "hops": 2, "mode": "transceive", "via": "1998"} in g["nodes"]
+
+
+def test_links_of_another_protocol_ride_in_our_lists() -> None:
+    """EchoLink stations (links `3<number>`, `set_foreign`) are in every list we send, and a
+    change goes out with the next kick, as app_rpt lists its EchoLink links."""
+    n = net()
+    up_outbound(n, "1998", 10)
+    run_until(n, T0 + 1)
+    out = n.set_foreign([("T", "3123456"), ("C", "3000007")], T0 + 2)
+    assert out.changed and out.actions == ()
+    assert run_until(n, T0 + 2.3) == [SendText(10, "L T3123456,C3000007")]
+    up_outbound(n, "1997", 11, T0 + 3)
+    kicked = run_until(n, T0 + 3.3)
+    assert SendText(10, "L T1997,T3123456,C3000007") in kicked
+    assert SendText(11, "L T1998,T3123456,C3000007") in kicked
+    assert n.list_entries() == ["T1998", "T1997", "T3123456", "C3000007"]
+    assert not n.set_foreign([("T", "3123456"), ("C", "3000007")], T0 + 4).changed
+    n.set_foreign([], T0 + 5)
+    assert SendText(10, "L T1997") in run_until(n, T0 + 5.3)

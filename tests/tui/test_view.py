@@ -239,3 +239,17 @@ def test_a_usrp_caller_shows_on_the_tx_line_while_they_talk() -> None:
     assert view.tx_line(snap) == "TX: idle (time-out 180 s) · RX: N0CALL TG 91"
     snap["radio"]["usrp"]["caller"] = None
     assert view.tx_line(snap) == "TX: idle (time-out 180 s)"
+
+
+def test_an_echolink_station_shows_its_callsign_not_a_handshake() -> None:
+    station = link(
+        "3123456",
+        call=None,
+        codec="gsm",
+        newkey=None,
+        health=None,
+        echolink={"callsign": "W1XYZ-R", "name": "Pat", "leg": 32768},
+    )
+    detail = view.link_detail(station)
+    assert "EchoLink W1XYZ-R (Pat)" in detail and "handshake" not in detail
+    assert view.link_row(station)[0] == "3123456"

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 
 from node.asl3import.conf import Asl3ConfError, ConfFile, Entry, Section
+from node.asl3import.echolink import map_echolink
 from node.asl3import.iax import listener, register
 from node.asl3import.ident import courtesy_tone, identify
 from node.asl3import.keys import report_leftovers
@@ -356,8 +357,4 @@ def _elsewhere(plan: Plan, files: Asl3Files) -> None:
     """Features configured outside rpt.conf that have no equivalent, when Asterisk runs them."""
     echo = files.echolink
     if echo is not None and _loaded(files, "chan_echolink.so"):
-        for name in echo.names():
-            s = echo.section(name)
-            call = s.value("call", "") if s else ""
-            if s is not None and call and call.upper() != "INVALID":
-                plan.drop(f"{s.file}:{s.line} [{name}]", "EchoLink: not supported")
+        map_echolink(plan, echo, plan.node)

@@ -314,6 +314,7 @@ class CommandRunner:
             last=self.last,
             table=config.function_table,
             macros=config.macro,
+            echolink=config.echolink is not None,
         )
 
     def _settle(self, source: str, call: int | None, mapper: CommandMapper) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from node.config import functions as fn
 from node.config import network as net
 from node.config import station
+from node.config.echolink import EchoLinkConfig
 from node.config.schema import key
 from node.config.values import (
     FORMAT_ALAW,
@@ -83,6 +84,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("portal", net.PortalConfig, shared=True),
     Section("parrot", station.ParrotConfig),
     Section("wireguard", net.WireGuardConfig, shared=True),
+    # One EchoLink station per host (UDP 5198/5199 are fixed ports): it joins the first
+    # node's conference.
+    Section("echolink", EchoLinkConfig, shared=True),
     Section("rpt", fn.RptConfig),
     Section("functions", fn.FunctionsSection, free=True),
     Section("macro", fn.MacroSection, free=True),
@@ -154,6 +158,8 @@ class NodeConfig:
     parrot: station.ParrotConfig = field(default_factory=station.ParrotConfig)
     #: `[wireguard]`: None when the section is absent (plain UDP).
     wireguard: net.WireGuardConfig | None = None
+    #: `[echolink]`: None when the section is absent (no EchoLink station).
+    echolink: EchoLinkConfig | None = None
     #: *Extension* `[rpt]`: telemetry, tail messages, the startup macro.
     rpt: fn.RptConfig = field(default_factory=fn.RptConfig)
     #: `[functions]`: None when the section is absent (ASL3's shipped table applies).
@@ -211,6 +217,7 @@ class NodeConfig:
             wg_private_env=wg.private_key_env if wg is not None else None,
             wg_preshared_env=wg.preshared_key_env if wg is not None else None,
             further_nodes=tuple(n.register.node_id for n in self.nodes if n.register is not None),
+            echolink=self.echolink is not None,
         )
 
 

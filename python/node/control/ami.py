@@ -218,6 +218,9 @@ class AmiServer:
             _Entry(("iax2", "show", "registry"), _USAGE_REGISTRY, self._iax2_show_registry),
             _Entry(("iax2", "show", "channels"), _USAGE_CHANNELS, self._iax2_show_channels),
         ]
+        if controller.config.echolink is not None:
+            # chan_echolink's lookup, which Allmon3 asks for each `3xxxxxx` link it shows.
+            self._cli.append(_Entry(("echolink", "dbget"), _USAGE_DBGET, self._echolink_dbget))
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -467,7 +470,8 @@ class AmiServer:
         rows = tuple(
             rpt.LinkRow(
                 name=link.node,
-                peer=link.addr[0] if link.addr else "(none)",
+                # app_rpt asks IAXPEER, which is empty for an EchoLink channel.
+                peer="" if link.echolink else link.addr[0] if link.addr else "(none)",
                 reconnects=link.reconnects,
                 outbound=link.outbound,
                 connected_ms=0
@@ -591,6 +595,16 @@ class AmiServer:
             f"iax-node {__version__} (Asterisk Call Manager/{p.AMI_VERSION} subset for app_rpt "
             "dashboards)\n"
         )
+
+    async def _echolink_dbget(self, args: list[str]) -> tuple[Cli, str]:
+        """`echolink dbget <nodename|callsign|ipaddr> <key>`: `<number>|<callsign>|<ip>` from the
+        directory's list (and the connected stations), as chan_echolink answers."""
+        if len(args) != 4:
+            return Cli.SHOWUSAGE, ""
+        found = self._controller.echolink_lookup(args[2], args[3])
+        if found is None:
+            return Cli.FAILURE, f"Error: Entry for {args[3]} not found!\n"
+        return Cli.SUCCESS, "|".join(found) + "\n"
 
     async def _rpt_localnodes(self, args: list[str]) -> tuple[Cli, str]:
         return Cli.SUCCESS, rpt.localnodes_text(self._local_nodes())
@@ -774,6 +788,10 @@ _USAGE_UPTIME = (
 _USAGE_VERSION = "Usage: core show version\n       Shows Asterisk version information.\n"
 _USAGE_STATS = "Usage: rpt stats <nodename>\n\tDumps node statistics to console\n"
 _USAGE_LSTATS = "Usage: rpt lstats <nodename>\n\tDumps link statistics to console\n"
+_USAGE_DBGET = (
+    "Usage: echolink dbget <nodename|callsign|ipaddr> <lookup-data>\n"
+    "       Looks up echolink db entry\n"
+)
 _USAGE_NODES = (
     "Usage: rpt nodes <nodename>\n"
     "\tDumps a list of directly and indirectly connected nodes to the console\n"

@@ -214,6 +214,11 @@ def node_routes(controller: Controller) -> list[BaseRoute]:
             node = required(body, "node", str)
         return JSONResponse(await controller.link(action, node or "", optional(body, "addr", str)))
 
+    async def echolink_text(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        text = required(body, "text", str)
+        return JSONResponse(controller.echolink_text(text, optional(body, "node", str)))
+
     def bare_command(method: Callable[[], dict[str, Any]]) -> Callable[..., Any]:
         """A command without fields (its body must still be JSON) that replies the snapshot."""
 
@@ -249,6 +254,7 @@ def node_routes(controller: Controller) -> list[BaseRoute]:
         Route("/bridge", bridge, methods=["POST"]),
         Route("/dial", dial, methods=["POST"]),
         Route("/link", link, methods=["POST"]),
+        Route("/echolink/text", echolink_text, methods=["POST"]),
         Route("/key", bare_command(controller.key), methods=["POST"]),
         Route("/unkey", bare_command(controller.unkey), methods=["POST"]),
         Route("/hangup", call_command(controller.hangup), methods=["POST"]),

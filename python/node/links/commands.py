@@ -22,7 +22,8 @@ the longest node number). Here the number is complete when
 - it names a node the source's lookup knows (`*1`: a current link; `*2`/`*3`: a node with a
   configured address or in the nodes file) and no other known node starts with these digits
   (so 2000 does not cut off 20001, app_rpt's complaint #372),
-- or it has `MAX_NODE_DIGITS` (6) digits,
+- or it has `MAX_NODE_DIGITS` (6) digits (7 for an EchoLink station's link number, `3` and six
+  digits, when the node is an EchoLink station: ASL3's `*33123456`),
 - or `#` ends it, or the inter-digit time-out passes with at least one node digit.
 
 A sequence that fits no entry is reported as a `Command` of kind "unknown", never guessed at.
@@ -143,7 +144,9 @@ class CommandMapper:
         last: LastNode | None = None,
         table: tuple[Function, ...] = FUNCTIONS,
         macros: Mapping[str, str] | None = None,
+        echolink: bool = False,
     ) -> None:
+        """`echolink`: numbers that start with `3` are EchoLink link numbers, 7 digits long."""
         if timeout <= 0:
             raise ValueError("the inter-digit time-out must be positive")
         self.timeout = timeout
@@ -152,6 +155,7 @@ class CommandMapper:
         self._table = table
         self._macros = macros if macros is not None else {}
         self._macro_longest = max((len(m) for m in self._macros), default=1)
+        self._echolink = echolink
         #: The digits after `*`; None outside a sequence.
         self._buffer: str | None = None
         self._deadline: float | None = None
@@ -226,7 +230,7 @@ class CommandMapper:
             target = self.last.node
             if target is None:
                 return self._done(Command("unknown", typed, reason="no last node yet"))
-        elif not (final or len(node) >= MAX_NODE_DIGITS or self._unambiguous(fn.kind, node)):
+        elif not (final or len(node) >= self._longest(node) or self._unambiguous(fn.kind, node)):
             return None
         return self._done(
             Command(fn.kind, typed, node=target, permanent=fn.permanent, spec=fn.spec)
@@ -256,6 +260,9 @@ class CommandMapper:
             reason = f"macro {number} not found"
             return self._done(Command("unknown", typed, reason=reason, spec=fn.spec))
         return None
+
+    def _longest(self, node: str) -> int:
+        return MAX_NODE_DIGITS + 1 if self._echolink and node.startswith("3") else MAX_NODE_DIGITS
 
     def _unambiguous(self, kind: str, node: str) -> bool:
         known = self._nodes(kind)

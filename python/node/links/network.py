@@ -168,6 +168,8 @@ class LinkNetwork:
         self._dtmf_seq = 0
         self._out: Outbox[LinkAction, LinkEvent] = Outbox()
         self._changed = False
+        #: Links of another protocol (EchoLink stations, `3<number>`): listed after ours.
+        self._foreign: tuple[t.LinkEntry, ...] = ()
 
     def __repr__(self) -> str:
         return f"LinkNetwork(me={self.me}, links={len(self._links)})"
@@ -213,7 +215,7 @@ class LinkNetwork:
             f"{link.list_letter}{link.node}"
             for link in self._links.values()
             if link.mode is not LinkMode.LOCAL_MONITOR
-        ]
+        ] + [str(e) for e in self._foreign]
 
     def network_entries(self, recipient: Link | None = None) -> list[t.LinkEntry]:
         """Every node of our network as an `L` list shows it: each link and everything behind
@@ -221,7 +223,17 @@ class LinkNetwork:
         entries: list[t.LinkEntry] = []
         for link in lists.listed_links(self._links.values(), recipient):
             entries.extend(link.listed())
-        return entries
+        return entries + list(self._foreign)
+
+    def set_foreign(self, entries: Iterable[tuple[str, str]], now: float) -> LinkOutput:
+        """The links of another protocol (mode letter, node): our lists carry them from now
+        on; a change goes out to every link soon, as a link of our own coming or going does."""
+        foreign = tuple(t.LinkEntry(mode, node) for mode, node in entries)
+        if foreign != self._foreign:
+            self._foreign = foreign
+            self._kick(now)
+            self._changed = True
+        return self._output()
 
     @property
     def list_entries_dropped(self) -> int:
@@ -267,7 +279,13 @@ class LinkNetwork:
     def _list_for(self, recipient: Link, every: lists.Segments | None = None) -> str:
         if every is None:
             every = self._lists.all_segments(self._links.values())
-        return self._lists.list_for(recipient, every, self._links.values())
+        text = self._lists.list_for(recipient, every, self._links.values())
+        for entry in self._foreign:
+            # Each foreign link is one short entry: it goes in while the list has room.
+            extra = str(entry) if text == "L " else "," + str(entry)
+            if len(text.encode()) + len(extra) <= self._lists.max_bytes:
+                text += extra
+        return text
 
     def _send_list(
         self,

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from node.config import NodeConfig
 from node.context import NodeContext
@@ -44,6 +44,16 @@ LINK_ACTIONS = {
     "monitor": ln.LinkMode.MONITOR,
     "local_monitor": ln.LinkMode.LOCAL_MONITOR,
 }
+
+
+class ForeignStations(Protocol):
+    """Links of another protocol (the EchoLink stations, `node.links.echolink`): a link
+    command whose node they `handles` goes to them."""
+
+    def handles(self, node: str) -> bool: ...
+    def link(self, action: str, node: str, now: float) -> Effects: ...
+    def disconnect_all(self, now: float) -> Effects: ...
+    def link_entries(self) -> tuple[tuple[str, str], ...]: ...
 
 
 def is_link_caller(config: NodeConfig, calling_number: str, username: str) -> bool:
@@ -86,6 +96,8 @@ class LinkService:
         self._legs: set[int] = set()
         #: Each link's degraded/recovered state (`[links] warn_loss_pct`, `warn_rtt_ms`).
         self.health_watch = HealthWatch()
+        #: The EchoLink stations (`[echolink]`), links too: set by the controller.
+        self.foreign: ForeignStations | None = None
 
     def _bridge(self) -> MediaBridge:
         if self.bridge is None:
@@ -333,8 +345,13 @@ class LinkService:
                 "(accepted: connect, monitor, local_monitor, disconnect, disconnect_all)",
                 400,
             )
+        now = self._ctx.clock()
+        foreign = self.foreign
         if action == "disconnect_all":
-            return self._apply(self.network.disconnect_all(self._ctx.clock()))
+            fx = self._apply(self.network.disconnect_all(now))
+            return fx if foreign is None else fx | foreign.disconnect_all(now)
+        if foreign is not None and foreign.handles(node):
+            return foreign.link(action, node, now)
         if not node.isdigit():
             raise CommandError("node must be a node number (digits)", 400)
         if action == "disconnect":
@@ -352,6 +369,13 @@ class LinkService:
             )
         finally:
             self.dialer.release(node)
+
+    def foreign_changed(self) -> Effects:
+        """The foreign links came or went: they join the `L` lists we send."""
+        if self.foreign is None:
+            return NOTHING
+        entries = self.foreign.link_entries()
+        return self._apply(self.network.set_foreign(entries, self._ctx.clock()))
 
     def send_remote_digit(self, node: str, digit: str) -> Effects:
         """Remote command mode: one digit to `node` as a `D` text (CommandError when `node` is

@@ -292,8 +292,14 @@ def link_detail(link: Mapping[str, Any] | None) -> str:
         f"{link.get('node')}: {link.get('direction', '-')}",
         str(link.get("addr") or "-"),
         str(link.get("codec") or "no codec yet"),
-        f"handshake {link.get('newkey', '-')}",
     ]
+    echolink = link.get("echolink")
+    if isinstance(echolink, Mapping):
+        # An EchoLink station: who it is, not a newkey handshake.
+        name = f" ({echolink.get('name')})" if echolink.get("name") else ""
+        parts.append(f"EchoLink {echolink.get('callsign')}{name}")
+    else:
+        parts.append(f"handshake {link.get('newkey', '-')}")
     if link.get("permanent"):
         parts.append("permanent")
     if link.get("call") is not None:
