@@ -59,7 +59,7 @@ impl std::fmt::Display for BadFrame {
 
 impl std::error::Error for BadFrame {}
 
-/// Writes fields MSB first.
+/// Writes fields of at most 8 bits MSB first (a field then spans at most two bytes).
 struct BitWriter<'a> {
     out: &'a mut [u8; FRAME_BYTES],
     bit: usize,
@@ -67,19 +67,20 @@ struct BitWriter<'a> {
 
 impl BitWriter<'_> {
     fn put(&mut self, value: i16, bits: u32) {
-        for b in (0..bits).rev() {
-            let set = (value >> b) & 1 != 0;
-            if let Some(byte) = self.out.get_mut(self.bit / 8) {
-                if set {
-                    *byte |= 0x80 >> (self.bit % 8);
-                }
-            }
-            self.bit += 1;
+        let (byte, off) = (self.bit / 8, (self.bit % 8) as u32);
+        let field = (value as u16) & ((1 << bits) - 1);
+        let w = field << (16 - off - bits);
+        if let Some(b) = self.out.get_mut(byte) {
+            *b |= (w >> 8) as u8;
         }
+        if let Some(b) = self.out.get_mut(byte + 1) {
+            *b |= w as u8;
+        }
+        self.bit += bits as usize;
     }
 }
 
-/// Reads fields MSB first.
+/// Reads fields of at most 8 bits MSB first.
 struct BitReader<'a> {
     data: &'a [u8; FRAME_BYTES],
     bit: usize,
@@ -87,13 +88,12 @@ struct BitReader<'a> {
 
 impl BitReader<'_> {
     fn get(&mut self, bits: u32) -> i16 {
-        let mut v = 0i16;
-        for _ in 0..bits {
-            let byte = self.data.get(self.bit / 8).copied().unwrap_or(0);
-            v = (v << 1) | i16::from((byte >> (7 - self.bit % 8)) & 1);
-            self.bit += 1;
-        }
-        v
+        let (byte, off) = (self.bit / 8, (self.bit % 8) as u32);
+        let hi = u16::from(self.data.get(byte).copied().unwrap_or(0));
+        let lo = u16::from(self.data.get(byte + 1).copied().unwrap_or(0));
+        let w = (hi << 8) | lo;
+        self.bit += bits as usize;
+        ((w >> (16 - off - bits)) & ((1 << bits) - 1)) as i16
     }
 }
 

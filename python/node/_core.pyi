@@ -548,7 +548,8 @@ class Engine:
         for it plus an 80 ms hang. ValueError for an id below 32768; `CommandFailed` for an
         id or a station that already has a leg."""
     def remove_echolink_leg(self, leg: int) -> None:
-        """Remove an EchoLink station's leg (its address is free for a new leg)."""
+        """Remove an EchoLink station's leg (its address is free for a new leg); ValueError
+        for an id below 32768 (an IAX2 call's leg goes with `remove_leg`)."""
     def echolink_leg_stats(self, leg: int) -> dict[str, int] | None:
         """One EchoLink leg's counters as of the last publication (every half second and on
         every change of legs), None without the leg: packets_in, frames_in,

@@ -107,6 +107,16 @@ fn addr_from_py(host: &str, port: u16) -> PyResult<SocketAddr> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// `leg` if it is an EchoLink leg id (outside IAX2's 15-bit call numbers).
+fn echolink_leg_id(leg: u16) -> PyResult<u16> {
+    if leg < FIRST_LEG {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "EchoLink leg id {leg} is an IAX2 call number (accepted: {FIRST_LEG}..=65535)"
+        )));
+    }
+    Ok(leg)
+}
+
 /// The engine thread that owns the IAX2 UDP socket.
 #[pyclass(name = "Engine", module = "node._core")]
 pub struct PyEngine {
@@ -691,11 +701,7 @@ impl PyEngine {
         keying: &str,
         dtmf: bool,
     ) -> PyResult<()> {
-        if leg < FIRST_LEG {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "EchoLink leg id {leg} is an IAX2 call number (accepted: {FIRST_LEG}..=65535)"
-            )));
-        }
+        echolink_leg_id(leg)?;
         let ours = self.inner.echolink_addrs().map_or(5198, |(a, _)| a.port());
         let to = addr_from_py(ip, port.unwrap_or(ours))?;
         Ok(self
@@ -710,8 +716,9 @@ impl PyEngine {
             }))?)
     }
 
-    /// Remove an EchoLink station's leg.
+    /// Remove an EchoLink station's leg (ValueError for an IAX2 call number).
     fn remove_echolink_leg(&self, leg: u16) -> PyResult<()> {
+        echolink_leg_id(leg)?;
         Ok(self.inner.command(Command::RemoveLeg(leg))?)
     }
 

@@ -250,6 +250,13 @@ impl Worker {
         }
     }
 
+    /// Commands queued while the thread waited apply before what woke it is read: a leg added
+    /// just before its first datagram hears that datagram.
+    fn before_reading(&mut self) {
+        self.apply_commands(self.now_ms(Instant::now()));
+        self.refresh_echolink();
+    }
+
     /// The descriptors to wait on: the transport's, then the EchoLink ports' while open.
     fn poll_fds(&self, transport_fd: RawFd) -> ([RawFd; 3], usize) {
         match &self.echolink {
@@ -502,6 +509,7 @@ impl Worker {
                     self.stats_legs = self.leg_count();
                 }
                 let ready = self.sleep_idle(fd);
+                self.before_reading();
                 if ready.transport {
                     self.drain_socket(&mut batch, Instant::now() + TICK);
                 }
@@ -554,6 +562,7 @@ impl Worker {
             }
             let ready = self.wait_sockets(fd, next_tick - now);
             bump(&self.shared.counters.wakeups, 1);
+            self.before_reading();
             if ready.transport {
                 self.drain_socket(&mut batch, next_tick);
             }

@@ -230,13 +230,16 @@ fn ltp_parameters(d: &[i16; 40], dp: &[i16; 280], base: usize) -> (i16, i16) {
         norm(i32::from(dmax) << 16)
     };
     let scal = if temp > 6 { 0 } else { 6 - temp };
-    let wt: [i32; 40] = std::array::from_fn(|k| i32::from(d[k] >> scal));
-    // The search: every product fits (|wt| < 2^9, |dp| <= 2^15, 40 terms < 2^30).
+    let wt: [i16; 40] = std::array::from_fn(|k| d[k] >> scal);
+    // The search: every product fits (|wt| < 2^9, |dp| <= 2^15, 40 terms < 2^30). Kept as
+    // 16-bit products summed in 32 bits, the form SIMD multiply-add instructions take.
     let mut l_max = 0i32;
     let mut nc = 40usize;
     for lambda in 40..=120usize {
-        let past = dp.get(base - lambda..base - lambda + 40).unwrap_or(&[]);
-        let l_result: i32 = wt.iter().zip(past).map(|(&w, &x)| w * i32::from(x)).sum();
+        let l_result = match dp.get(base - lambda..base - lambda + 40) {
+            Some(past) => dot40(&wt, past),
+            None => 0,
+        };
         if l_result > l_max {
             nc = lambda;
             l_max = l_result;
@@ -261,6 +264,15 @@ fn ltp_parameters(d: &[i16; 40], dp: &[i16; 280], base: usize) -> (i16, i16) {
     let s = ((l_power << temp) >> 16) as i16;
     let bc = (0..3).find(|&bc| r <= mult(s, DLB[bc])).unwrap_or(3);
     (nc, bc as i16)
+}
+
+/// The cross-correlation of one lag: 40 products of 16-bit samples, summed in 32 bits.
+#[inline(always)]
+fn dot40(wt: &[i16; 40], past: &[i16]) -> i32 {
+    wt.iter()
+        .zip(past)
+        .map(|(&w, &x)| i32::from(w) * i32::from(x))
+        .sum()
 }
 
 /// Clauses 4.2.13 to 4.2.17: the RPE parameters of the long-term residual e(5..45) (with

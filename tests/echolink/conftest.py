@@ -143,4 +143,8 @@ def node(
 
 @pytest.fixture
 def events(node: NodeProcess) -> EventLog:
-    return EventLog(node)
+    """The node's event stream, subscribed (its first snapshot in) before the test acts: what
+    the test's first command causes may otherwise happen before the subscription."""
+    log = EventLog(node)
+    log.wait("snapshot")
+    return log

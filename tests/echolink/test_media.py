@@ -71,6 +71,7 @@ def qso(node: NodeProcess, svxlink: SvxLink, link_phone: tuple[Softphone, int]) 
     """Our node in a QSO with SvxLink, with the IAX2 link up beside it."""
     wait_logged_in(node)
     events = EventLog(node)
+    events.wait("snapshot")
     call_svxlink(
         events,
         lambda: node.post("/link", {"action": "connect", "node": SVX_LINK}).raise_for_status(),

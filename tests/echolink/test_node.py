@@ -139,7 +139,7 @@ def test_twenty_stations_at_once_and_the_next_is_refused_as_full(
         while status(node)["directory"]["stations"] < 22 and time.monotonic() < deadline:
             time.sleep(0.05)
         events = EventLog(node)
-        wait_event(events, lambda e: e["event"] == "snapshot")
+        events.wait("snapshot")
         started = time.monotonic()
         for s in stations[:20]:
             s.call(f"{prefix}.3")

@@ -167,6 +167,8 @@ def test_leg_ids_are_checked_and_a_leg_goes(engine: Engine) -> None:
         failed = [e for e in engine.drain_events() if isinstance(e, CommandFailed)]
         time.sleep(0.01)
     assert "already has a leg" in failed[0].message
+    with pytest.raises(ValueError, match="IAX2 call number"):
+        engine.remove_echolink_leg(CALLNO)
     engine.remove_echolink_leg(LEG)
     while engine.echolink_leg_stats(LEG) is not None and time.monotonic() < deadline:
         time.sleep(0.01)

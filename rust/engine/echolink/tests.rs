@@ -144,3 +144,48 @@ fn a_flood_of_garbage_is_read_and_counted() {
     assert_eq!(c.audio_in, 200);
     assert_eq!(c.control_in, 1);
 }
+
+#[test]
+fn an_idle_engine_with_the_ports_open_still_sleeps_and_a_leg_starts_the_clock() {
+    let engine = engine();
+    let (audio, _) = engine.echolink_open(LO, 0, 0).expect("open");
+    std::thread::sleep(Duration::from_millis(100));
+    let w0 = engine.counters().wakeups;
+    let t0 = engine.tick_stats().ticks;
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        engine.counters().wakeups - w0 <= 1,
+        "{:?}",
+        engine.counters()
+    );
+    assert_eq!(engine.tick_stats().ticks, t0, "no tick without a leg");
+    // A leg is media that changes with time: the clock runs, and the station's audio plays.
+    let station = UdpSocket::bind(SocketAddr::new(LO, 0)).expect("station");
+    let spec = crate::media::EchoLinkLegSpec {
+        leg: crate::media::FIRST_LEG,
+        ip: LO,
+        to: station.local_addr().expect("addr"),
+        mode: crate::media::LegMode::Transceive,
+        keying: crate::media::RxKeying::Voice,
+        dtmf: false,
+    };
+    engine
+        .command(crate::engine::Command::AddEchoLinkLeg(spec))
+        .expect("add");
+    let mut enc = crate::gsm::Encoder::default();
+    let frames = std::array::from_fn(|i| {
+        let pcm: [i16; 160] = std::array::from_fn(|n| (((i * 160 + n) % 16) as i16 - 8) * 800);
+        enc.encode(&pcm)
+    });
+    let mut packet = Vec::new();
+    build(0, &frames, &mut packet);
+    station.send_to(&packet, audio).expect("send");
+    assert!(wait_for(|| engine.tick_stats().ticks > t0 + 5));
+    assert!(wait_for(|| engine.jitter_stats().iter().any(
+        |(leg, s)| *leg == crate::media::FIRST_LEG && s.frames_in == 4
+    )));
+    assert!(wait_for(|| engine
+        .echolink_leg_stats(crate::media::FIRST_LEG)
+        .is_some_and(|s| s.packets_in == 1)));
+    assert_eq!(engine.echolink_counters().audio_unrouted, 0);
+}
