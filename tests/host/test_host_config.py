@@ -75,6 +75,16 @@ def test_further_node_may_not_set_a_shared_section(tmp_path: Path) -> None:
     assert "[audio]" in str(err)  # the accepted keys of a node are named
 
 
+def test_echolink_is_one_station_per_host(tmp_path: Path) -> None:
+    """UDP 5198/5199 are fixed ports: `[echolink]` is given once, at the top."""
+    echolink = '[echolink]\ncallsign = "N0CALL-L"\nnode_number = "123456"\n'
+    config = load(tmp_path, TWO.replace("[audio]\n", echolink + "[audio]\n", 1))
+    first, second = config.hosted
+    assert first.echolink is not None and first.echolink.callsign == "N0CALL-L"
+    err = fault(tmp_path, TWO + echolink.replace("[echolink]", "[nodes.2001.echolink]"))
+    assert "nodes.2001.echolink" in str(err) and "shared by every node" in str(err)
+
+
 def test_first_node_needs_a_number(tmp_path: Path) -> None:
     err = fault(tmp_path, TWO.replace('node_id = "2000"\n', ""))
     assert "node_id" in str(err) and "first node's number" in str(err)
