@@ -526,6 +526,24 @@ pub struct NormalizeSettings {
     pub max_gain_db: f64,
 }
 
+/// The default target: a voice whose peaks reach ASL3's calibration level (1 kHz at 3 kHz
+/// deviation, about 7000 peak, -13.4 dBFS: the AllStarLink audio-level guide and
+/// chan_simpleusb's tune display) measures about -29 to -31 LUFS (espeak-ng speech: -31.5
+/// aligned on its highest peak, -29.3 on its 99.9th percentile).
+pub const DEFAULT_TARGET_LUFS: f64 = -30.0;
+
+/// The default most a quiet voice is lifted.
+pub const DEFAULT_MAX_GAIN_DB: f64 = 15.0;
+
+impl Default for NormalizeSettings {
+    fn default() -> Self {
+        NormalizeSettings {
+            target_lufs: DEFAULT_TARGET_LUFS,
+            max_gain_db: DEFAULT_MAX_GAIN_DB,
+        }
+    }
+}
+
 /// The deepest cut the normaliser makes (a voice 30 dB over the target is a fault, not a level).
 pub const MAX_CUT_DB: f64 = 30.0;
 

@@ -37,6 +37,7 @@ mod engine;
 mod errors;
 mod events;
 mod frame;
+mod loudness;
 mod mixer;
 mod plc;
 mod resampler;
@@ -53,6 +54,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     engine::register(m)?;
     events::register(m)?;
     mixer::register(m)?;
+    loudness::register(m)?;
     plc::register(m)?;
     resampler::register(m)?;
     device::register(m)?;

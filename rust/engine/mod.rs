@@ -31,7 +31,8 @@ use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
 use crate::jitter::{Concealment, ControlKind, JitterConfig, JitterStats};
-use crate::media::{LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
+use crate::loudness::NormalizeSettings;
+use crate::media::{Levels, LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 use crate::transport::{Transport, TunnelStats, UdpTransport};
@@ -211,6 +212,8 @@ pub enum Command {
     StopPlay(u32),
     /// Parrot mode with these settings, or the conference (`None`).
     SetParrot(Option<ParrotSettings>),
+    /// Normalise legs' received voices by default (`on`), with these settings for all.
+    SetNormalize(bool, NormalizeSettings),
     /// The local receiver has a carrier detector: its audio is heard only while keyed.
     SetLocalGated(bool),
 }
@@ -240,6 +243,7 @@ struct Shared {
     local: Mutex<LocalPort>,
     ticks: Mutex<TickStats>,
     jitter: Mutex<Vec<(u16, JitterStats)>>,
+    levels: Mutex<Levels>,
     queue_limit: usize,
     frame_len: usize,
     counters: Counters,
@@ -369,6 +373,7 @@ impl Engine {
                 max_us: 0,
             }),
             jitter: Mutex::new(Vec::new()),
+            levels: Mutex::new(Levels::default()),
             queue_limit: cfg.queue_limit.max(1),
             frame_len: station.frame_len(),
             counters: Counters::default(),
@@ -600,6 +605,11 @@ impl Engine {
     /// Jitter-buffer statistics of every leg, as of the last tick.
     pub fn jitter_stats(&self) -> Vec<(u16, JitterStats)> {
         lock(&self.shared.jitter).clone()
+    }
+
+    /// Every leg's and the local radio's loudness meters, as of the last statistics tick.
+    pub fn levels(&self) -> Levels {
+        lock(&self.shared.levels).clone()
     }
 
     pub fn is_running(&self) -> bool {

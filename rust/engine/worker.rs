@@ -112,6 +112,7 @@ impl Worker {
             Command::StopPlay(id) => st.stop_playing(id, events),
             Command::SetParrot(settings) => st.set_parrot(settings),
             Command::SetLocalGated(on) => st.set_local_gated(on),
+            Command::SetNormalize(on, settings) => st.set_normalize(on, settings),
         }
         Ok(())
     }
@@ -226,6 +227,7 @@ impl Worker {
         if self.stats_age >= STATS_EVERY_TICKS || legs != self.stats_legs {
             self.station
                 .fill_jitter_stats(&mut lock(&self.shared.jitter));
+            self.station.fill_levels(&mut lock(&self.shared.levels));
             self.stats_age = 0;
             self.stats_legs = legs;
         }
@@ -271,6 +273,7 @@ impl Worker {
                     // The last leg went: nobody may read its figures after it.
                     self.station
                         .fill_jitter_stats(&mut lock(&self.shared.jitter));
+                    self.station.fill_levels(&mut lock(&self.shared.levels));
                     self.stats_legs = self.station.leg_count();
                 }
                 if self.sleep_idle(fd) {

@@ -128,6 +128,13 @@ impl Station {
             parrot: self
                 .parrot
                 .map(|p| Parrot::new(self.rate, self.frame_len, p)),
+            rx_meter: LoudnessMeter::new(self.rate),
+            tx_meter: LoudnessMeter::new(self.rate),
+            normalizer: spec
+                .normalize
+                .unwrap_or(self.normalize)
+                .then(|| Normalizer::new(self.rate, self.normalize_settings)),
+            normalizing: false,
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);

@@ -18,6 +18,7 @@ fn spec(callno: u16, port: u16, codec: Codec) -> LegSpec {
         call_ts_ms: 1000,
         dtmf: false,
         link: false,
+        normalize: None,
     }
 }
 

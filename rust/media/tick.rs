@@ -31,6 +31,9 @@ impl Station {
         self.pull_legs(now_ms, out);
         if let Some(slot) = self.local_slot {
             let local_in = self.local_in.take();
+            if let Some(pcm) = local_in.as_deref() {
+                self.local_rx_meter.feed(pcm);
+            }
             let muted = match self.local_dtmf.as_mut() {
                 Some(ib) => ib.frame(local_in.as_deref(), &self.silence, |digit| {
                     out.events.push(MediaEvent::Dtmf {
@@ -99,6 +102,9 @@ impl Station {
         }
         self.local_hears |= self.player.keys_local() || echo || (local_only && self.local_member);
         self.local_speaker = self.local_member || local_only || self.player.local().is_some();
+        if self.local_speaker {
+            self.local_tx_meter.feed(&self.local_out);
+        }
         if self.local_hears != self.local_tx {
             self.local_tx = self.local_hears;
             out.events.push(MediaEvent::LocalTx {
@@ -173,6 +179,7 @@ impl Station {
             }
             if ready {
                 leg.last_audio_ms = now_ms;
+                leg.rx_meter.feed(&leg.pcm);
             }
             let mixed = match leg.spec.keying {
                 RxKeying::Always => {
@@ -223,6 +230,16 @@ impl Station {
                 }
                 None => false,
             };
+            // What the voice says is normalised after the DTMF detector heard it as it came.
+            if let Some(norm) = leg.normalizer.as_mut() {
+                if heard && !muted {
+                    norm.process(&mut leg.pcm);
+                    leg.normalizing = true;
+                } else if leg.normalizing {
+                    norm.pause();
+                    leg.normalizing = false;
+                }
+            }
             // A muted tone still holds the talk spurt: silence, not a gap that would unkey
             // the links in the middle of a command.
             let frame = if muted {
@@ -287,6 +304,7 @@ impl Station {
             } else {
                 mix
             };
+            leg.tx_meter.feed(mix);
             let codec = leg.spec.codec;
             let stateless_edge = matches!(leg.tx_edge, Edge::Same);
             let shareable =
