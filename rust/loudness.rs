@@ -247,14 +247,19 @@ impl LoudnessMeter {
         }
     }
 
-    fn close_block(&mut self) {
-        let ms = self.sum / self.n as f64;
-        let loudness = lufs(ms);
-        let gate = if self.blocks_since_speech < GATE_MEMORY_BLOCKS && self.speech_len > 0 {
+    /// Below this a block is a pause.
+    pub fn gate_lufs(&self) -> f64 {
+        if self.blocks_since_speech < GATE_MEMORY_BLOCKS && self.speech_len > 0 {
             (lufs(self.speech_mean_square()) - PAUSE_GATE_LU).max(ABSOLUTE_GATE_LUFS)
         } else {
             ABSOLUTE_GATE_LUFS
-        };
+        }
+    }
+
+    fn close_block(&mut self) {
+        let ms = self.sum / self.n as f64;
+        let loudness = lufs(ms);
+        let gate = self.gate_lufs();
         self.last_speech = loudness > gate;
         if self.last_speech && self.blocks_since_speech >= GATE_MEMORY_BLOCKS {
             // A voice after a long silence starts a new window: the last one may be another
@@ -548,11 +553,12 @@ impl Default for NormalizeSettings {
 pub const MAX_CUT_DB: f64 = 30.0;
 
 /// How fast the gain moves while it acquires a new voice (its first [`ACQUIRE_BLOCKS`] of
-/// speech), dB per second of speech.
-pub const ACQUIRE_DB_PER_S: f64 = 8.0;
+/// speech), dB per second of speech: a voice 12 dB off is at the target within a second of
+/// speech once the meter has heard 400 ms of it.
+pub const ACQUIRE_DB_PER_S: f64 = 16.0;
 
-/// Speech blocks the normaliser acquires for: 3 s.
-pub const ACQUIRE_BLOCKS: u32 = 30;
+/// Speech blocks the normaliser acquires for: 2 s.
+pub const ACQUIRE_BLOCKS: u32 = 20;
 
 /// How fast the gain follows a known voice afterwards: seconds to move a few dB, never within a
 /// syllable.
@@ -562,10 +568,14 @@ pub const TRACK_DB_PER_S: f64 = 1.5;
 /// already goes out with the voice's gain, and a DTMF digit lasts only a few frames.
 const TONE_FRAMES: u8 = 1;
 
+/// Frames of voice in a row that end standing aside for a tone.
+const VOICE_FRAMES: u8 = 2;
+
 /// One incoming voice brought to the target (see `docs/media.md`, "Loudness").
 #[derive(Debug, Clone)]
 pub struct Normalizer {
     settings: NormalizeSettings,
+    rate: u32,
     meter: LoudnessMeter,
     limiter: Limiter,
     /// The voice's gain, dB: moved only during speech.
@@ -578,12 +588,14 @@ pub struct Normalizer {
     tone_view: Vec<i16>,
     history: [i16; TONE_ORDER],
     tone_run: u8,
+    voice_run: u8,
 }
 
 impl Normalizer {
     pub fn new(rate: u32, settings: NormalizeSettings) -> Self {
         Normalizer {
             settings,
+            rate,
             meter: LoudnessMeter::new(rate),
             limiter: Limiter::new(rate),
             gain_db: 0.0,
@@ -593,6 +605,7 @@ impl Normalizer {
             tone_view: Vec::with_capacity(160),
             history: [0; TONE_ORDER],
             tone_run: 0,
+            voice_run: 0,
         }
     }
 
@@ -616,6 +629,7 @@ impl Normalizer {
         self.limiter.reset();
         self.history = [0; TONE_ORDER];
         self.tone_run = 0;
+        self.voice_run = 0;
     }
 
     /// Added delay in samples (the limiter's look-ahead).
@@ -640,17 +654,37 @@ impl Normalizer {
         {
             self.history.copy_from_slice(tail);
         }
-        self.tone_run = if tone {
-            self.tone_run.saturating_add(1)
-        } else {
-            0
-        };
+        // Unweighted, which is near enough to tell a pause from a voice.
+        let power = pcm
+            .iter()
+            .map(|&s| f64::from(s) * f64::from(s))
+            .sum::<f64>()
+            / (pcm.len().max(1) as f64 * FULL_SCALE * FULL_SCALE);
+        let pause = lufs(power) <= self.meter.gate_lufs();
+        // A pause between the digits of a DTMF string (or a CW ID's gaps) keeps the normaliser
+        // standing aside, and so does the frame a tone ends in: only two frames of voice in a
+        // row bring its gain back.
+        if tone {
+            self.tone_run = self.tone_run.saturating_add(1);
+            self.voice_run = 0;
+        } else if !pause {
+            self.voice_run = self.voice_run.saturating_add(1);
+            if self.voice_run >= VOICE_FRAMES {
+                self.tone_run = 0;
+            }
+        }
         if !tone {
             // Tones never teach the meter: a long DTMF string or a CW ID moves no gain.
             let closed = self.meter.feed(pcm);
             if closed > 0 && self.meter.speaking() {
                 self.speech_blocks = self.speech_blocks.saturating_add(closed as u32);
-                self.steer(closed);
+            }
+            // The gain moves a frame's worth while the voice speaks, and only then: the last
+            // block was speech and this frame is above the gate, so it freezes from the first
+            // frame of a pause.
+            if self.meter.speaking() && !pause {
+                let frame_s = pcm.len() as f64 / f64::from(self.rate);
+                self.steer(frame_s);
             }
         }
         let standing_aside = self.tone_run >= TONE_FRAMES;
@@ -668,8 +702,8 @@ impl Normalizer {
         self.applied = want;
     }
 
-    /// Move the gain towards the target after `blocks` new blocks of speech.
-    fn steer(&mut self, blocks: usize) {
+    /// Move the gain towards the target for `seconds` of speech.
+    fn steer(&mut self, seconds: f64) {
         let Some(loudness) = self.meter.short_term() else {
             return;
         };
@@ -680,7 +714,7 @@ impl Normalizer {
         } else {
             TRACK_DB_PER_S
         };
-        let step = rate * f64::from(BLOCK_MS) / 1000.0 * blocks as f64;
+        let step = rate * seconds;
         self.gain_db += (wanted - self.gain_db).clamp(-step, step);
     }
 }

@@ -588,7 +588,12 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
         peer=Address("register.example.org", 4569), node_id="2000", refresh=60
     )
     assert dict(config.links) == {
-        "2000": LinkConfig(shape="standard", username="radio", addr=Address("192.0.2.10", 4569))
+        "2000": LinkConfig(
+            shape="standard",
+            username="radio",
+            addr=Address("192.0.2.10", 4569),
+            normalize=True,
+        )
     }
     assert config.portal is not None
     assert config.statpost == StatpostConfig()

@@ -281,6 +281,7 @@ class Controller(Router):
             "tx": self._transmit.tx_json(now),
             "registration": self.registration_status(),
             "tunnel": self._tunnel_json(),
+            "levels": self.levels_json(),
         }
         if self._bridge is not None:
             snap["bridge"] = self._bridge.topology.to_json()
@@ -310,6 +311,7 @@ class Controller(Router):
             "announce": self._announcements.stats(),
             "tunnel": tunnel_stats(self._transport.tunnel()),
             "health": self._health_json(),
+            "levels": self.levels_json(),
         }
 
     def stat_report(self) -> StatReport:

@@ -328,6 +328,10 @@ class RunningNode:
                 jitter_target_extra_ms=config.bridge.jitter_target_extra_ms,
                 jitter_max_ms=config.bridge.jitter_max_ms,
             )
+            bridge = config.bridge
+            transport.engine.set_normalize(
+                bridge.normalize, bridge.loudness_target, bridge.normalize_max_gain_db
+            )
         except EngineError as exc:
             if tunnel is not None:
                 raise _bind_error(

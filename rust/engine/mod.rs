@@ -32,7 +32,7 @@ use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
 use crate::jitter::{Concealment, ControlKind, JitterConfig, JitterStats};
 use crate::loudness::NormalizeSettings;
-use crate::media::{Levels, LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS};
+use crate::media::{LegMode, LegSpec, Levels, MediaEvent, RxKeying, Station, FRAME_MS};
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
 use crate::transport::{Transport, TunnelStats, UdpTransport};

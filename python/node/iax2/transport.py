@@ -164,6 +164,10 @@ class EngineTransport:
         """Every media leg's jitter-buffer figures, by call number."""
         return self._engine.jitter_stats()
 
+    def levels(self) -> dict[str, Any]:
+        """Every leg's and the local radio's loudness meters (`Engine.levels`)."""
+        return self._engine.levels()
+
     def tunnel(self) -> dict[str, Any] | None:
         """The WireGuard tunnel's figures (`Engine.tunnel`), None on plain UDP."""
         return self._engine.tunnel()
