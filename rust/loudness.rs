@@ -50,6 +50,10 @@ pub const GATE_MEMORY_BLOCKS: u32 = 100;
 
 const FULL_SCALE: f64 = 32768.0;
 
+/// A sample this large is at full scale: µ-law's top code decodes to 32124 (A-law's to 32256),
+/// so a voice clipped before a G.711 leg never reaches 32767. 0.17 dB below full scale.
+pub const CLIP_LEVEL: u16 = 32124;
+
 /// Loudness of a mean square (of the K-weighted signal scaled to ±1).
 fn lufs(mean_square: f64) -> f64 {
     if mean_square <= 0.0 {
@@ -161,7 +165,7 @@ pub struct LoudnessReading {
     pub short_term_lufs: f64,
     /// The highest sample over the last 3 s (pauses included), dBFS.
     pub peak_dbfs: f64,
-    /// Samples at full scale (±32767 or -32768) since the meter started.
+    /// Samples at full scale since the meter started (at or beyond [`CLIP_LEVEL`]).
     pub clipped: u64,
     /// The last complete block was speech.
     pub speech: bool,
@@ -222,7 +226,7 @@ impl LoudnessMeter {
                 sum += y * y;
                 let a = s.unsigned_abs();
                 peak = peak.max(a);
-                clipped += u64::from(a >= 32767);
+                clipped += u64::from(a >= CLIP_LEVEL);
             }
             self.sum += sum;
             self.peak = self.peak.max(peak);
@@ -552,13 +556,14 @@ impl Default for NormalizeSettings {
 /// The deepest cut the normaliser makes (a voice 30 dB over the target is a fault, not a level).
 pub const MAX_CUT_DB: f64 = 30.0;
 
-/// How fast the gain moves while it acquires a new voice (its first [`ACQUIRE_BLOCKS`] of
-/// speech), dB per second of speech: a voice 12 dB off is at the target within a second of
-/// speech once the meter has heard 400 ms of it.
-pub const ACQUIRE_DB_PER_S: f64 = 16.0;
+/// How fast the gain may move while it acquires a new voice (until its meter's window holds
+/// [`ACQUIRE_BLOCKS`] of speech), dB per second of speech: a voice 12 dB off is at its first
+/// estimate 0.3 s after the meter has heard 400 ms of it. The estimate is the mean of all the
+/// speech heard so far, so it settles as the window fills rather than following syllables.
+pub const ACQUIRE_DB_PER_S: f64 = 40.0;
 
-/// Speech blocks the normaliser acquires for: 2 s.
-pub const ACQUIRE_BLOCKS: u32 = 20;
+/// Speech blocks the normaliser acquires for: the meter's whole window, 3 s.
+pub const ACQUIRE_BLOCKS: u32 = SPEECH_BLOCKS as u32;
 
 /// How fast the gain follows a known voice afterwards: seconds to move a few dB, never within a
 /// syllable.

@@ -162,14 +162,17 @@ fn peak_and_clips_are_counted_and_the_peak_forgets_after_3_s() {
     x[100] = i16::MAX;
     x[200] = i16::MIN;
     x[300] = -32767;
+    // µ-law's top code, and one step below it.
+    x[400] = 32124;
+    x[500] = -32123;
     m.feed(&x);
     let r = m.reading();
     assert!(close(r.peak_dbfs, 0.0, 0.001), "{r:?}");
-    assert_eq!(r.clipped, 3);
+    assert_eq!(r.clipped, 4);
     m.feed(&tone(1000.0, 8000.0, 1638.0, 8000 * 3));
     let r = m.reading();
     assert!(close(r.peak_dbfs, -26.0, 0.1), "{r:?}");
-    assert_eq!(r.clipped, 3);
+    assert_eq!(r.clipped, 4);
 }
 
 #[test]
