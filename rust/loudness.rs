@@ -109,7 +109,7 @@ pub struct KWeighting {
 }
 
 // The analogue prototypes' parameters, fitted to the standard's 48 kHz coefficients.
-const SHELF_HZ: f64 = 1681.974_450_955_533;
+const SHELF_HZ: f64 = 1_681.974_450_955_533;
 const SHELF_GAIN_DB: f64 = 3.999_843_853_973_347;
 const SHELF_Q: f64 = 0.707_175_236_955_419_6;
 /// The exponent relating the shelf's band-edge gain to its full gain.
@@ -332,43 +332,27 @@ const TONE_FLATNESS_DB: f64 = 3.0;
 /// Frames quieter than this (dBFS mean power) are never called tones.
 const TONE_FLOOR_DBFS: f64 = -55.0;
 
-/// Whether `x` (one frame, with `history`, the [`TONE_ORDER`] samples before it) is a steady
-/// tone: one or two sinusoids holding their level (DTMF, CW, a courtesy or telemetry tone; a
-/// chord of three beats too slowly to hold its level over a frame and counts as a voice). Covariance-method linear prediction, so the frame's edges do not count as
-/// prediction error.
-pub fn is_tone(history: &[i16; TONE_ORDER], x: &[i16]) -> bool {
+/// Whether a frame is a steady tone: one or two sinusoids holding their level (DTMF, CW, a
+/// courtesy or telemetry tone; a chord of three beats too slowly to hold its level over a
+/// frame and counts as a voice). `buf` is the [`TONE_ORDER`] samples before the frame, then the
+/// frame. Covariance-method linear prediction, so the frame's edges do not count as prediction
+/// error. The cheap tests (level, flatness) run first: most frames stop there.
+pub fn is_tone(buf: &[i16]) -> bool {
+    let (Some(history), Some(x)) = (buf.get(..TONE_ORDER), buf.get(TONE_ORDER..)) else {
+        return false;
+    };
     let n = x.len();
-    if n < 4 * TONE_ORDER {
+    if n < 4 * TONE_ORDER || history.len() != TONE_ORDER {
         return false;
     }
-    let at = |i: isize| -> f64 {
-        // Index `i` of the frame, reaching back into the history for negative indices.
-        if i >= 0 {
-            x.get(i as usize).map_or(0.0, |&s| f64::from(s))
-        } else {
-            history
-                .get((TONE_ORDER as isize + i) as usize)
-                .map_or(0.0, |&s| f64::from(s))
-        }
+    // Exact integer sums: 16-bit squares over a frame fit an i64 with room to spare.
+    let dot = |a: &[i16], b: &[i16]| -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(&p, &q)| i64::from(p) * i64::from(q))
+            .sum::<i64>() as f64
     };
-    // phi[i][j] = sum over the frame of x[t-i] x[t-j]; each diagonal from its first element.
-    let mut phi = [[0.0f64; TONE_ORDER + 1]; TONE_ORDER + 1];
-    for j in 0..=TONE_ORDER {
-        phi[0][j] = x
-            .iter()
-            .enumerate()
-            .map(|(t, &s)| f64::from(s) * at(t as isize - j as isize))
-            .sum();
-    }
-    let last = n as isize;
-    for i in 1..=TONE_ORDER {
-        for j in i..=TONE_ORDER {
-            let (ii, jj) = (i as isize, j as isize);
-            phi[i][j] = phi[i - 1][j - 1] + at(-ii) * at(-jj) - at(last - ii) * at(last - jj);
-            phi[j][i] = phi[i][j];
-        }
-    }
-    let energy = phi[0][0];
+    let energy = dot(x, x);
     let mean_power = energy / n as f64 / (FULL_SCALE * FULL_SCALE);
     if mean_power <= 0.0 || 10.0 * mean_power.log10() < TONE_FLOOR_DBFS {
         return false;
@@ -378,12 +362,31 @@ pub fn is_tone(history: &[i16; TONE_ORDER], x: &[i16]) -> bool {
     let mut lo = f64::INFINITY;
     let mut hi = 0.0f64;
     for q in x.chunks_exact(quarter).take(4) {
-        let e: f64 = q.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+        let e = dot(q, q);
         lo = lo.min(e);
         hi = hi.max(e);
     }
     if lo <= 0.0 || 10.0 * (hi / lo).log10() > TONE_FLATNESS_DB {
         return false;
+    }
+    // Sample `i` of the frame (negative: of the history).
+    let at = |i: isize| -> f64 {
+        buf.get((TONE_ORDER as isize + i) as usize)
+            .map_or(0.0, |&s| f64::from(s))
+    };
+    // phi[i][j] = sum over the frame of x[t-i] x[t-j]; each diagonal from its first element.
+    let mut phi = [[0.0f64; TONE_ORDER + 1]; TONE_ORDER + 1];
+    for (j, cell) in phi[0].iter_mut().enumerate() {
+        let lagged = buf.get(TONE_ORDER - j..TONE_ORDER - j + n).unwrap_or(&[]);
+        *cell = dot(x, lagged);
+    }
+    let last = n as isize;
+    for i in 1..=TONE_ORDER {
+        for j in i..=TONE_ORDER {
+            let (ii, jj) = (i as isize, j as isize);
+            phi[i][j] = phi[i - 1][j - 1] + at(-ii) * at(-jj) - at(last - ii) * at(last - jj);
+            phi[j][i] = phi[i][j];
+        }
     }
     // Solve phi[1..][1..] a = phi[1..][0] by Cholesky, with a floor on the diagonal (white
     // noise 50 dB down) so a pure tone's singular matrix stays solvable.
@@ -503,7 +506,8 @@ impl Limiter {
             *n = need;
         }
         // The oldest sample in the line leaves; `need` now covers it and everything after it.
-        self.at = (at + 1) % len;
+        // A compare, not a modulo: a division per sample costs more than the rest.
+        self.at = if at + 1 == len { 0 } else { at + 1 };
         let out = self.delay.get(self.at).copied().unwrap_or(0.0);
         if self.since_peak > 2 * len && self.gain >= 1.0 {
             // No peak in sight and none being released (the slow path has written every held
@@ -512,7 +516,7 @@ impl Limiter {
         }
         let hold = self.need.iter().copied().fold(1.0f32, f32::min);
         let h = self.held.len();
-        if let Some(old) = self.held.get_mut(at % h) {
+        if let Some(old) = self.held.get_mut(if at == h { 0 } else { at }) {
             self.held_sum += f64::from(hold) - f64::from(*old);
             *old = hold;
         }
@@ -607,7 +611,7 @@ impl Normalizer {
             applied: 1.0,
             speech_blocks: 0,
             tone_step: (rate / 8000).max(1) as usize,
-            tone_view: Vec::with_capacity(160),
+            tone_view: Vec::with_capacity(160 + TONE_ORDER),
             history: [0; TONE_ORDER],
             tone_run: 0,
             voice_run: 0,
@@ -648,10 +652,11 @@ impl Normalizer {
         // coefficients that amplify the codec's noise (an 8 kHz µ-law leg's, resampled) past
         // the threshold. Taking every other sample aliases nothing below 4 kHz.
         self.tone_view.clear();
+        self.tone_view.extend_from_slice(&self.history);
         self.tone_view
             .extend(pcm.iter().step_by(self.tone_step).copied());
+        let tone = is_tone(&self.tone_view);
         let view = &self.tone_view;
-        let tone = is_tone(&self.history, view);
         if let Some(tail) = view
             .len()
             .checked_sub(TONE_ORDER)

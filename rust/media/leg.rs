@@ -130,6 +130,7 @@ impl Station {
                 .map(|p| Parrot::new(self.rate, self.frame_len, p)),
             rx_meter: LoudnessMeter::new(self.rate),
             tx_meter: LoudnessMeter::new(self.rate),
+            tx_shared: false,
             normalizer: spec
                 .normalize
                 .unwrap_or(self.normalize)

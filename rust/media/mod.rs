@@ -215,9 +215,12 @@ struct Leg {
     inband: Option<InbandDtmf>,
     /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
     parrot: Option<Parrot>,
-    /// What arrives (every frame delivered, good or concealed) and what we send.
+    /// What arrives (every frame delivered, good or concealed) and what we send (when it is
+    /// the leg's own mix: see `Station::shared_tx`).
     rx_meter: LoudnessMeter,
     tx_meter: LoudnessMeter,
+    /// The last frame sent was the shared conference mix, metered once for all its listeners.
+    tx_shared: bool,
     /// The normaliser of what arrives, when on; and whether it ran last tick.
     normalizer: Option<Normalizer>,
     normalizing: bool,
@@ -273,6 +276,10 @@ pub struct Station {
     /// Normalisation of legs without an override of their own, and its settings for all.
     normalize: bool,
     normalize_settings: NormalizeSettings,
+    /// What the listeners who share one payload hear (the conference total, with the clips for
+    /// calls `[0]` or for links `[1]`), metered once per tick for all of them: a hub's
+    /// thousands of listeners must not each run a meter on the same frame.
+    shared_tx: [LoudnessMeter; 2],
     /// The local radio's meters: its receiver into the conference, its output.
     local_rx_meter: LoudnessMeter,
     local_tx_meter: LoudnessMeter,
@@ -348,6 +355,7 @@ impl Station {
             local_parrot: None,
             normalize: false,
             normalize_settings: NormalizeSettings::default(),
+            shared_tx: [LoudnessMeter::new(rate), LoudnessMeter::new(rate)],
             local_rx_meter: LoudnessMeter::new(rate),
             local_tx_meter: LoudnessMeter::new(rate),
             decoded: Vec::with_capacity(frame_len * 2),
@@ -542,10 +550,14 @@ impl Station {
     /// Every meter, written into a reused buffer.
     pub fn fill_levels(&self, out: &mut Levels) {
         out.legs.clear();
+        let shared = &self.shared_tx;
         out.legs.extend(self.legs.iter().map(|l| LegLevels {
             callno: l.spec.callno,
             rx: l.rx_meter.reading(),
-            tx: l.tx_meter.reading(),
+            tx: match shared.get(usize::from(l.spec.link)) {
+                Some(meter) if l.tx_shared => meter.reading(),
+                _ => l.tx_meter.reading(),
+            },
             gain_db: l.normalizer.as_ref().map(Normalizer::gain_db),
         }));
         out.local = Some((self.local_rx_meter.reading(), self.local_tx_meter.reading()));

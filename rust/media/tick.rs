@@ -265,6 +265,7 @@ impl Station {
         // Calls and links may hear different announcements, and a parrot's echo is its leg's
         // own, so the key is (codec, link) and an echoing leg never shares.
         let mut shared: Vec<((Codec, bool), usize)> = Vec::new();
+        let mut shared_metered = [false; 2];
         for leg in &mut self.legs {
             let transmits = leg.spec.mode.transmits();
             // Announcements reach calls (to_air) and, only when asked, the links.
@@ -304,11 +305,26 @@ impl Station {
             } else {
                 mix
             };
-            leg.tx_meter.feed(mix);
             let codec = leg.spec.codec;
             let stateless_edge = matches!(leg.tx_edge, Edge::Same);
             let shareable =
                 stateless_edge && echo.is_none() && self.conference.hears_total(leg.slot);
+            // The mix is the same for every leg that hears the total with the same clips,
+            // whatever its codec or edge: metered once per tick for them all.
+            leg.tx_shared = self.conference.hears_total(leg.slot) && echo.is_none();
+            if leg.tx_shared {
+                let k = usize::from(leg.spec.link);
+                if let (Some(meter), Some(done)) =
+                    (self.shared_tx.get_mut(k), shared_metered.get_mut(k))
+                {
+                    if !*done {
+                        meter.feed(mix);
+                        *done = true;
+                    }
+                }
+            } else {
+                leg.tx_meter.feed(mix);
+            }
             let key = (codec, leg.spec.link);
             let payload = match shared.iter().find(|(k, _)| *k == key) {
                 Some(&(_, i)) if shareable => i,
