@@ -261,11 +261,14 @@ def conceal_frames(
     leg conceals them: "pitch" (pitch-period repetition) or "fade" (repeat-and-fade)."""
 
 def normalize_pcm(
-    pcm: _Buffer, rate: int = 8000, target_lufs: float = -30.0, max_gain_db: float = 15.0
+    pcm: _Buffer,
+    rate: int = 8000,
+    target_lufs: float | None = None,
+    max_gain_db: float | None = None,
 ) -> tuple[bytes, float]:
     """PCM (native 16-bit, 8 or 16 kHz) through a leg's normaliser in 20 ms frames, as the
     media path runs it on a voice it receives (delayed by the limiter's 1 ms look-ahead); and
-    the gain at the end, dB."""
+    the gain at the end, dB. None: `[bridge]`'s defaults (-30 LUFS, 15 dB)."""
 
 @final
 class LoudnessMeter:

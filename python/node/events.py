@@ -215,8 +215,8 @@ class Health(Event):
 
 @dataclass(frozen=True, slots=True)
 class Levels(Event):
-    """Every second while there are calls, links or a radio: each one's loudness meters, what
-    arrives and what we send (docs/control-api.md, "levels")."""
+    """Every second while there are calls or links, or the local source is keyed: each one's
+    loudness meters, what arrives and what we send (docs/control-api.md, "Levels")."""
 
     name: ClassVar[str] = "levels"
     #: `{"id": <call id>, "rx": {...}, "tx": {...}, "gain_db": ...}` per plain call.

@@ -75,7 +75,7 @@ log = logging.getLogger(__name__)
 #: links: the figures change without a state change that would publish a snapshot.
 HEALTH_INTERVAL = 5.0
 
-#: Seconds between `levels` events while there are calls, links or a radio.
+#: Seconds between `levels` events while there are calls or links, or the local source is keyed.
 LEVELS_INTERVAL = 1.0
 
 _CALL_ENDED = (c.CallHungUp, c.CallRejected, c.CallLost)
@@ -277,7 +277,9 @@ class Router:
             self._health_at = None
         elif self._health_at is None:
             self._health_at = self.now() + HEALTH_INTERVAL
-        if self._health_at is None and self._transmit.radio is None:
+        # The radio's meters move only while it talks or is talked to (keyed, or calls and
+        # links): an idle node keeps no timer for them.
+        if self._health_at is None and self._transmit.keyed_at is None:
             self._levels_at = None
         elif self._levels_at is None:
             self._levels_at = self.now() + LEVELS_INTERVAL
@@ -407,8 +409,8 @@ class Router:
         return fx
 
     def _levels_timer(self, now: float) -> Effects:
-        """Every `LEVELS_INTERVAL` while there are calls, links or a radio: the `levels` event
-        (only to someone)."""
+        """Every `LEVELS_INTERVAL` while there are calls or links, or the local source is keyed:
+        the `levels` event (only to someone)."""
         self._levels_at = now + LEVELS_INTERVAL
         if self.bus.subscriber_count:
             body = self.levels_json()

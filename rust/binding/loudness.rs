@@ -111,16 +111,20 @@ impl PyLoudnessMeter {
 
 /// `pcm` (native-endian int16 at `rate`, 8000 or 16000) through a leg's normaliser in 20 ms
 /// frames, as the media path runs it on a voice it receives (a short last frame is dropped).
-/// Returns the output (delayed by the limiter's look-ahead) and the gain at the end, dB.
+/// `target_lufs` and `max_gain_db` default (None) to `[bridge]`'s defaults. Returns the output
+/// (delayed by the limiter's look-ahead) and the gain at the end, dB.
 #[pyfunction]
-#[pyo3(signature = (pcm, rate = 8000, target_lufs = crate::loudness::DEFAULT_TARGET_LUFS, max_gain_db = crate::loudness::DEFAULT_MAX_GAIN_DB))]
+#[pyo3(signature = (pcm, rate = 8000, target_lufs = None, max_gain_db = None))]
 fn normalize_pcm<'py>(
     py: Python<'py>,
     pcm: &Bound<'py, PyAny>,
     rate: u32,
-    target_lufs: f64,
-    max_gain_db: f64,
+    target_lufs: Option<f64>,
+    max_gain_db: Option<f64>,
 ) -> PyResult<(Bound<'py, PyBytes>, f64)> {
+    let defaults = NormalizeSettings::default();
+    let target_lufs = target_lufs.unwrap_or(defaults.target_lufs);
+    let max_gain_db = max_gain_db.unwrap_or(defaults.max_gain_db);
     if rate != 8000 && rate != 16000 {
         return Err(PyValueError::new_err(format!(
             "rate {rate} (accepted: 8000, 16000)"
