@@ -40,7 +40,10 @@ fuzz_target!(|data: &[u8]| {
         pcm.resize(frame, 0);
         meter.feed(&pcm);
         let r = meter.reading();
-        assert!(r.short_term_lufs.is_finite() && r.short_term_lufs >= SILENCE_LUFS, "{r:?}");
+        assert!(
+            r.short_term_lufs.is_finite() && r.short_term_lufs >= SILENCE_LUFS,
+            "{r:?}"
+        );
         assert!(r.peak_dbfs.is_finite() && r.peak_dbfs <= 0.0, "{r:?}");
         assert!(r.clipped >= clipped, "{r:?}");
         clipped = r.clipped;
@@ -49,7 +52,12 @@ fuzz_target!(|data: &[u8]| {
         }
         norm.process(&mut pcm);
         let g = norm.gain_db();
-        assert!(g >= -MAX_CUT_DB - 1e-9 && g <= settings.max_gain_db + 1e-9, "{g}");
-        assert!(pcm.iter().all(|&s| f64::from(s.unsigned_abs()) <= limit + 0.5));
+        assert!(
+            g >= -MAX_CUT_DB - 1e-9 && g <= settings.max_gain_db + 1e-9,
+            "{g}"
+        );
+        assert!(pcm
+            .iter()
+            .all(|&s| f64::from(s.unsigned_abs()) <= limit + 0.5));
     }
 });
