@@ -906,6 +906,15 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (RADIO + "courtesy_tone = [[880, 0, 0]]\n", "radio.courtesy_tone[0]", "1 to 5000"),
     (RADIO + f"courtesy_tone = [{'[880, 0, 80], ' * 17}]\n", "radio.courtesy_tone", "steps"),
     (RADIO + "vox_threshold_db = 5\n", "radio.vox_threshold_db", "-80.0 to 0.0"),
+    # loudness normalisation
+    (MINIMAL + "[bridge]\nnormalize = 'yes'\n", "bridge.normalize", "true, false"),
+    (MINIMAL + "[bridge]\nloudness_target = -5\n", "bridge.loudness_target", "-60.0 to -10.0"),
+    (
+        MINIMAL + "[bridge]\nnormalize_max_gain_db = 40\n",
+        "bridge.normalize_max_gain_db",
+        "0.0 to 30.0",
+    ),
+    (MINIMAL + "[links.2000]\nnormalize = 1\n", "links.2000.normalize", "true, false"),
 ]
 
 
