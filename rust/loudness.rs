@@ -598,6 +598,8 @@ pub struct Normalizer {
     history: [i16; TONE_ORDER],
     tone_run: u8,
     voice_run: u8,
+    /// The last frame was a pause (or the voice had stopped).
+    after_pause: bool,
 }
 
 impl Normalizer {
@@ -615,6 +617,7 @@ impl Normalizer {
             history: [0; TONE_ORDER],
             tone_run: 0,
             voice_run: 0,
+            after_pause: true,
         }
     }
 
@@ -639,6 +642,7 @@ impl Normalizer {
         self.history = [0; TONE_ORDER];
         self.tone_run = 0;
         self.voice_run = 0;
+        self.after_pause = true;
     }
 
     /// Added delay in samples (the limiter's look-ahead).
@@ -655,7 +659,10 @@ impl Normalizer {
         self.tone_view.extend_from_slice(&self.history);
         self.tone_view
             .extend(pcm.iter().step_by(self.tone_step).copied());
-        let tone = is_tone(&self.tone_view);
+        // After a pause the history is silence, which predicts nothing of a tone's onset: the
+        // frame's own first samples stand in for it, so a digit is told from its first frame.
+        let from = if self.after_pause { TONE_ORDER } else { 0 };
+        let tone = is_tone(self.tone_view.get(from..).unwrap_or(&[]));
         let view = &self.tone_view;
         if let Some(tail) = view
             .len()
@@ -671,13 +678,17 @@ impl Normalizer {
             .sum::<f64>()
             / (pcm.len().max(1) as f64 * FULL_SCALE * FULL_SCALE);
         let pause = lufs(power) <= self.meter.gate_lufs();
+        self.after_pause = pause;
         // A pause between the digits of a DTMF string (or a CW ID's gaps) keeps the normaliser
-        // standing aside, and so does the frame a tone ends in: only two frames of voice in a
-        // row bring its gain back.
+        // standing aside, and so do the frame a tone ends in and the one the next begins in:
+        // only two frames of voice in a row bring its gain back.
         if tone {
             self.tone_run = self.tone_run.saturating_add(1);
             self.voice_run = 0;
-        } else if !pause {
+        } else if pause {
+            // A digit's onset frame after the gap is no voice's second frame.
+            self.voice_run = 0;
+        } else {
             self.voice_run = self.voice_run.saturating_add(1);
             if self.voice_run >= VOICE_FRAMES {
                 self.tone_run = 0;

@@ -8,7 +8,8 @@ measured with pyloudnorm, an independent BS.1770 meter.
     B (hot)  ---/
 
 With `[bridge] normalize` each voice reaches Q within 1 LU of the target and of the other;
-without it they reach Q as they arrived. The node's own meters (`/stats` `levels`) see what
+without it they reach Q as they arrived. Either way the quiet station's in-band DTMF reaches
+Q at its own level and decodes. The node's own meters (`/stats` `levels`) see what
 arrives and what it sends: the hot caller's clipped samples, and none sent to Q.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from node._core import DtmfDetector, dtmf_pcm
 from tests.interop.harness import running_node, wait_until
 from tests.interop.softphone import Softphone
 from tests.signals import at_loudness, espeak, int16, loudness
@@ -48,6 +50,12 @@ def voices(text: str) -> tuple[np.ndarray, np.ndarray]:
     return quiet, int16(hot)
 
 
+DIGITS = "*32000"
+TONES = np.concatenate(
+    [np.frombuffer(dtmf_pcm(RATE, DIGITS, -14.0, 80, 80), np.int16), np.zeros(1600, np.int16)]
+)
+
+
 def heard(phone: Softphone, callno: int, after: float, before: float) -> np.ndarray:
     """What `phone` heard on `callno` that arrived between two times, in timestamp order."""
     rec = phone.recording(callno)
@@ -61,7 +69,12 @@ def test_two_callers_reach_a_listener_at_one_loudness(tmp_path: Path, normalize:
     quiet, hot = voices(TEXT if normalize else SHORT)
     assert np.count_nonzero(np.abs(hot.astype(np.int32)) >= 32767) > 20
     assert loudness(hot, RATE) == pytest.approx(TARGET + 6, abs=0.3)
-    sections = f"[bridge]\nnormalize = {str(normalize).lower()}\nloudness_target = {TARGET}\n"
+    sections = (
+        f"[bridge]\nnormalize = {str(normalize).lower()}\nloudness_target = {TARGET}\n"
+        # The node's own in-band detection would mute the digits from the conference (as
+        # app_rpt does); off, they pass to the listener through the normaliser.
+        "[dtmf]\ninband = false\n"
+    )
     with (
         running_node(
             tmp_path, "node", codec_policy="ulaw_only", listener='auth = "off"', sections=sections
@@ -84,7 +97,21 @@ def test_two_callers_reach_a_listener_at_one_loudness(tmp_path: Path, normalize:
             marks.append(time.monotonic())
         levels = node.get("/stats").json()["levels"]
         snapshot_levels = node.get("/status").json()["levels"]
+        # The quiet station, whose voice the node lifts by 12 dB, types a command in-band.
+        a.send_pcm(ca, TONES)
+        wait_until("the digits to be sent", lambda: not a.sending(ca), 30)
+        time.sleep(1.2)
+        marks.append(time.monotonic())
     got = [loudness(heard(listener, q, marks[i], marks[i + 1]), RATE) for i in range(2)]
+    # The digits reach the listener whole and at the level they were sent (the voice's gain
+    # stood aside), normalised or not.
+    digits = heard(listener, q, marks[2], marks[3])
+    detector = DtmfDetector(RATE)
+    pressed = [d for kind, d in detector.process(digits.tobytes()) if kind == "pressed"]
+    assert "".join(pressed) == DIGITS
+    tone_level = 10 * np.log10(np.mean(digits[np.abs(digits) > 300].astype(float) ** 2))
+    sent_level = 10 * np.log10(np.mean(TONES[np.abs(TONES) > 300].astype(float) ** 2))
+    assert tone_level == pytest.approx(sent_level, abs=1.5)
     sent = [loudness(quiet, RATE), loudness(hot, RATE)]
     if normalize:
         for lufs in got:
