@@ -1,8 +1,8 @@
 //! The engine's user-space work at hub scale, without sockets, for counting instructions.
 //!
-//! `tick_cost LEGS TALKERS TICKS [RATE [DTMF]]` builds a station of LEGS µ-law legs at 8 kHz
-//! (at RATE 16000 every leg has a resampler at its edge; DTMF 1 turns in-band detection on for
-//! every leg), then for TICKS ticks parses one mini frame per talker (as the engine does with
+//! `tick_cost LEGS TALKERS TICKS [RATE [DTMF [NORMALIZE]]]` builds a station of LEGS µ-law legs
+//! at 8 kHz (at RATE 16000 every leg has a resampler at its edge; DTMF 1 turns in-band
+//! detection on for every leg; NORMALIZE 1 normalises every leg's voice), then for TICKS ticks parses one mini frame per talker (as the engine does with
 //! each datagram it reads), hands it to its leg, runs the tick and builds the send batch the
 //! transport would get. Run it under `valgrind --tool=callgrind` at two sizes: the difference
 //! in instructions divided by the difference in legs and by TICKS is the user-space cost of
@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use _core::codec::Codec;
 use _core::engine::send_batch_of;
 use _core::frame::{self, Frame};
+use _core::loudness::NormalizeSettings;
 use _core::media::{LegMode, LegSpec, RxKeying, Station, TickOutput};
 use _core::transport::OutDatagram;
 
@@ -31,7 +32,9 @@ fn main() {
     let ticks = arg(3, 500);
     let rate = arg(4, 8000) as u32;
     let dtmf = arg(5, 0) != 0;
+    let normalize = arg(6, 0) != 0;
     let mut st = Station::new(rate, true);
+    st.set_normalize(normalize, NormalizeSettings::default());
     let peer = |i: usize| SocketAddr::from(([127, 0, 0, 1], 10_000 + (i % 50_000) as u16));
     for i in 0..legs {
         let spec = LegSpec {
@@ -44,6 +47,7 @@ fn main() {
             call_ts_ms: 0,
             dtmf,
             link: false,
+            normalize: None,
         };
         if st.add_leg(spec, 0).is_err() {
             return;

@@ -17,6 +17,7 @@ pub mod inband;
 pub mod ipv4;
 pub mod jitter;
 pub mod level;
+pub mod loudness;
 pub mod media;
 pub mod mixer;
 pub mod parrot;

@@ -588,7 +588,12 @@ def test_every_switched_off_example_loads(tmp_path: Path) -> None:
         peer=Address("register.example.org", 4569), node_id="2000", refresh=60
     )
     assert dict(config.links) == {
-        "2000": LinkConfig(shape="standard", username="radio", addr=Address("192.0.2.10", 4569))
+        "2000": LinkConfig(
+            shape="standard",
+            username="radio",
+            addr=Address("192.0.2.10", 4569),
+            normalize=True,
+        )
     }
     assert config.portal is not None
     assert config.statpost == StatpostConfig()
@@ -903,6 +908,15 @@ BAD: list[tuple[str, str | None, str | None]] = [
     (RADIO + "courtesy_tone = [[880, 0, 0]]\n", "radio.courtesy_tone[0]", "1 to 5000"),
     (RADIO + f"courtesy_tone = [{'[880, 0, 80], ' * 17}]\n", "radio.courtesy_tone", "steps"),
     (RADIO + "vox_threshold_db = 5\n", "radio.vox_threshold_db", "-80.0 to 0.0"),
+    # loudness normalisation
+    (MINIMAL + "[bridge]\nnormalize = 'yes'\n", "bridge.normalize", "true, false"),
+    (MINIMAL + "[bridge]\nloudness_target = -5\n", "bridge.loudness_target", "-60.0 to -10.0"),
+    (
+        MINIMAL + "[bridge]\nnormalize_max_gain_db = 40\n",
+        "bridge.normalize_max_gain_db",
+        "0.0 to 30.0",
+    ),
+    (MINIMAL + "[links.2000]\nnormalize = 1\n", "links.2000.normalize", "true, false"),
 ]
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "GsmEncoder",
     "Interpolator",
     "LocalTxChanged",
+    "LoudnessMeter",
     "MiniBeforeFull",
     "MiniFrame",
     "MixerError",
@@ -61,6 +62,7 @@ __all__ = [
     "decode_codec_prefs",
     "dtmf_pcm",
     "encode_codec_prefs",
+    "normalize_pcm",
     "parse",
     "resample_pcm",
     "slin16_from_wire",
@@ -262,6 +264,27 @@ def conceal_frames(
     """PCM (native 16-bit, 20 ms frames) with the frames where `lost` is true concealed as a
     leg conceals them: "pitch" (pitch-period repetition) or "fade" (repeat-and-fade)."""
 
+def normalize_pcm(
+    pcm: _Buffer,
+    rate: int = 8000,
+    target_lufs: float | None = None,
+    max_gain_db: float | None = None,
+) -> tuple[bytes, float]:
+    """PCM (native 16-bit, 8 or 16 kHz) through a leg's normaliser in 20 ms frames, as the
+    media path runs it on a voice it receives (delayed by the limiter's 1 ms look-ahead); and
+    the gain at the end, dB. None: `[bridge]`'s defaults (-30 LUFS, 15 dB)."""
+
+@final
+class LoudnessMeter:
+    """The media path's ITU-R BS.1770 meter over PCM at `rate` (8000, 16000 or 48000):
+    short-term loudness of the last 3 s of speech (gated in pauses), peak, clipped samples."""
+
+    def __new__(cls, rate: int) -> LoudnessMeter: ...
+    def feed(self, pcm: _Buffer) -> None:
+        """Measure the next samples (native 16-bit)."""
+    def reading(self) -> dict[str, Any]:
+        """`lufs` (None before 400 ms of speech), `peak_dbfs`, `clipped`, `speech`."""
+
 def ulaw_decode_many(frames: _Iterable[_Buffer]) -> list[bytes]:
     """Decode many µ-law frames in one call; one PCM bytes per frame."""
 
@@ -433,9 +456,20 @@ class Engine:
         keying: str = "always",
         dtmf: bool = False,
         link: bool = False,
+        normalize: bool | None = None,
         *,
         station: int = 0,
     ) -> None: ...
+    def set_normalize(
+        self, on: bool, target_lufs: float, max_gain_db: float, *, station: int = 0
+    ) -> None:
+        """Normalise the received voice of every leg of the station without an override of its
+        own (`on`) to `target_lufs` (-60 to -10), lifting at most `max_gain_db` (0 to 30);
+        ValueError naming the range otherwise."""
+    def levels(self, *, station: int = 0) -> dict[str, Any]:
+        """Every meter of the station as of the last statistics tick: {"legs": [(callno, {"rx",
+        "tx", "gain_db"})], "local": {"rx", "tx"}}; a reading is a dict of `lufs` (None before
+        400 ms of speech), `peak_dbfs`, `clipped`, `speech`."""
     def set_leg_keying(self, callno: int, keying: str, *, station: int = 0) -> None: ...
     def set_leg_dtmf(self, callno: int, on: bool, *, station: int = 0) -> None: ...
     def set_local_dtmf(self, on: bool, *, station: int = 0) -> None: ...

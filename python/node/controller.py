@@ -333,6 +333,7 @@ class Controller(Router):
             "tx": self._transmit.tx_json(now),
             "registration": self.registration_status(),
             "tunnel": self._tunnel_json(),
+            "levels": self.levels_json(),
         }
         if self._echolink is not None:
             snap["echolink"] = self._echolink.snapshot(now)
@@ -367,6 +368,7 @@ class Controller(Router):
             "tunnel": tunnel_stats(self._transport.tunnel()),
             "health": self._health_json(),
             **({} if self._echolink is None else {"echolink": self._echolink.counters()}),
+            "levels": self.levels_json(),
         }
 
     def stat_report(self) -> StatReport:

@@ -407,6 +407,14 @@ class RunningNode:
                 jitter_max_ms=config.bridge.jitter_max_ms,
                 stations=len(host),
             )
+            for station, hosted in enumerate(config.hosted):
+                bridge = hosted.bridge
+                transport.engine.set_normalize(
+                    bridge.normalize,
+                    bridge.loudness_target,
+                    bridge.normalize_max_gain_db,
+                    station=station,
+                )
         except EngineError as exc:
             if tunnel is not None:
                 raise _bind_error(

@@ -24,6 +24,7 @@ __all__ = [
     "Hangup",
     "Health",
     "IncomingCall",
+    "Levels",
     "Link",
     "Radio",
     "RegisterFailed",
@@ -211,6 +212,28 @@ class Health(Event):
 
     def to_json(self) -> dict[str, Any]:
         return {"event": self.name, "calls": list(self.calls), "links": list(self.links)}
+
+
+@dataclass(frozen=True, slots=True)
+class Levels(Event):
+    """Every second while there are calls or links, or the local source is keyed: each one's
+    loudness meters, what arrives and what we send (docs/control-api.md, "Levels")."""
+
+    name: ClassVar[str] = "levels"
+    #: `{"id": <call id>, "rx": {...}, "tx": {...}, "gain_db": ...}` per plain call.
+    calls: tuple[Mapping[str, Any], ...] = ()
+    #: `{"node": ..., "call": ..., "rx": {...}, "tx": {...}, "gain_db": ...}` per link.
+    links: tuple[Mapping[str, Any], ...] = ()
+    #: The local radio's `{"rx": {...}, "tx": {...}}` (None without one).
+    radio: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": self.name,
+            "calls": list(self.calls),
+            "links": list(self.links),
+            "radio": None if self.radio is None else dict(self.radio),
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,8 @@ class FrameSender(Protocol):
 
     def jitter_stats(self) -> Iterable[tuple[int, dict[str, int]]]: ...
 
+    def levels(self, *, station: int = 0) -> dict[str, Any]: ...
+
 
 def health_json(call: c.Call | None, rx: Mapping[str, int] | None) -> dict[str, Any]:
     """The `health` object of a call or link: the round-trip time (None until a PING/PONG or
@@ -228,6 +230,16 @@ class IaxPort:
         """Every media leg's jitter-buffer figures by call number, in one call to the engine
         (a snapshot of a hub's thousands of calls must not ask for each leg on its own)."""
         return {} if self._sender is None else dict(self._sender.jitter_stats())
+
+    def levels(self) -> tuple[dict[int, dict[str, Any]], dict[str, Any] | None]:
+        """This lane's node's media legs' loudness meters by call number (`rx`, `tx`,
+        `gain_db`), and its local radio's (`rx`, `tx`; None without an engine), in one call to
+        the engine."""
+        if self._sender is None:
+            return {}, None
+        # A node's conference is the engine's station of its lane's index.
+        levels = self._sender.levels(station=self.lane_index)
+        return dict(levels["legs"]), levels["local"]
 
     def health(
         self, callno: int, legs: Mapping[int, dict[str, int]] | None = None

@@ -47,7 +47,7 @@ from node.effects import (
     Spawn,
 )
 from node.errors import LocalProtocolError
-from node.events import EventBus, Health, Snapshot
+from node.events import EventBus, Health, Levels, Snapshot
 from node.iax2 import call as c
 from node.iax2 import transport as engine
 from node.iax2.registration import RegistrationEvent
@@ -68,13 +68,16 @@ if TYPE_CHECKING:
     from node.allstar.runner import StatPostRunner
     from node.links.echolink import EchoLinkService
 
-__all__ = ["HEALTH_INTERVAL", "Router", "TimerKind"]
+__all__ = ["HEALTH_INTERVAL", "LEVELS_INTERVAL", "Router", "TimerKind"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds between health checks (link thresholds, the `health` event) while there are calls or
 #: links: the figures change without a state change that would publish a snapshot.
 HEALTH_INTERVAL = 5.0
+
+#: Seconds between `levels` events while there are calls or links, or the local source is keyed.
+LEVELS_INTERVAL = 1.0
 
 _CALL_ENDED = (c.CallHungUp, c.CallRejected, c.CallLost)
 
@@ -94,6 +97,7 @@ class TimerKind(enum.Enum):
     SCHEDULE = "schedule"
     STATPOST = "status posts"
     ECHOLINK = "EchoLink"
+    LEVELS = "levels"
 
 
 class Router:
@@ -121,6 +125,8 @@ class Router:
         self.statpost: StatPostRunner | None = None
         #: The next health check (None while there are no calls and no links).
         self._health_at: float | None = None
+        #: The next `levels` event (None while there is nothing to meter).
+        self._levels_at: float | None = None
         self._snapshot_due = False
         self._tasks: set[asyncio.Task[None]] = set()
         #: The deadline table behind the one loop timer.
@@ -193,6 +199,7 @@ class Router:
             TimerKind.SCHEDULE: (self._scheduler.next_deadline, self._scheduler.timer),
             TimerKind.STATPOST: (self._statpost_deadline, self._statpost_timer),
             TimerKind.ECHOLINK: (self._echolink_deadline, self._echolink_timer),
+            TimerKind.LEVELS: (lambda: self._levels_at, self._levels_timer),
         }
 
     def _tunnel_json(self) -> dict[str, Any] | None:
@@ -201,6 +208,22 @@ class Router:
             return None
         host, port = transport.local_addr
         return tunnel_json(transport.tunnel(), f"{host}:{port}")
+
+    def levels_json(self) -> dict[str, Any]:
+        """Every call's, link's and the radio's loudness meters: the `levels` event's body,
+        the snapshot's and /stats' `levels`."""
+        legs, local = self._port.levels()
+        return {
+            "calls": [
+                {"id": callno, **legs[callno]} for callno in self._calls.calls if callno in legs
+            ],
+            "links": [
+                {"node": link.node, "call": link.callno, **legs[link.callno]}
+                for link in self._links.network.links.values()
+                if link.callno is not None and link.callno in legs
+            ],
+            "radio": local if self._transmit.radio is not None else None,
+        }
 
     def _health_json(self) -> dict[str, Any]:
         """Every call's and link's `health` object (the `health` event's body, and /stats)."""
@@ -260,6 +283,12 @@ class Router:
             self._health_at = None
         elif self._health_at is None:
             self._health_at = self.now() + HEALTH_INTERVAL
+        # The radio's meters move only while it talks or is talked to (keyed, or calls and
+        # links): an idle node keeps no timer for them.
+        if self._health_at is None and self._transmit.keyed_at is None:
+            self._levels_at = None
+        elif self._levels_at is None:
+            self._levels_at = self.now() + LEVELS_INTERVAL
         table = self._deadlines
         for kind, (deadline, _) in self._timer_kinds.items():
             at = deadline()
@@ -391,6 +420,15 @@ class Router:
         if self.bus.subscriber_count:
             self.bus.publish(Health(**{k: tuple(v) for k, v in self._health_json().items()}))
         return fx
+
+    def _levels_timer(self, now: float) -> Effects:
+        """Every `LEVELS_INTERVAL` while there are calls or links, or the local source is keyed:
+        the `levels` event (only to someone)."""
+        self._levels_at = now + LEVELS_INTERVAL
+        if self.bus.subscriber_count:
+            body = self.levels_json()
+            self.bus.publish(Levels(tuple(body["calls"]), tuple(body["links"]), body["radio"]))
+        return NOTHING
 
     # --- received frames and engine events ----------------------------------------------------
 

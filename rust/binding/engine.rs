@@ -235,7 +235,9 @@ impl PyEngine {
     /// `dtmf` decodes in-band DTMF in its received audio (`DtmfDecoded` events) and mutes the
     /// tones. `link` marks a node-to-node link, which announcements reach only as
     /// "to_air_and_links".
-    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false, *, station = 0))]
+    /// `normalize` brings its received voice to the loudness target (True), leaves it as it
+    /// comes (False), or follows `set_normalize` (None).
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false, normalize = None, *, station = 0))]
     #[allow(clippy::too_many_arguments)]
     fn add_leg(
         &self,
@@ -248,6 +250,7 @@ impl PyEngine {
         keying: &str,
         dtmf: bool,
         link: bool,
+        normalize: Option<bool>,
         station: usize,
     ) -> PyResult<()> {
         let spec = LegSpec {
@@ -260,6 +263,7 @@ impl PyEngine {
             call_ts_ms,
             dtmf,
             link,
+            normalize,
         };
         Ok(self.inner.command_at(station, Command::AddLeg(spec))?)
     }
@@ -413,6 +417,23 @@ impl PyEngine {
         Ok(self
             .inner
             .command_at(station, Command::SetParrot(settings))?)
+    }
+
+    /// Normalise the received voice of every leg without an override of its own (`on`), to
+    /// `target_lufs` (-60 to -10) lifting at most `max_gain_db` (0 to 30); the settings hold
+    /// for every normalised leg of the station.
+    #[pyo3(signature = (on, target_lufs, max_gain_db, *, station = 0))]
+    fn set_normalize(
+        &self,
+        on: bool,
+        target_lufs: f64,
+        max_gain_db: f64,
+        station: usize,
+    ) -> PyResult<()> {
+        let settings = super::loudness::settings(target_lufs, max_gain_db)?;
+        Ok(self
+            .inner
+            .command_at(station, Command::SetNormalize(on, settings))?)
     }
 
     #[pyo3(signature = (on, *, station = 0))]
@@ -585,6 +606,36 @@ impl PyEngine {
         let out = PyList::empty(py);
         for (callno, s) in self.inner.jitter_stats() {
             out.append((callno, jitter_to_py(py, &s)?))?;
+        }
+        Ok(out)
+    }
+
+    /// Every meter of station `station` as of the last statistics tick (about every 0.5 s): {"legs": [(callno,
+    /// {"rx": reading, "tx": reading, "gain_db": float | None})], "local": {"rx", "tx"}}, each
+    /// reading a dict of `lufs` (None before 400 ms of speech), `peak_dbfs`, `clipped`,
+    /// `speech`.
+    #[pyo3(signature = (*, station = 0))]
+    fn levels<'py>(&self, py: Python<'py>, station: usize) -> PyResult<Bound<'py, PyDict>> {
+        use super::loudness::reading_to_py;
+        let levels = self.inner.levels(station);
+        let legs = PyList::empty(py);
+        for l in &levels.legs {
+            let d = PyDict::new(py);
+            d.set_item("rx", reading_to_py(py, &l.rx)?)?;
+            d.set_item("tx", reading_to_py(py, &l.tx)?)?;
+            d.set_item("gain_db", l.gain_db.map(|g| (g * 100.0).round() / 100.0))?;
+            legs.append((l.callno, d))?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("legs", legs)?;
+        match levels.local {
+            Some((rx, tx)) => {
+                let d = PyDict::new(py);
+                d.set_item("rx", reading_to_py(py, &rx)?)?;
+                d.set_item("tx", reading_to_py(py, &tx)?)?;
+                out.set_item("local", d)?;
+            }
+            None => out.set_item("local", py.None())?,
         }
         Ok(out)
     }

@@ -39,6 +39,7 @@ mod errors;
 mod events;
 mod frame;
 mod gsm;
+mod loudness;
 mod mixer;
 mod plc;
 mod resampler;
@@ -56,6 +57,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     engine::register(m)?;
     events::register(m)?;
     mixer::register(m)?;
+    loudness::register(m)?;
     plc::register(m)?;
     resampler::register(m)?;
     device::register(m)?;

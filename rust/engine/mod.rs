@@ -31,8 +31,10 @@ use crate::codec::Codec;
 use crate::device::{DeviceEdge, DeviceError};
 use crate::frame::FullFrame;
 use crate::jitter::{Concealment, ControlKind, JitterConfig, JitterStats};
+use crate::loudness::NormalizeSettings;
 use crate::media::{
-    EchoLinkLegSpec, EchoLinkLegStats, LegMode, LegSpec, MediaEvent, RxKeying, Station, FRAME_MS,
+    EchoLinkLegSpec, EchoLinkLegStats, LegMode, LegSpec, Levels, MediaEvent, RxKeying, Station,
+    FRAME_MS,
 };
 use crate::parrot::ParrotSettings;
 use crate::player::Destination;
@@ -237,6 +239,8 @@ pub enum Command {
     StopPlay(u32),
     /// Parrot mode with these settings, or the conference (`None`).
     SetParrot(Option<ParrotSettings>),
+    /// Normalise legs' received voices by default (`on`), with these settings for all.
+    SetNormalize(bool, NormalizeSettings),
     /// The local receiver has a carrier detector: its audio is heard only while keyed.
     SetLocalGated(bool),
     /// Link this station to `station` locally: leg `id` here and leg `peer_id` there, each
@@ -296,6 +300,8 @@ struct Shared {
     locals: Vec<Mutex<LocalPort>>,
     ticks: Mutex<TickStats>,
     jitter: Mutex<Vec<(u16, JitterStats)>>,
+    /// Each station's meters, by station.
+    levels: Mutex<Vec<Levels>>,
     queue_limit: usize,
     frame_len: usize,
     counters: Counters,
@@ -457,6 +463,7 @@ impl Engine {
                 max_us: 0,
             }),
             jitter: Mutex::new(Vec::new()),
+            levels: Mutex::new(vec![Levels::default(); cfg.stations]),
             queue_limit: cfg.queue_limit.max(1),
             frame_len,
             counters: Counters::default(),
@@ -817,6 +824,15 @@ impl Engine {
     /// Jitter-buffer statistics of every leg, as of the last tick.
     pub fn jitter_stats(&self) -> Vec<(u16, JitterStats)> {
         lock(&self.shared.jitter).clone()
+    }
+
+    /// Station `station`'s legs' and local radio's loudness meters, as of the last statistics
+    /// tick (nothing for a station the engine does not have).
+    pub fn levels(&self, station: usize) -> Levels {
+        lock(&self.shared.levels)
+            .get(station)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn is_running(&self) -> bool {

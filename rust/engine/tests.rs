@@ -378,6 +378,7 @@ fn leg_to(peer: &UdpSocket, callno: u16) -> Command {
         call_ts_ms: 0,
         dtmf: false,
         link: true,
+        normalize: None,
     })
 }
 

@@ -158,6 +158,7 @@ impl Worker {
             Command::StopPlay(id) => st.stop_playing(id, events),
             Command::SetParrot(settings) => st.set_parrot(settings),
             Command::SetLocalGated(on) => st.set_local_gated(on),
+            Command::SetNormalize(on, settings) => st.set_normalize(on, settings),
         }
         Ok(())
     }
@@ -217,8 +218,9 @@ impl Worker {
         self.stations.iter().map(Station::leg_count).sum()
     }
 
-    /// Every station's legs' jitter statistics, for the handle's readers.
-    fn publish_jitter_stats(&mut self) {
+    /// Every station's legs' jitter statistics and meters, and the EchoLink legs' counters,
+    /// for the handle's readers.
+    fn publish_stats(&mut self) {
         let mut all = lock(&self.shared.jitter);
         all.clear();
         for st in &self.stations {
@@ -226,6 +228,11 @@ impl Worker {
             all.append(&mut self.station_stats);
         }
         drop(all);
+        let mut levels = lock(&self.shared.levels);
+        for (st, out) in self.stations.iter().zip(levels.iter_mut()) {
+            st.fill_levels(out);
+        }
+        drop(levels);
         // EchoLink legs join the first node's conference: the host has one EchoLink station.
         if let Some(st) = self.stations.first() {
             st.fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
@@ -403,7 +410,7 @@ impl Worker {
         self.stats_age += 1;
         let legs = self.leg_count();
         if self.stats_age >= STATS_EVERY_TICKS || legs != self.stats_legs {
-            self.publish_jitter_stats();
+            self.publish_stats();
             self.stats_age = 0;
             self.stats_legs = legs;
         }
@@ -505,7 +512,7 @@ impl Worker {
             if !self.busy && self.idle() {
                 if self.stats_legs != self.leg_count() {
                     // The last leg went: nobody may read its figures after it.
-                    self.publish_jitter_stats();
+                    self.publish_stats();
                     self.stats_legs = self.leg_count();
                 }
                 let ready = self.sleep_idle(fd);

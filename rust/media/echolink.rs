@@ -252,6 +252,8 @@ impl Station {
             call_ts_ms: 0,
             dtmf: spec.dtmf,
             link: true,
+            // A station's voice is normalised as a link's is, when the node normalises.
+            normalize: None,
         };
         self.add_leg(leg, now_ms)?;
         // The leg is found by its station's address, never by IAX2 mini frames.

@@ -130,6 +130,14 @@ impl Station {
                 .map(|p| Parrot::new(self.rate, self.frame_len, p)),
             local: None,
             echolink: None,
+            rx_meter: LoudnessMeter::new(self.rate),
+            tx_meter: LoudnessMeter::new(self.rate),
+            tx_shared: false,
+            normalizer: spec
+                .normalize
+                .unwrap_or(self.normalize)
+                .then(|| Normalizer::new(self.rate, self.normalize_settings)),
+            normalizing: false,
             spec,
         };
         self.by_callno.insert(leg.spec.callno, idx);

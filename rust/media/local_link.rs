@@ -80,6 +80,8 @@ impl Station {
                 call_ts_ms: 0,
                 dtmf: false,
                 link: true,
+                // The other node's mix is already what its own normalisation made it.
+                normalize: Some(false),
             },
             now_ms,
         )?;

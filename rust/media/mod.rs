@@ -16,6 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 use crate::codec::Codec;
 use crate::inband::InbandDtmf;
 use crate::jitter::{Concealer, Concealment, ControlKind, JitterBuffer, JitterConfig, JitterStats};
+use crate::loudness::{LoudnessMeter, LoudnessReading, NormalizeSettings, Normalizer};
 use crate::mixer::Conference;
 use crate::parrot::{Parrot, ParrotSettings};
 use crate::player::{Destination, Player, PlayerError, PlayerEvent};
@@ -121,6 +122,26 @@ pub struct LegSpec {
     /// A node-to-node link (not a call): announcements reach it only as
     /// [`Destination::AirAndLinks`].
     pub link: bool,
+    /// Normalise the leg's received voice (`Some`), whatever the station's default (`None`).
+    pub normalize: Option<bool>,
+}
+
+/// One leg's meters: what arrives (before normalisation) and what we send it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LegLevels {
+    pub callno: u16,
+    pub rx: LoudnessReading,
+    pub tx: LoudnessReading,
+    /// The normaliser's gain on what arrives, dB (`None` when the leg is not normalised).
+    pub gain_db: Option<f64>,
+}
+
+/// Every meter of the station, as of a tick.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Levels {
+    pub legs: Vec<LegLevels>,
+    /// The local radio: what its receiver gives the conference, what its output plays.
+    pub local: Option<(LoudnessReading, LoudnessReading)>,
 }
 
 /// Something Python must act on, produced by a tick or a received frame.
@@ -204,6 +225,15 @@ struct Leg {
     local: Option<local_link::LocalEnd>,
     /// An EchoLink station's GSM and packet edge (`echolink.rs`); None for IAX2 legs.
     echolink: Option<Box<echolink::EchoLinkEdge>>,
+    /// What arrives (every frame delivered, good or concealed) and what we send (when it is
+    /// the leg's own mix: see `Station::shared_tx`).
+    rx_meter: LoudnessMeter,
+    tx_meter: LoudnessMeter,
+    /// The last frame sent was the shared conference mix, metered once for all its listeners.
+    tx_shared: bool,
+    /// The normaliser of what arrives, when on; and whether it ran last tick.
+    normalizer: Option<Normalizer>,
+    normalizing: bool,
 }
 
 /// The conference, its legs and the local radio.
@@ -255,6 +285,16 @@ pub struct Station {
     /// Parrot mode: every member talks to its own parrot instead of the conference.
     parrot: Option<ParrotSettings>,
     local_parrot: Option<Parrot>,
+    /// Normalisation of legs without an override of their own, and its settings for all.
+    normalize: bool,
+    normalize_settings: NormalizeSettings,
+    /// What the listeners who share one payload hear (the conference total, with the clips for
+    /// calls `[0]` or for links `[1]`), metered once per tick for all of them: a hub's
+    /// thousands of listeners must not each run a meter on the same frame.
+    shared_tx: [LoudnessMeter; 2],
+    /// The local radio's meters: its receiver into the conference, its output.
+    local_rx_meter: LoudnessMeter,
+    local_tx_meter: LoudnessMeter,
     // Scratch buffers reused every tick so steady state allocates nothing.
     decoded: Vec<i16>,
     resampled: Vec<i16>,
@@ -337,6 +377,11 @@ impl Station {
             active_until_ms: 0,
             parrot: None,
             local_parrot: None,
+            normalize: false,
+            normalize_settings: NormalizeSettings::default(),
+            shared_tx: [LoudnessMeter::new(rate), LoudnessMeter::new(rate)],
+            local_rx_meter: LoudnessMeter::new(rate),
+            local_tx_meter: LoudnessMeter::new(rate),
             decoded: Vec::with_capacity(frame_len * 2),
             resampled: Vec::with_capacity(frame_len * 2),
         }
@@ -504,6 +549,42 @@ impl Station {
             (false, _) => None,
         };
         Ok(())
+    }
+
+    /// Normalise every leg's received voice (`on`, for legs without an override of their
+    /// own) to `settings` (all legs). A leg that stays normalised keeps what it learnt.
+    pub fn set_normalize(&mut self, on: bool, settings: NormalizeSettings) {
+        self.normalize = on;
+        self.normalize_settings = settings;
+        let rate = self.rate;
+        for leg in &mut self.legs {
+            let wanted = leg.spec.normalize.unwrap_or(on);
+            match (wanted, leg.normalizer.as_mut()) {
+                (true, Some(n)) => n.set_settings(settings),
+                (true, None) => leg.normalizer = Some(Normalizer::new(rate, settings)),
+                (false, _) => leg.normalizer = None,
+            }
+        }
+    }
+
+    pub fn normalize(&self) -> (bool, NormalizeSettings) {
+        (self.normalize, self.normalize_settings)
+    }
+
+    /// Every meter, written into a reused buffer.
+    pub fn fill_levels(&self, out: &mut Levels) {
+        out.legs.clear();
+        let shared = &self.shared_tx;
+        out.legs.extend(self.legs.iter().map(|l| LegLevels {
+            callno: l.spec.callno,
+            rx: l.rx_meter.reading(),
+            tx: match shared.get(usize::from(l.spec.link)) {
+                Some(meter) if l.tx_shared => meter.reading(),
+                _ => l.tx_meter.reading(),
+            },
+            gain_db: l.normalizer.as_ref().map(Normalizer::gain_db),
+        }));
+        out.local = Some((self.local_rx_meter.reading(), self.local_tx_meter.reading()));
     }
 
     /// Every leg's jitter statistics, written into a reused buffer.

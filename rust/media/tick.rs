@@ -31,6 +31,9 @@ impl Station {
         self.pull_legs(now_ms, out);
         if let Some(slot) = self.local_slot {
             let local_in = self.local_in.take();
+            if let Some(pcm) = local_in.as_deref() {
+                self.local_rx_meter.feed(pcm);
+            }
             let muted = match self.local_dtmf.as_mut() {
                 Some(ib) => ib.frame(local_in.as_deref(), &self.silence, |digit| {
                     out.events.push(MediaEvent::Dtmf {
@@ -99,6 +102,9 @@ impl Station {
         }
         self.local_hears |= self.player.keys_local() || echo || (local_only && self.local_member);
         self.local_speaker = self.local_member || local_only || self.player.local().is_some();
+        if self.local_speaker {
+            self.local_tx_meter.feed(&self.local_out);
+        }
         if self.local_hears != self.local_tx {
             self.local_tx = self.local_hears;
             out.events.push(MediaEvent::LocalTx {
@@ -181,6 +187,7 @@ impl Station {
             }
             if ready {
                 leg.last_audio_ms = now_ms;
+                leg.rx_meter.feed(&leg.pcm);
             }
             let mixed = match leg.spec.keying {
                 RxKeying::Always => {
@@ -231,6 +238,16 @@ impl Station {
                 }
                 None => false,
             };
+            // What the voice says is normalised after the DTMF detector heard it as it came.
+            if let Some(norm) = leg.normalizer.as_mut() {
+                if heard && !muted {
+                    norm.process(&mut leg.pcm);
+                    leg.normalizing = true;
+                } else if leg.normalizing {
+                    norm.pause();
+                    leg.normalizing = false;
+                }
+            }
             // A muted tone still holds the talk spurt: silence, not a gap that would unkey
             // the links in the middle of a command.
             let frame = if muted {
@@ -256,6 +273,7 @@ impl Station {
         // Calls and links may hear different announcements, and a parrot's echo is its leg's
         // own, so the key is (codec, link) and an echoing leg never shares.
         let mut shared: Vec<((Codec, bool), usize)> = Vec::new();
+        let mut shared_metered = [false; 2];
         for leg in &mut self.legs {
             let transmits = leg.spec.mode.transmits();
             // Announcements reach calls (to_air) and, only when asked, the links.
@@ -323,6 +341,22 @@ impl Station {
             let stateless_edge = matches!(leg.tx_edge, Edge::Same);
             let shareable =
                 stateless_edge && echo.is_none() && self.conference.hears_total(leg.slot);
+            // The mix is the same for every leg that hears the total with the same clips,
+            // whatever its codec or edge: metered once per tick for them all.
+            leg.tx_shared = self.conference.hears_total(leg.slot) && echo.is_none();
+            if leg.tx_shared {
+                let k = usize::from(leg.spec.link);
+                if let (Some(meter), Some(done)) =
+                    (self.shared_tx.get_mut(k), shared_metered.get_mut(k))
+                {
+                    if !*done {
+                        meter.feed(mix);
+                        *done = true;
+                    }
+                }
+            } else {
+                leg.tx_meter.feed(mix);
+            }
             let key = (codec, leg.spec.link);
             let payload = match shared.iter().find(|(k, _)| *k == key) {
                 Some(&(_, i)) if shareable => i,

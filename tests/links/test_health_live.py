@@ -30,12 +30,12 @@ node.controller.HEALTH_INTERVAL = 0.5
 
 
 @contextmanager
-def fast_node(tmp_path: Path, node_id: str) -> Iterator[NodeProcess]:
+def fast_node(tmp_path: Path, node_id: str, sections: str = "") -> Iterator[NodeProcess]:
     hooks = tmp_path / f"hooks{node_id}"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(FAST_KEEPALIVES)
     path = os.pathsep.join(p for p in (str(hooks), os.environ.get("PYTHONPATH", "")) if p)
-    with our_node(tmp_path, node_id, env={"PYTHONPATH": path}) as node:
+    with our_node(tmp_path, node_id, env={"PYTHONPATH": path}, sections=sections) as node:
         yield node
 
 
@@ -48,7 +48,8 @@ def measured(node: NodeProcess, peer: str) -> dict[str, Any] | None:
 
 def test_linked_nodes_show_each_others_health(tmp_path: Path) -> None:
     with ExitStack() as stack:
-        a = stack.enter_context(fast_node(tmp_path, "1999"))
+        # A normalises the voice of node 1998 (its own override; [bridge] normalize is off).
+        a = stack.enter_context(fast_node(tmp_path, "1999", "[links.1998]\nnormalize = true\n"))
         b = stack.enter_context(fast_node(tmp_path, "1998"))
         events_a = EventWatcher(a)
         b_addr = f"127.0.0.1:{b.udp_addr[1]}"
@@ -105,6 +106,15 @@ def test_linked_nodes_show_each_others_health(tmp_path: Path) -> None:
         # /stats carries them as well.
         stats = a.get("/stats").json()["health"]
         assert [li["node"] for li in stats["links"]] == ["1998"] and stats["calls"] == []
+
+        # The levels event: the link's meters, normalised on A by its override, not on B.
+        event = events_a.wait_for(lambda e: e["event"] == "levels" and e["links"])
+        (entry,) = event["links"]
+        assert entry["node"] == "1998" and entry["call"] == link_of(a, "1998")["call"]
+        assert set(entry["rx"]) == set(entry["tx"]) == {"lufs", "peak_dbfs", "clipped", "speech"}
+        assert entry["gain_db"] is not None
+        (b_entry,) = b.get("/stats").json()["levels"]["links"]
+        assert b_entry["node"] == "1999" and b_entry["gain_db"] is None
 
         # Healthy on loopback: no link went degraded.
         assert not [e for e in events_a.named("link") if e["kind"] in ("degraded", "recovered")]

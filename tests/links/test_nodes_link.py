@@ -28,15 +28,17 @@ def at(node: str) -> tuple[str, int]:
 
 @contextmanager
 def our_node(
-    tmp_path: Path, node_id: str, env: dict[str, str] | None = None
+    tmp_path: Path, node_id: str, env: dict[str, str] | None = None, sections: str = ""
 ) -> Iterator[NodeProcess]:
-    """Node `node_id` admitting link calls without a secret; `env` adds to its environment."""
+    """Node `node_id` admitting link calls without a secret; `env` adds to its environment,
+    `sections` to its configuration."""
     with running_node(
         tmp_path,
         f"node{node_id}",
         listener='auth = "off"',
         sections=(
             f'[register]\npeer = "127.0.0.1:9"\nnode_id = "{node_id}"\n\n[links]\ndns = false\n'
+            f"{sections}"
         ),
         env={"NET_NODE": node_id, "NET_SECRET": "not-used-here", **(env or {})},
     ) as node:

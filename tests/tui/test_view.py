@@ -253,3 +253,43 @@ def test_an_echolink_station_shows_its_callsign_not_a_handshake() -> None:
     detail = view.link_detail(station)
     assert "EchoLink W1XYZ-R (Pat)" in detail and "handshake" not in detail
     assert view.link_row(station)[0] == "3123456"
+
+
+def reading(lufs: float | None, peak: float = -100.0, clipped: int = 0) -> dict:
+    return {"lufs": lufs, "peak_dbfs": peak, "clipped": clipped, "speech": False}
+
+
+LEVELS = {
+    "calls": [{"id": 3, "rx": reading(-31.87, -14.19), "tx": reading(-20.2), "gain_db": 11.83}],
+    "links": [
+        {
+            "node": "2000",
+            "call": 7,
+            "rx": reading(-13.8, -0.17, 508),
+            "tx": reading(None),
+            "gain_db": None,
+        }
+    ],
+    "radio": {"rx": reading(None), "tx": reading(-24.0, -9.5)},
+}
+
+
+def test_levels_in_words_and_on_one_line() -> None:
+    assert view.levels_text(LEVELS["links"][0]) == (
+        "level in -13.8 LUFS (peak -0.2 dBFS, 508 clipped), out - LUFS"
+    )
+    assert view.levels_text(LEVELS["calls"][0]) == (
+        "level in -31.9 LUFS (peak -14.2 dBFS), out -20.2 LUFS, gain +11.8 dB"
+    )
+    assert view.levels_text(None) == "no level yet"
+    assert view.levels_line({"levels": LEVELS}) == (
+        "LUFS in/out: radio -/-24.0 · 2000 -13.8/- · call 3 -31.9/-20.2 +11.8dB"
+    )
+    assert view.levels_line({}) == "LUFS in/out: -"
+    # A hub's many calls: what fits, and a count of the rest.
+    many = {**LEVELS, "calls": [{**LEVELS["calls"][0], "id": i} for i in range(40)]}
+    line = view.levels_line({"levels": many})
+    assert len(line) <= view.LINE_WIDTH and line.endswith(" · +39"), line
+    # The detail line of a link carries its meters.
+    assert "level in -13.8 LUFS" in view.link_detail(link("2000", call=7), LEVELS)
+    assert "level" not in view.link_detail(link("2000", call=7))

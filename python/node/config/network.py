@@ -496,6 +496,16 @@ class LinkConfig:
             ext=True,
         ),
     ] = "allstar"
+    normalize: Annotated[
+        bool | None,
+        key(
+            "Bring this node's voice to [bridge] loudness_target (true) or leave it as it comes "
+            "(false), whatever [bridge] normalize says; unset follows [bridge] normalize.",
+            ext=True,
+            example=True,
+            accepted="true, false (or leave it out: [bridge] normalize decides)",
+        ),
+    ] = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -168,6 +168,37 @@ class BridgeConfig:
             le=4000,
         ),
     ] = 1000
+    normalize: Annotated[
+        bool,
+        key(
+            "Bring every call's and link's voice to loudness_target, slowly (seconds of speech, "
+            "the gain frozen in pauses), with a look-ahead limiter so nothing sent clips. Tones "
+            "(DTMF, CW, courtesy tones) pass at their own level; announcements are never "
+            "touched. A link's own [links.<node>] normalize overrides it. Read at start.",
+            ext=True,
+        ),
+    ] = False
+    loudness_target: Annotated[
+        float,
+        key(
+            "The loudness each voice is brought to, in LUFS (ITU-R BS.1770 short-term loudness "
+            "of speech, -60.0 to -10.0). The default is about where a voice whose peaks reach "
+            "ASL3's calibration level (3 kHz deviation, -13.4 dBFS) measures.",
+            ext=True,
+            ge=-60.0,
+            le=-10.0,
+        ),
+    ] = -30.0
+    normalize_max_gain_db: Annotated[
+        float,
+        key(
+            "The most a quiet voice is lifted, in dB (0.0 to 30.0); a loud one is lowered as "
+            "far as it needs.",
+            ext=True,
+            ge=0.0,
+            le=30.0,
+        ),
+    ] = 15.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -171,6 +171,10 @@ class EngineTransport:
         """Every media leg's jitter-buffer figures, by call number."""
         return self._engine.jitter_stats()
 
+    def levels(self, *, station: int = 0) -> dict[str, Any]:
+        """Station `station`'s legs' and local radio's loudness meters (`Engine.levels`)."""
+        return self._engine.levels(station=station)
+
     def tunnel(self) -> dict[str, Any] | None:
         """The WireGuard tunnel's figures (`Engine.tunnel`), None on plain UDP."""
         return self._engine.tunnel()

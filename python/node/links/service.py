@@ -146,6 +146,7 @@ class LinkService:
                 keying="voice",
                 dtmf=self._ctx.config.dtmf.inband_on("links"),
                 link=True,
+                normalize=self._normalize(link.node),
             )
             self._legs.add(callno)
         elif callno not in self._legs:
@@ -193,6 +194,11 @@ class LinkService:
         link = self.network.link_for_call(callno)
         body["degraded"] = link is not None and self.health_watch.degraded(link.node)
         return body
+
+    def _normalize(self, node: str) -> bool | None:
+        """`[links.<node>] normalize`: this node's override of `[bridge] normalize`."""
+        settings = self._ctx.config.links.get(node)
+        return None if settings is None else settings.normalize
 
     def snapshot(
         self, now: float, legs: Mapping[int, dict[str, int]] | None = None

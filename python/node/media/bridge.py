@@ -264,15 +264,19 @@ class MediaBridge:
         keying: Keying = "always",
         dtmf: bool = False,
         link: bool = False,
+        normalize: bool | None = None,
     ) -> None:
         """Start a call's media; `dtmf` decodes in-band DTMF in what it sends us (engine
         `DtmfDecoded` events) and mutes the tones from the conference; `link` marks a node-to-node
-        link, which announcements reach only as "to_air_and_links"."""
-        self._engine.add_leg(callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf, link)
+        link, which announcements reach only as "to_air_and_links"; `normalize` brings its voice
+        to the loudness target (True), leaves it (False) or follows `[bridge] normalize` (None)."""
+        self._engine.add_leg(
+            callno, peer_callno, peer, fmt, mode, call_ts_ms, keying, dtmf, link, normalize
+        )
 
     def add_call_leg(self, call: CallLeg, now: float, **options: Any) -> None:
         """Start the media of a call that has its codec: its numbers, peer and clock, with
-        `add_leg`'s `mode`, `keying`, `dtmf` and `link` options."""
+        `add_leg`'s `mode`, `keying`, `dtmf`, `link` and `normalize` options."""
         assert call.format is not None
         if call.peer_addr == LOCAL_PEER and self._local_links is not None:
             # A link to another node of this host: its audio crosses inside the engine.

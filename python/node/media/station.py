@@ -38,6 +38,8 @@ STATION_METHODS = frozenset(
         "open_device",
         "open_usrp",
         "add_local_link",
+        "set_normalize",
+        "levels",
     }
 )
 

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, RichLog, Static
 
 from node.controller import Controller
 from node.errors import CommandError
-from node.events import Event, Health, IncomingCall, Snapshot
+from node.events import Event, Health, IncomingCall, Levels, Snapshot
 from node.tui import view
 from node.tui.dialogs import BridgeDialog, ConfirmDialog, NodePrompt
 
@@ -172,6 +172,7 @@ class NodeApp(App[None]):
         yield Static(id="status", classes="line")
         yield Static(id="bridge", classes="line")
         yield Static(id="tx", classes="line")
+        yield Static(id="levels", classes="line")
         links: DataTable[Any] = DataTable(id="links", cursor_type="row", zebra_stripes=False)
         for label, width in view.LINK_COLUMNS:
             links.add_column(label, width=width, key=label)
@@ -246,6 +247,9 @@ class NodeApp(App[None]):
         elif isinstance(event, Health):
             # Fresh figures every few seconds, between the snapshots of state changes.
             self._paint(view.with_health(self.snap, event.calls, event.links))
+        elif isinstance(event, Levels):
+            # The meters every second, likewise.
+            self._paint({**self.snap, "levels": event.to_json()})
         elif isinstance(event, IncomingCall):
             self.bell()
 
@@ -259,6 +263,7 @@ class NodeApp(App[None]):
         tx = self.query_one("#tx", Static)
         tx.update(view.tx_line(snap))
         tx.set_class(bool((snap.get("tx") or {}).get("keyed")), "keyed")
+        self.query_one("#levels", Static).update(view.levels_line(snap))
         links = list(snap.get("links") or ())
         self._fill(self.query_one("#links", DataTable), [view.link_row(li) for li in links])
         self._fill(
@@ -297,7 +302,8 @@ class NodeApp(App[None]):
         return int(calls[row]["id"]) if calls and 0 <= row < len(calls) else None
 
     def _show_detail(self) -> None:
-        self.query_one("#detail", Static).update(view.link_detail(self._highlighted_link()))
+        detail = view.link_detail(self._highlighted_link(), self.snap.get("levels"))
+        self.query_one("#detail", Static).update(detail)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "links":

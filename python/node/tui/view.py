@@ -23,6 +23,8 @@ __all__ = [
     "fit",
     "health_cell",
     "health_text",
+    "levels_line",
+    "levels_text",
     "link_detail",
     "link_row",
     "nodes_behind",
@@ -261,6 +263,61 @@ def with_health(
     }
 
 
+def _lufs(reading: object) -> str:
+    lufs = reading.get("lufs") if isinstance(reading, Mapping) else None
+    return "-" if lufs is None else f"{lufs:.1f}"
+
+
+def levels_text(levels: Mapping[str, Any] | None) -> str:
+    """A call's or link's loudness meters in words: `level in -31.9 LUFS (peak -14.2 dBFS,
+    508 clipped), out -20.2 LUFS, gain +11.8 dB` (gain only when it is normalised)."""
+    if not isinstance(levels, Mapping):
+        return "no level yet"
+    rx = levels.get("rx") if isinstance(levels.get("rx"), Mapping) else {}
+    extras = []
+    peak = rx.get("peak_dbfs")
+    if isinstance(peak, int | float) and peak > -100:
+        extras.append(f"peak {peak:.1f} dBFS")
+    if rx.get("clipped"):
+        extras.append(f"{rx['clipped']} clipped")
+    text = f"level in {_lufs(rx)} LUFS" + (f" ({', '.join(extras)})" if extras else "")
+    text += f", out {_lufs(levels.get('tx'))} LUFS"
+    gain = levels.get("gain_db")
+    if isinstance(gain, int | float):
+        text += f", gain {gain:+.1f} dB"
+    return text
+
+
+def levels_line(snap: Snapshot) -> str:
+    """Every meter's short-term loudness on one line: `LUFS in/out: radio -/-24.0
+    · 2000 -13.8/- · call 3 -31.9/-20.2 +11.8dB` (what does not fit is counted)."""
+    levels = snap.get("levels")
+    if not isinstance(levels, Mapping):
+        return "LUFS in/out: -"
+    items = []
+    radio = levels.get("radio")
+    if isinstance(radio, Mapping):
+        items.append(f"radio {_lufs(radio.get('rx'))}/{_lufs(radio.get('tx'))}")
+    for name, entry in [
+        *((str(li.get("node")), li) for li in levels.get("links") or ()),
+        *((f"call {c.get('id')}", c) for c in levels.get("calls") or ()),
+    ]:
+        gain = entry.get("gain_db")
+        item = f"{name} {_lufs(entry.get('rx'))}/{_lufs(entry.get('tx'))}"
+        items.append(item + (f" {gain:+.1f}dB" if isinstance(gain, int | float) else ""))
+    head = "LUFS in/out: "
+    if not items:
+        return head + "-"
+    shown: list[str] = []
+    for i, item in enumerate(items):
+        left = len(items) - i - 1
+        candidate = head + " · ".join([*shown, item]) + (f" · +{left}" if left else "")
+        if len(candidate) > LINE_WIDTH and shown:
+            return head + " · ".join(shown) + f" · +{len(items) - len(shown)}"
+        shown.append(item)
+    return fit(head + " · ".join(shown))
+
+
 def link_row(link: Mapping[str, Any]) -> tuple[str, ...]:
     keyed = bool(link.get("keyed"))
     if keyed:
@@ -284,8 +341,9 @@ def link_row(link: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
-def link_detail(link: Mapping[str, Any] | None) -> str:
-    """Everything else about the highlighted link, on one (wrapping) line."""
+def link_detail(link: Mapping[str, Any] | None, levels: Mapping[str, Any] | None = None) -> str:
+    """Everything else about the highlighted link, on one (wrapping) line; `levels` is the
+    snapshot's `levels` (the link's meters are found in it by call)."""
     if link is None:
         return "No links. c connects (transceive), m monitors."
     parts = [
@@ -304,6 +362,9 @@ def link_detail(link: Mapping[str, Any] | None) -> str:
         parts.append("permanent")
     if link.get("call") is not None:
         parts.append(health_text(link.get("health")))
+        if isinstance(levels, Mapping):
+            mine = [x for x in levels.get("links") or () if x.get("call") == link.get("call")]
+            parts.append(levels_text(mine[0] if mine else None))
     nodes = list(link.get("nodes") or ())
     parts.append("behind: " + (" ".join(nodes) if nodes else "none"))
     return " · ".join(parts)

@@ -74,6 +74,7 @@
       audio: s.audio && typeof s.audio === "object" ? s.audio : null,
       usrp: s.radio && s.radio.usrp && typeof s.radio.usrp === "object" ? s.radio.usrp : null,
       tunnel: s.tunnel && typeof s.tunnel === "object" ? s.tunnel : null,
+      levels: s.levels && typeof s.levels === "object" ? s.levels : null,
       tx: tx && {
         keyed: tx.keyed === true,
         length: num(tx.timeout_s),
@@ -99,6 +100,9 @@
     } else if (ev.event === "health") {
       // Every few seconds: fresh figures for the rows, not worth a line in the event list.
       if (state) patchHealth(ev);
+    } else if (ev.event === "levels") {
+      // Every second: the meters, likewise.
+      if (state) state.levels = ev;
     } else {
       patch(ev, t);
       listEvent(ev);
@@ -329,7 +333,32 @@
     return (h.degraded === true ? "Degraded · " : "") + parts.join(" · ");
   }
 
-  function row(kind, name, keyed, pending, values, health) {
+  // One compact line of a call's, link's or the radio's loudness meters (a `levels` entry):
+  // what arrives, what we send, and the normaliser's gain when it runs.
+  function levelsText(lv) {
+    if (!lv || typeof lv !== "object") return "";
+    const lufs = (r) => {
+      const v = r && typeof r === "object" ? num(r.lufs) : null;
+      return v === null ? "—" : `${v.toFixed(1)} LUFS`;
+    };
+    const reading = (r) => {
+      let text = lufs(r);
+      if (r && num(r.peak_dbfs) !== null && r.peak_dbfs > -100) text += ` (peak ${r.peak_dbfs.toFixed(1)} dBFS)`;
+      if (r && num(r.clipped)) text += `, ${r.clipped} clipped`;
+      return text;
+    };
+    const parts = [`Level in ${reading(lv.rx)}`, `out ${reading(lv.tx)}`];
+    const gain = num(lv.gain_db);
+    if (gain !== null) parts.push(`gain ${gain > 0 ? "+" : ""}${gain.toFixed(1)} dB`);
+    return parts.join(" · ");
+  }
+
+  function levelsOf(list, match) {
+    const levels = state && state.levels && Array.isArray(state.levels[list]) ? state.levels[list] : [];
+    return levels.find(match) || null;
+  }
+
+  function row(kind, name, keyed, pending, values, health, levels) {
     const tr = document.createElement("tr");
     tr.setAttribute("role", "row");
     tr.dataset.kind = kind;
@@ -345,6 +374,13 @@
       small.className = "health";
       small.classList.toggle("degraded", health.degraded === true);
       small.textContent = line;
+      th.append(small);
+    }
+    const meters = levelsText(levels);
+    if (meters) {
+      const small = document.createElement("span");
+      small.className = "levels";
+      small.textContent = meters;
       th.append(small);
     }
     tr.append(th);
@@ -379,7 +415,7 @@
       [mode],
       [word(CODECS, l.codec)],
       [behind, "behind"],
-    ], l.health);
+    ], l.health, l.call == null ? null : levelsOf("links", (x) => x.call === l.call));
     tr.dataset.node = String(l.node);
     if (l.call != null) tr.dataset.call = String(l.call);
     return tr;
@@ -394,7 +430,7 @@
       ["Call"],
       [word(CODECS, c.codec)],
       ["—", "behind"],
-    ], c.health);
+    ], c.health, levelsOf("calls", (x) => x.id === c.id));
     tr.dataset.call = String(c.id);
     return tr;
   }
@@ -485,6 +521,9 @@
     setText(el("listening"), s.listening ? "Accepting" : "Refusing");
     setText(el("bridge"), bridgeText(s.bridge));
     setText(el("audio"), audioText(s.audio, s.usrp));
+    const radioLevels = s.levels && s.levels.radio ? levelsText(s.levels.radio) : "";
+    el("radio-levels-fact").hidden = !radioLevels;
+    setText(el("radio-levels"), radioLevels);
     el("tunnel-fact").hidden = !s.tunnel;
     if (s.tunnel) setText(el("tunnel"), tunnelText(s.tunnel));
 

@@ -47,6 +47,7 @@ fn station(rate: u32) -> Station {
             call_ts_ms: 0,
             dtmf: false,
             link: true,
+            normalize: None,
         },
         0,
     )
