@@ -4,7 +4,8 @@ Starts `node serve` on the commented template it writes (its defaults: null audi
 registration, no AMI; only the two ports are moved to free ones) and measures, per run:
 
 - **start**: seconds from the process start until `GET /status` answers (Python's byte code
-  is cached after the first run, as a pip install caches it);
+  is cached after the first run, as a pip install caches it), and the CPU seconds the process
+  used until then (which a busy host hardly changes);
 - **RSS** (VmRSS) and **threads** a few seconds after start;
 - **CPU**: % of one core over `--seconds` of idle, from /proc/<pid>/stat;
 - **wake-ups per second** of each thread (voluntary context switches): the engine thread sleeps
@@ -16,6 +17,7 @@ its own sample configuration's listener and control ports, in the same run.
 
     python benches/idle.py                       # 5 runs of 30 s
     python benches/idle.py --runs 3 --seconds 60 --astar /path/to/astar-server --json idle.json
+    python benches/idle.py --python .venv/bin/python --python python3   # the README's install too
 
 Only loopback addresses are used. docs/performance.md ("Idle") has the figures.
 """
@@ -103,6 +105,9 @@ def measure(
     try:
         started = wait_status(url, proc)
         start_s = time.monotonic() - t0 if started else None
+        # The CPU the start took (user + system): unlike the wall time, a busy host hardly moves
+        # it, so it tells a slow start from a shared core.
+        start_cpu_s = cpu_ticks(proc.pid) / CLK_TCK
         time.sleep(3.0)  # settle: start-up work done
         rss_kb = status_field(proc.pid, "VmRSS")
         threads = status_field(proc.pid, "Threads")
@@ -112,6 +117,7 @@ def measure(
         elapsed = w1 - w0
         return {
             "start_s": round(start_s or 0.0, 3),
+            "start_cpu_s": round(start_cpu_s, 2),
             "rss_mb": round(rss_kb / 1024, 1),
             "threads": threads,
             "cpu_pct": round(100 * (c1 - c0) / CLK_TCK / elapsed, 3),
@@ -128,14 +134,15 @@ def measure(
             proc.wait()
 
 
-def ours(workdir: Path) -> tuple[list[str], str, dict[str, str]]:
-    """`node serve` on the template it writes itself, on free ports."""
+def ours(workdir: Path, python: str) -> tuple[list[str], str, dict[str, str]]:
+    """`node serve` under `python` on the template it writes itself, on free ports."""
+    workdir.mkdir(exist_ok=True)
     config = workdir / "node.toml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NET_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its byte code cached
     subprocess.run(
         [
-            sys.executable,
+            python,
             "-c",
             "from node._template import TEMPLATE; import sys; sys.stdout.write(TEMPLATE)",
         ],
@@ -149,7 +156,7 @@ def ours(workdir: Path) -> tuple[list[str], str, dict[str, str]]:
     text = text.replace('bind = "127.0.0.1:8730"', f'bind = "127.0.0.1:{http}"', 1)
     config.write_text(text)
     return (
-        [sys.executable, "-m", "node", "serve", "--config", str(config)],
+        [python, "-m", "node", "serve", "--config", str(config)],
         f"http://127.0.0.1:{http}/status",
         env,
     )
@@ -177,6 +184,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "runs": len(runs),
         "start_s": med("start_s"),
         "start_s_max": max(r["start_s"] for r in runs),
+        "start_cpu_s": med("start_cpu_s"),
         "rss_mb": med("rss_mb"),
         "threads": runs[-1]["threads"],
         "cpu_pct": med("cpu_pct"),
@@ -192,12 +200,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=30.0, help="idle window per run")
     ap.add_argument("--astar", type=Path, help="astar-server binary, measured in the same run")
+    ap.add_argument(
+        "--python",
+        action="append",
+        metavar="PATH",
+        help="run the node under this interpreter (one that imports node, such as the README's "
+        ".venv/bin/python); repeat for several; default: this one",
+    )
     ap.add_argument("--json", type=Path, help="write every figure here")
     args = ap.parse_args(argv)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="idle-") as tmp:
         work = Path(tmp)
-        subjects = {"iax-node": ours(work)}
+        pythons = args.python or [sys.executable]
+        subjects = {
+            ("iax-node" if len(pythons) == 1 else f"iax-node ({python})"): ours(
+                work / f"node{i}", python
+            )
+            for i, python in enumerate(pythons)
+        }
         if args.astar is not None:
             subjects["astar-server"] = astar(args.astar, work)
         for name in subjects:
@@ -207,11 +228,13 @@ def main(argv: list[str] | None = None) -> int:
             for name, (command, url, env) in subjects.items():
                 report[name].append(measure(command, ROOT, url, args.seconds, env))
     table = {name: summary(runs) for name, runs in report.items()}
-    print(f"\n{'':14}{'start s':>9}{'max':>7}{'RSS MB':>8}{'threads':>9}{'CPU %':>8}  wake-ups/s")
+    width = max(14, *(len(name) + 1 for name in table))
+    heads = f"{'start s':>9}{'max':>7}{'CPU s':>7}{'RSS MB':>8}{'threads':>9}{'CPU %':>8}"
+    print(f"\n{'':{width}}{heads}  wake-ups/s")
     for name, s in table.items():
         wake = ", ".join(f"{t} {v:g}" for t, v in s["wakeups_per_s"].items())
         print(
-            f"{name:14}{s['start_s']:>9}{s['start_s_max']:>7}{s['rss_mb']:>8}{s['threads']:>9}"
+            f"{name:{width}}{s['start_s']:>9}{s['start_s_max']:>7}{s['start_cpu_s']:>7}{s['rss_mb']:>8}{s['threads']:>9}"
             f"{s['cpu_pct']:>8}  {wake}"
         )
     if args.json is not None:

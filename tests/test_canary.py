@@ -295,3 +295,50 @@ def test_malformed_wireguard_key_exits_78_without_a_canary(tmp_path: Path, value
     assert "WG_KEY" in err and "44 characters of base64" in err
     for canary in (*wg_forms(WG_CANARY), value):
         assert canary not in out + err
+
+
+FURTHER_CANARY = "canary-further-node-secret-5e17"
+
+
+def test_each_node_of_a_host_registers_with_its_own_password_and_shows_neither(
+    tmp_path: Path,
+) -> None:
+    """A host whose two nodes register over HTTP: the first with NET_SECRET, the second with
+    NET_SECRET_1998. Each password goes in its own node's POST and in no output."""
+    from tests.allstar.httpserver import HttpServer, Reply, Request
+
+    posts: list[Request] = []
+
+    def registrar(request: Request) -> Reply:
+        posts.append(request)
+        (number,) = json.loads(request.body)["data"]["nodes"]
+        body = {"ipaddr": request.client, "port": 4569, "data": f"{number} successfully registered"}
+        return Reply(200, json.dumps(body).encode())
+
+    with HttpServer(registrar) as srv:
+        extra = (
+            f'[register]\nmethod = "http"\nurl = "{srv.url}"\nnode_id = "1999"\n\n'
+            "[links]\ndns = false\n\n"
+            "[nodes.1998]\n"
+            f'[nodes.1998.register]\nmethod = "http"\nurl = "{srv.url}"\nnode_id = "1998"\n'
+        )
+        env = {"NET_NODE": "1999", "NET_SECRET": NODE_CANARY, "NET_SECRET_1998": FURTHER_CANARY}
+        with running(tmp_path, extra, env, notify=False) as run:
+            node = run.node
+
+            def registered(path: str) -> str | None:
+                text = node.get(path).text
+                return text if json.loads(text)["registered"] else None
+
+            run.outputs.append(wait_until("1999 registered", lambda: registered("/status")))
+            run.outputs.append(
+                wait_until("1998 registered", lambda: registered("/nodes/1998/status"))
+            )
+            run.outputs.append(node.get("/nodes").text)
+    sent = {}
+    for post in posts:
+        ((number, entry),) = json.loads(post.body)["data"]["nodes"].items()
+        sent.setdefault(number, set()).add(entry["passwd"])
+    assert sent == {"1999": {NODE_CANARY}, "1998": {FURTHER_CANARY}}
+    for text in run.outputs:
+        assert FURTHER_CANARY not in text and NODE_CANARY not in text

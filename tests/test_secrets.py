@@ -761,3 +761,27 @@ def test_secrets_import_nothing_of_the_configuration() -> None:
         "assert not [m for m in sys.modules if m.startswith('node.config')], sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_further_node_has_a_registration_password_of_its_own() -> None:
+    settings = SecretSettings(source="env", node_id="1999", further_nodes=("1998",))
+    env = {"NET_NODE": "1999", "NET_SECRET": "first-pw", "NET_SECRET_1998": "second-pw"}
+    store = SecretStore(settings, environ=env)
+    first, second = store.node_secret(), store.node_secret("1998")
+    assert first is not None and first.equals("first-pw")
+    assert second is not None and second.equals("second-pw")
+    assert store.node_secret("1999") is first and store.node_secret("1997") is None
+    assert "second-pw" not in store.redact("x second-pw y")
+    # Missing: named by its variable, for its node.
+    with pytest.raises(ConfigError) as info:
+        SecretStore(settings, environ={"NET_NODE": "1999", "NET_SECRET": "first-pw"})
+    assert info.value.key == "NET_SECRET_1998" and "node 1998" in str(info.value)
+    # The config file holds the first node's password only.
+    with pytest.raises(ConfigError) as info:
+        SecretStore(dataclasses.replace(settings, source="config", inline_secret=Secret("x")))
+    assert info.value.key == "nodes.1998.register" and "NET_SECRET_1998" in str(info.value)
+    # Under source = control, POST /secrets with its number sets it.
+    control = SecretStore(dataclasses.replace(settings, source="control"), environ={})
+    control.set("1998", "later-pw")
+    later = control.node_secret("1998")
+    assert later is not None and later.equals("later-pw") and control.node_secret() is None

@@ -38,6 +38,7 @@ __all__ = [
     "PlayStarted",
     "RxKeyed",
     "SpurtEnded",
+    "StationEvent",
     "ToneError",
     "TrunkFrame",
     "TunnelChanged",
@@ -379,7 +380,25 @@ class Engine:
         concealment: str = "pitch",
         jitter_target_extra_ms: int | None = None,
         jitter_max_ms: int | None = None,
+        stations: int = 1,
     ) -> Engine: ...
+    @property
+    def stations(self) -> int:
+        """Conferences the engine mixes (one per hosted node); every command, device and USRP
+        radio takes `station=` (0 by default), and a further station's events come as
+        `StationEvent`."""
+    def add_local_link(
+        self,
+        id: int,
+        peer_station: int,
+        peer_id: int,
+        mode: str = "transceive",
+        peer_mode: str = "transceive",
+        *,
+        station: int = 0,
+    ) -> None:
+        """Link leg `id` of `station` to leg `peer_id` of `peer_station` inside the engine (no
+        datagram); either leg's `remove_leg` ends it."""
     @property
     def local_addr(self) -> _Addr: ...
     @property
@@ -414,34 +433,55 @@ class Engine:
         keying: str = "always",
         dtmf: bool = False,
         link: bool = False,
+        *,
+        station: int = 0,
     ) -> None: ...
-    def set_leg_keying(self, callno: int, keying: str) -> None: ...
-    def set_leg_dtmf(self, callno: int, on: bool) -> None: ...
-    def set_local_dtmf(self, on: bool) -> None: ...
-    def play(self, id: int, pcm: _Buffer, destination: str, keys_local: bool = False) -> None:
+    def set_leg_keying(self, callno: int, keying: str, *, station: int = 0) -> None: ...
+    def set_leg_dtmf(self, callno: int, on: bool, *, station: int = 0) -> None: ...
+    def set_local_dtmf(self, on: bool, *, station: int = 0) -> None: ...
+    def play(
+        self,
+        id: int,
+        pcm: _Buffer,
+        destination: str,
+        keys_local: bool = False,
+        *,
+        station: int = 0,
+    ) -> None:
         """Mix `pcm` (int16 at the station rate) into "to_monitor", "to_air" or
         "to_air_and_links" from the next tick, as clip `id`."""
-    def stop_playing(self, id: int) -> None: ...
-    def remove_leg(self, callno: int) -> None: ...
-    def set_leg_mode(self, callno: int, mode: str) -> None: ...
-    def set_leg_codec(self, callno: int, format: int) -> None: ...
-    def push_voice(self, callno: int, format: int, ts: int, payload: bytes) -> None: ...
-    def push_control(
-        self, callno: int, kind: str, value: int, ts: int, payload: bytes = ...
+    def stop_playing(self, id: int, *, station: int = 0) -> None: ...
+    def remove_leg(self, callno: int, *, station: int = 0) -> None: ...
+    def set_leg_mode(self, callno: int, mode: str, *, station: int = 0) -> None: ...
+    def set_leg_codec(self, callno: int, format: int, *, station: int = 0) -> None: ...
+    def push_voice(
+        self, callno: int, format: int, ts: int, payload: bytes, *, station: int = 0
     ) -> None: ...
-    def set_mix_minus(self, on: bool) -> None: ...
+    def push_control(
+        self,
+        callno: int,
+        kind: str,
+        value: int,
+        ts: int,
+        payload: bytes = ...,
+        *,
+        station: int = 0,
+    ) -> None: ...
+    def set_mix_minus(self, on: bool, *, station: int = 0) -> None: ...
     def set_parrot(
         self,
         on: bool,
         playback_delay_ms: int,
         silence_gap_ms: int,
         vox_threshold_db: float,
+        *,
+        station: int = 0,
     ) -> None:
         """Parrot mode: each member's audio recorded and played back to it alone; off: the
         conference."""
-    def set_local_radio(self, on: bool) -> None: ...
-    def set_local_keyed(self, on: bool) -> None: ...
-    def set_local_gated(self, on: bool) -> None: ...
+    def set_local_radio(self, on: bool, *, station: int = 0) -> None: ...
+    def set_local_keyed(self, on: bool, *, station: int = 0) -> None: ...
+    def set_local_gated(self, on: bool, *, station: int = 0) -> None: ...
     def open_device(
         self,
         device_rate: int,
@@ -450,6 +490,8 @@ class Engine:
         rx_delay_ms: int = 0,
         vox: tuple[float, int, int] | None = None,
         trades: bool = True,
+        *,
+        station: int = 0,
     ) -> DevicePort:
         """Attach a sound card running at `device_rate` (the station rate or 48000) to the local
         radio member; gains in dB (-40 to +20); `rx_delay_ms` (0-1000) holds the received audio
@@ -458,7 +500,12 @@ class Engine:
         keep the engine's clock running, so an idle engine sleeps. DeviceError for a setting it
         cannot take."""
     def open_usrp(
-        self, listen: str, peer: str, settings: Mapping[str, float] | None = None
+        self,
+        listen: str,
+        peer: str,
+        settings: Mapping[str, float] | None = None,
+        *,
+        station: int = 0,
     ) -> UsrpPort:
         """Attach a USRP radio (ip:port literals) as the local radio: an engine thread owns its
         socket and 20 ms clock. `settings`: rx_gain_db, tx_gain_db, prefill_frames,
@@ -490,6 +537,8 @@ class Engine:
         mode: str = "transceive",
         keying: str = "voice",
         dtmf: bool = False,
+        *,
+        station: int = 0,
     ) -> None:
         """Add EchoLink station `ip`'s leg `leg` (32768..65535: outside IAX2's 15-bit call
         numbers, so ids never collide) to the conference, like an IAX2 leg: its audio packets
@@ -498,9 +547,10 @@ class Engine:
         linked node (`RxKeyed`, `ActivityChanged` with the leg id; `keying` as for `add_leg`);
         the conference's mix-minus for it goes to `ip`:`port` (our audio port by default, as
         the protocol fixes it) in the same packets, sequence from 0, only while there is audio
-        for it plus an 80 ms hang. ValueError for an id below 32768; `CommandFailed` for an
-        id or a station that already has a leg."""
-    def remove_echolink_leg(self, leg: int) -> None:
+        for it plus an 80 ms hang. `station`: the hosted node whose conference it joins.
+        ValueError for an id below 32768; `CommandFailed` for an id or a station that
+        already has a leg."""
+    def remove_echolink_leg(self, leg: int, *, station: int = 0) -> None:
         """Remove an EchoLink station's leg (its address is free for a new leg); ValueError
         for an id below 32768 (an IAX2 call's leg goes with `remove_leg`)."""
     def echolink_leg_stats(self, leg: int) -> dict[str, int] | None:
@@ -780,6 +830,20 @@ class UsrpPeerChanged(EngineEvent):
     @property
     def heard(self) -> bool:
         """True: heard again; False: lost."""
+
+@final
+class StationEvent(EngineEvent):
+    """`event` of a further station (a hosted node other than the first); the first station's
+    events come unwrapped."""
+
+    __match_args__ = ("station", "event")
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __new__(cls, station: int, event: EngineEvent) -> StationEvent: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    @property
+    def station(self) -> int: ...
+    @property
+    def event(self) -> EngineEvent: ...
 
 @final
 class EchoLinkReceived(EngineEvent):

@@ -115,7 +115,12 @@ def wg_keygen(config_path: str) -> None:
     help="The ASL3 configuration directory (rpt.conf, iax.conf, simpleusb.conf, ...).",
 )
 @click.option(
-    "--node", "node", default=None, metavar="N", help="The node to import (default: the only one)."
+    "--node",
+    "node",
+    default=None,
+    metavar="N",
+    help="The node to import (default: every node of rpt.conf, into one config that serves "
+    "them all on one IAX2 port).",
 )
 @click.option(
     "--config", "config_path", required=True, metavar="PATH", help="The node.toml to write."

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import secrets as pysecrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from node.allstar.portal import TokenSource
     from node.allstar.runner import HttpRegistrationRunner, StatPostRunner
 
-__all__ = ["DSTAR_REFUSAL", "Controller", "Reloaded", "TimerKind"]
+__all__ = ["DSTAR_REFUSAL", "Controller", "Reloaded", "TimerKind", "own_port"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,32 @@ class Reloaded:
     peers: PeersChange
 
 
+def own_port(
+    config: NodeConfig,
+    secrets: SecretStore,
+    clock: Callable[[], float],
+    holders: Sequence[Controller],
+    numbers: tuple[str, ...] = (),
+) -> IaxPort:
+    """The IAX2 port of a process: its policy from `[listener]`; an admitted caller is held
+    unanswered when it is a link caller of any node it may be calling (`holders`, read at the
+    call so a reload's links count); `numbers`, when the process hosts several nodes, are the
+    called numbers it answers."""
+
+    def holds(number: str, user: str) -> bool:
+        return any(is_link_caller(h.ctx.config, number, user) for h in holders)
+
+    return IaxPort(
+        InboundPolicy.from_listener(config.listener, numbers=numbers),
+        config.codec_policy,
+        token_key=pysecrets.token_bytes(32),
+        randbelow=pysecrets.randbelow,
+        peer_secret=secrets.peer_secret,
+        holds=holds,
+        clock=clock,
+    )
+
+
 class Controller(Router):
     """Routes commands, received frames, engine events and timers to the services; reports
     state."""
@@ -81,7 +107,11 @@ class Controller(Router):
         bus: EventBus,
         secrets: SecretStore,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        port: IaxPort | None = None,
     ) -> None:
+        """`port` is this node's lane of a port the host shares between its nodes (`node.host`);
+        without it the node has a port of its own."""
         #: What every service is handed: the running config, bus, clock and secrets.
         ctx = NodeContext(config, secrets, bus, clock)
         super().__init__(ctx)
@@ -89,16 +119,11 @@ class Controller(Router):
         self.started = clock()
         self._bridge: MediaBridge | None = None
         self._stop_requested: Callable[[], None] | None = None
+        #: Every node number of the process, this one's among them (the host sets it; the
+        #: snapshot's `hosted` with more than one, so the status page can offer the others).
+        self.hosted: tuple[str, ...] = ()
 
-        self._port = IaxPort(
-            InboundPolicy.from_listener(config.listener),
-            config.codec_policy,
-            token_key=pysecrets.token_bytes(32),
-            randbelow=pysecrets.randbelow,
-            peer_secret=secrets.peer_secret,
-            holds=lambda number, user: is_link_caller(self.ctx.config, number, user),
-            clock=clock,
-        )
+        self._port = port if port is not None else own_port(config, secrets, clock, [self])
         self._announcements = Announcements(ctx, quiet_kinds=(COURTESY,))
         self._calls = CallService(ctx, self._port)
         self._links = LinkService(ctx, self._port)
@@ -294,6 +319,8 @@ class Controller(Router):
                     "dstar_guard": self._transmit.usrp_dstar,
                     "caller": self._transmit.usrp_caller,
                 }
+        if len(self.hosted) > 1:
+            snap["hosted"] = list(self.hosted)
         return snap
 
     def counters(self) -> dict[str, Any]:

@@ -36,8 +36,10 @@ from node.control.limits import MAX_HEAD_BYTES, bounded_protocol
 from node.controller import Controller
 from node.errors import CommandError, ConfigError, EngineError, RadioError, StartError
 from node.events import EventBus
+from node.host import Host
 from node.iax2.transport import EngineTransport
 from node.media.bridge import MediaBridge, Topology
+from node.media.station import LocalLinks, station_engine
 from node.radio.radio import Radio
 from node.radio.usrp import UsrpPtt
 from node.sdnotify import Notifier
@@ -181,7 +183,7 @@ def _http_services(
     reg = config.register
     if reg is not None and reg.method == "http":
         core = HttpRegistration(
-            reg.url, reg.node_id, secrets.node_secret(), iax_port, reg.refresh, now
+            reg.url, reg.node_id, secrets.node_secret(reg.node_id), iax_port, reg.refresh, now
         )
         registration = HttpRegistrationRunner(core, controller.on_registration_events)
     statpost = None
@@ -191,31 +193,85 @@ def _http_services(
     return registration, statpost
 
 
-def reload(path: Path, controller: Controller) -> str:
+def reload(path: Path, host: Host | Controller) -> str:
     """Re-read the config and peers files and apply what can change; a one-line outcome.
 
     A file that does not load changes nothing: the error is logged and the node goes on with
-    its running configuration. Keys that changed but need a restart are logged one by one.
+    its running configuration. Keys that changed but need a restart are logged one by one. With
+    several nodes, a fault inside one further node's table (`[nodes.<number>]`) keeps that node
+    on its running configuration and reloads the others; a node added or removed needs a
+    restart.
     """
     log.info("SIGHUP: reloading %s", path)
+    controllers = tuple(host) if isinstance(host, Host) else (host,)
+    kept: list[str] = []
     try:
-        loaded = load_config(path)
-        done = controller.reload(loaded)
+        loaded = _load_for_reload(path, kept)
     except ConfigError as exc:
         log.error("reload failed, nothing changed (the node runs on as before): %s", exc)
         return "reload failed, running on the previous configuration (see the log)"
-    for key in done.plan.needs_restart:
-        log.warning(
-            "reload: %s changed in %s but needs a restart; the running value stays until then",
-            key,
-            path,
-        )
-    applied = ", ".join(done.plan.applied) or "no reloadable setting changed"
-    outcome = f"reloaded: {applied}; peer secrets {done.peers.describe()}"
-    if done.plan.needs_restart:
-        outcome += f"; needs a restart: {', '.join(done.plan.needs_restart)}"
+    by_number = {n.node_id: n for n in loaded.hosted}
+    outcomes: list[str] = []
+    for i, controller in enumerate(controllers):
+        number = controller.node_id
+        node = loaded if i == 0 else by_number.get(number)
+        if node is None:
+            if number not in kept:
+                log.warning(
+                    "reload: node %s is gone from %s; it runs on until a restart", number, path
+                )
+            continue
+        try:
+            done = controller.reload(node)
+        except ConfigError as exc:
+            if len(controllers) == 1:
+                log.error("reload failed, nothing changed (the node runs on as before): %s", exc)
+                return "reload failed, running on the previous configuration (see the log)"
+            log.error("reload of node %s failed, it runs on as before: %s", number, exc)
+            outcomes.append(f"node {number}: reload failed")
+            continue
+        for key in done.plan.needs_restart:
+            log.warning(
+                "reload: %s changed in %s but needs a restart; the running value stays until then",
+                key,
+                path,
+            )
+        applied = ", ".join(done.plan.applied) or "no reloadable setting changed"
+        outcome = f"reloaded: {applied}; peer secrets {done.peers.describe()}"
+        if done.plan.needs_restart:
+            outcome += f"; needs a restart: {', '.join(done.plan.needs_restart)}"
+        outcomes.append(outcome if len(controllers) == 1 else f"node {number} {outcome}")
+    running = {c.node_id for c in controllers}
+    for number in by_number.keys() - running:
+        log.warning("reload: node %s is new in %s; it starts with the next restart", number, path)
+    for number in kept:
+        outcomes.append(f"node {number} kept its running configuration (its table has an error)")
+    outcome = "; ".join(outcomes)
     log.info("%s", outcome)
     return outcome
+
+
+def _load_for_reload(path: Path, kept: list[str]) -> NodeConfig:
+    """The file as a reload reads it: a fault inside a further node's table leaves that node
+    out (named in `kept`, logged) rather than failing the whole reload."""
+    excluded: set[str] = set()
+    while True:
+        try:
+            return load_config(path, exclude=frozenset(excluded))
+        except ConfigError as exc:
+            number = _faulty_node(exc)
+            if number is None or number in excluded:
+                raise
+            log.error("reload: node %s keeps its running configuration: %s", number, exc)
+            excluded.add(number)
+            kept.append(number)
+
+
+def _faulty_node(exc: ConfigError) -> str | None:
+    """The further node whose table a configuration fault is in, if any."""
+    key = exc.key or ""
+    parts = key.split(".")
+    return parts[1] if len(parts) >= 3 and parts[0] == "nodes" else None
 
 
 #: What to suggest when a port is taken: most often another node on the same configuration.
@@ -277,39 +333,61 @@ class RunningNode:
         self.notifier = notifier if notifier is not None else Notifier(None)
         self.stop = asyncio.Event()
         self.bus = EventBus()
-        self.controller = Controller(config, self.bus, secrets)
+        #: Every node of the process (`[nodes.<number>]`), each with its own router and bus;
+        #: the first is `controller`, the front door of everything that names no node.
+        self.host = Host(config, secrets, buses=[self.bus, *(EventBus() for _ in config.nodes)])
+        self.controller = self.host.first
         self._transport: EngineTransport | None = None
         self._ctl_sock: socket.socket | None = None
         self._server: _Server | None = None
         self._http: asyncio.Task[None] | None = None
-        self._services: tuple[HttpRegistrationRunner | None, StatPostRunner | None] = (None, None)
+        self._services: list[HttpRegistrationRunner | StatPostRunner] = []
         self._ami: AmiServer | None = None
         self._token_client: httpx.AsyncClient | None = None
-        self._radio: Radio | None = None
+        #: Each node's radio (None: a further node whose radio did not open runs without).
+        self._radios: list[Radio | None] = []
+        self._bridges: list[MediaBridge] = []
 
     async def start(self) -> None:
         """Open the radio (its PTT released), the IAX2 socket, the control socket and audio, then
         start serving. Raises StartError (having released what it opened) when any of them
         fails."""
-        config = self.config
-        # The radio first: a node killed while keyed (SIGKILL, a power cut of the host but not of
-        # the interface) left its PTT keyed, and opening releases it, before any lookup or
-        # socket that could wait or fail.
+        # The radios first: a node killed while keyed (SIGKILL, a power cut of the host but not
+        # of the interface) left its PTT keyed, and opening releases it, before any lookup or
+        # socket that could wait or fail. A further node whose radio fails runs without it.
+        for i, node in enumerate(self.config.hosted):
+            try:
+                radio = Radio.open(node.radio, node.keying.tx_timeout_secs, usrp=node.usrp)
+            except RadioError as exc:
+                if i == 0:
+                    self._close_radios()
+                    raise StartError(f"cannot open the radio ([radio]): {exc}") from None
+                log.error(
+                    "node %s: cannot open its radio ([nodes.%s.radio]): %s; it runs without",
+                    node.node_id,
+                    node.node_id,
+                    exc,
+                )
+                radio = None
+            self._radios.append(radio)
         try:
-            radio = Radio.open(config.radio, config.keying.tx_timeout_secs, usrp=config.usrp)
-        except RadioError as exc:
-            raise StartError(f"cannot open the radio ([radio]): {exc}") from None
-        self._radio = radio
-        try:
-            await self._open(radio)
+            await self._open()
         except BaseException:
-            radio.close()
-            self._radio = None
+            self._close_radios()
             raise
 
-    async def _open(self, radio: Radio) -> None:
-        """`start` after the radio: the sockets, audio, the services, the control channel."""
-        config, controller = self.config, self.controller
+    def _close_radios(self) -> None:
+        """Release every node's PTT (first thing at shutdown, and after a failed start)."""
+        for radio in self._radios:
+            if radio is not None:
+                radio.close()
+        self._radios = []
+
+    async def _open(self) -> None:
+        """`start` after the radios: the sockets, audio, the services, the control channel."""
+        config, controller, host = self.config, self.controller, self.host
+        radio = self._radios[0]
+        assert radio is not None, "the first node's radio opened"
         topology = Topology(
             config.bridge.mode, config.bridge.mix_minus, config.bridge.include_local_radio
         )
@@ -317,16 +395,17 @@ class RunningNode:
         try:
             transport = EngineTransport(
                 str(config.listener.bind),
-                controller.on_frames,
-                controller.on_engine_events,
+                host.on_frames,
+                host.on_engine_events,
                 rate=config.station_rate,
                 mix_minus=topology.effective_mix_minus,
-                # Inbound calls, plus the links and outbound calls the node places itself.
-                legs=config.listener.max_calls + len(config.links) + 16,
+                # Inbound calls, plus the links and outbound calls the nodes place themselves.
+                legs=config.listener.max_calls + sum(len(n.links) + 16 for n in config.hosted),
                 tunnel=tunnel,
                 concealment=config.bridge.concealment,
                 jitter_target_extra_ms=config.bridge.jitter_target_extra_ms,
                 jitter_max_ms=config.bridge.jitter_max_ms,
+                stations=len(host),
             )
         except EngineError as exc:
             if tunnel is not None:
@@ -343,40 +422,41 @@ class RunningNode:
             raise _bind_error(
                 "the control channel", "control.bind", config.control.bind, exc
             ) from None
-        audio = config.audio
-        bridge = MediaBridge(
-            transport.engine,
-            topology,
-            audio.backend,
-            audio.input,
-            audio.output,
-            device_rate=audio.device_rate,
-            rx_gain_db=audio.rx_gain_db,
-            tx_gain_db=audio.tx_gain_db,
-            rx_delay_ms=config.radio.rx_audio_delay_ms,
-            vox=radio.vox,
-            gated=radio.gated,
-            parrot=config.parrot,
-            usrp=config.usrp,
-        )
-        try:
-            bridge.start_audio()
-        except CommandError as exc:
-            transport.close()
-            ctl_sock.close()
-            raise StartError(
-                f"cannot start audio ([audio] backend = {config.audio.backend}): {exc}"
-            ) from None
-        if isinstance(radio.ptt, UsrpPtt):
-            radio.ptt.attach(bridge.usrp_port)
+        local_links = LocalLinks(transport.engine) if len(host) > 1 else None
+        for i, node in enumerate(config.hosted):
+            try:
+                self._bridges.append(self._bridge(transport, i, node, self._radios[i], local_links))
+            except CommandError as exc:
+                if i == 0:
+                    for bridge in self._bridges:
+                        bridge.close()
+                    transport.close()
+                    ctl_sock.close()
+                    raise StartError(
+                        f"cannot start audio ([audio] backend = {config.audio.backend}): {exc}"
+                    ) from None
+                # Another node's sound card must not take this one down: it runs without.
+                log.error(
+                    "node %s: cannot start audio ([nodes.%s.audio] backend = %s): %s; it runs "
+                    "without its radio",
+                    node.node_id,
+                    node.node_id,
+                    node.audio.backend,
+                    exc,
+                )
+                self._bridges.append(
+                    self._bridge(transport, i, node, None, local_links, audio=False)
+                )
+        bridge = self._bridges[0]
         if config.ami.enabled:
             from node.control.ami import AmiServer  # only a node with AMI loads it
 
-            ami = AmiServer(controller, self.secrets)
+            ami = AmiServer(controller, self.secrets, nodes=host.controllers)
             try:
                 await ami.start()
             except OSError as exc:
-                bridge.close()
+                for each in self._bridges:
+                    each.close()
                 transport.close()
                 ctl_sock.close()
                 raise _bind_error("the AMI port", "ami.bind", config.ami.bind, exc) from None
@@ -389,10 +469,6 @@ class RunningNode:
                 )
         self._transport, self._ctl_sock = transport, ctl_sock
         transport.start(asyncio.get_running_loop())
-        http_registration, statpost = _http_services(
-            config, self.secrets, controller, transport.local_addr[1]
-        )
-        self._services = (http_registration, statpost)
         tokens = None
         portal_secret = self.secrets.portal_secret()
         if config.portal is not None and portal_secret is not None:
@@ -403,19 +479,27 @@ class RunningNode:
             tokens = PortalTokens(
                 config.portal.url, config.portal.user, portal_secret, self._token_client
             )
-        controller.attach(
-            transport,
-            bridge,
-            self.stop.set,
-            http_registration=http_registration,
-            statpost=statpost,
-            tokens=tokens,
-            radio=radio,
-        )
-        controller.start()
-        if statpost is not None:
-            statpost.start()
-        app = create_app(controller)
+        for i, node_controller in enumerate(host):
+            node = node_controller.config
+            http_registration, statpost = _http_services(
+                node, self.secrets, node_controller, transport.local_addr[1]
+            )
+            self._services.extend(s for s in (http_registration, statpost) if s is not None)
+            node_controller.attach(
+                transport,
+                self._bridges[i],
+                self.stop.set,
+                http_registration=http_registration,
+                statpost=statpost,
+                tokens=tokens,
+                radio=self._radios[i],
+            )
+        for node_controller in host:
+            node_controller.start()
+            if node_controller.statpost is not None:
+                node_controller.statpost.start()
+        host.drain()
+        app = create_app(controller, host=host)
         app.state.drop_client = self._drop_client
         self._server = _Server(
             uvicorn.Config(
@@ -451,12 +535,54 @@ class RunningNode:
         )
         self.notifier.ready(f"IAX2 on {host}:{port}, control channel on {config.control.bind}")
 
+    def _bridge(
+        self,
+        transport: EngineTransport,
+        station: int,
+        node: NodeConfig,
+        radio: Radio | None,
+        local_links: LocalLinks | None,
+        *,
+        audio: bool = True,
+    ) -> MediaBridge:
+        """Node `station`'s media bridge over its station of the engine, its audio started
+        (CommandError when it cannot start); `audio` False: none (a node whose audio failed)."""
+        topology = Topology(
+            node.bridge.mode, node.bridge.mix_minus, node.bridge.include_local_radio
+        )
+        a = node.audio
+        bridge = MediaBridge(
+            station_engine(transport.engine, station),
+            topology,
+            a.backend if audio else "none",
+            a.input,
+            a.output,
+            device_rate=a.device_rate,
+            rx_gain_db=a.rx_gain_db,
+            tx_gain_db=a.tx_gain_db,
+            rx_delay_ms=node.radio.rx_audio_delay_ms,
+            vox=radio.vox if radio is not None else None,
+            gated=radio.gated if radio is not None else False,
+            parrot=node.parrot,
+            usrp=node.usrp,
+            station=station,
+            local_links=local_links,
+        )
+        try:
+            bridge.start_audio()
+        except BaseException:
+            bridge.close()
+            raise
+        if radio is not None and isinstance(radio.ptt, UsrpPtt):
+            radio.ptt.attach(bridge.usrp_port)
+        return bridge
+
     def reload(self) -> None:
         """SIGHUP: re-read the config and peers files (`reload`), telling the service manager."""
         self.notifier.reloading()
         path = self.config.path if self.config.path is not None else Path("node.toml")
         try:
-            outcome = reload(path, self.controller)
+            outcome = reload(path, self.host)
         except Exception:
             # Whatever went wrong, the manager must hear READY again or it waits forever.
             log.exception("reload failed unexpectedly; the node runs on")
@@ -497,26 +623,28 @@ class RunningNode:
         """Hang up, unkey, end the event streams, stop the control channel, close the socket."""
         log.info("shutting down")
         self.stop.set()
-        if self._radio is not None:
-            # The transmitter before anything that could fail or hang.
-            self._radio.close()
+        # Every transmitter before anything that could fail or hang.
+        self._close_radios()
         self.notifier.stopping()
         if self._ami is not None:
             await self._ami.close()
         # The HTTP services stop first, so that nothing they report follows the final event.
         for service in self._services:
-            if service is not None:
-                await service.aclose()
+            await service.aclose()
         if self._token_client is not None:
             await self._token_client.aclose()
         # The transmitter is already released: with the engine still running, the links end
         # as the far ends expect (at most a couple of seconds), then everything else at once.
         try:
-            await self.controller.wind_down()
+            await asyncio.gather(*(c.wind_down() for c in self.host))
         except Exception:
             # Never in the way of the rest of the shutdown: `close` hangs up what is left.
             log.exception("ending the links politely failed")
-        self.controller.close()
+        for node_controller in self.host:
+            try:
+                node_controller.close()
+            except Exception:
+                log.exception("closing node %s failed", node_controller.node_id)
         if self._server is not None:
             self._server.request_exit()
         if self._http is not None:

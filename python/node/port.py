@@ -13,20 +13,34 @@ after each input and hands each one to the owner of its call number. Nothing her
 
 Refused inbound calls are the port's own business: logged here, at most once per
 `REFUSAL_LOG_INTERVAL` (a flood of spoofed NEW frames would otherwise write a line each).
+
+A process hosting several nodes shares one port between them: each node's router holds a *lane*
+of it (`IaxPort.lane`), the same endpoint, call numbers and socket, with the call events of its
+own calls. A call belongs to the lane that placed it or, inbound, to the lane of the number it
+called (`route`); events queued for another lane than the caller's are announced to the host
+(`on_pending`), which has that lane's router take them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from node._core import FullFrame
 from node.iax2 import call as c
 from node.iax2.call import Address, DialParams, RrStats
-from node.iax2.endpoint import Endpoint, EndpointOutput, InboundPolicy, InboundRejected
+from node.iax2.endpoint import LOCAL_PEER, Endpoint, EndpointOutput, InboundPolicy, InboundRejected
 
-__all__ = ["REFUSAL_LOG_INTERVAL", "FrameSender", "IaxPort", "Owner", "health_json"]
+__all__ = [
+    "LOCAL_PEER",
+    "REFUSAL_LOG_INTERVAL",
+    "FrameSender",
+    "IaxPort",
+    "Owner",
+    "health_json",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +100,27 @@ def health_json(call: c.Call | None, rx: Mapping[str, int] | None) -> dict[str, 
     return body
 
 
+@dataclass(slots=True)
+class _Shared:
+    """What every lane of one port shares."""
+
+    sender: FrameSender | None = None
+    #: Each call number's lane (a call placed or taken by a node of a host).
+    lanes: dict[int, int] = field(default_factory=dict)
+    #: Each lane's call events, in order.
+    queues: dict[int, list[CallEvent]] = field(default_factory=dict)
+    #: Called number -> lane, for inbound calls (empty: every inbound call is lane 0's).
+    route: dict[str, int] = field(default_factory=dict)
+    #: Told the lane whose queue got an event while another lane's input ran.
+    on_pending: Callable[[int], None] | None = None
+    #: Frames of local calls (between two nodes of the host), to hand back to the endpoint.
+    loopback: list[FullFrame] = field(default_factory=list)
+    #: Told when `loopback` has frames.
+    on_loopback: Callable[[], None] | None = None
+    refusal_logged_at: float | None = None
+    refusals_unlogged: int = 0
+
+
 class IaxPort:
     """The endpoint of the node's IAX2 socket, its sending, and the owners of its calls."""
 
@@ -112,15 +147,57 @@ class IaxPort:
             holds=holds,
         )
         self._clock = clock
-        self._sender: FrameSender | None = None
         self._owners: dict[int, Owner] = {}
-        self._events: list[CallEvent] = []
-        self._refusal_logged_at: float | None = None
-        self._refusals_unlogged = 0
+        self._shared = _Shared()
+        #: This view's lane: the node of the host whose calls it hands up (0, the first).
+        self.lane_index = 0
+
+    def lane(self, index: int) -> IaxPort:
+        """The port as node `index` of the host sees it: the same endpoint and socket, the
+        events of its own calls."""
+        if index == self.lane_index:
+            return self
+        view = object.__new__(IaxPort)
+        view.endpoint = self.endpoint
+        view._clock = self._clock
+        view._owners = self._owners
+        view._shared = self._shared
+        view.lane_index = index
+        return view
+
+    def route_inbound(
+        self,
+        numbers: Mapping[str, int],
+        on_pending: Callable[[int], None] | None,
+        on_loopback: Callable[[], None] | None = None,
+    ) -> None:
+        """An inbound call goes to the lane of the number it calls; `on_pending(lane)` is told
+        when a lane has events that another lane's input queued, `on_loopback()` when a local
+        call's frames wait (`take_loopback`)."""
+        self._shared.route = dict(numbers)
+        self._shared.on_pending = on_pending
+        self._shared.on_loopback = on_loopback
+
+    def hosts(self, number: str) -> bool:
+        """Whether `number` is a node of this host (a link to it is a local call)."""
+        return number in self._shared.route
+
+    def has_loopback(self) -> bool:
+        return bool(self._shared.loopback)
+
+    def take_loopback(self) -> list[tuple[Address, FullFrame]]:
+        """The frames local calls sent since the last take, as received from `LOCAL_PEER`
+        (the host hands them to `receive`, after the input that sent them)."""
+        frames, self._shared.loopback = self._shared.loopback, []
+        return [(LOCAL_PEER, frame) for frame in frames]
+
+    @property
+    def _sender(self) -> FrameSender | None:
+        return self._shared.sender
 
     def attach(self, sender: FrameSender) -> None:
         """The engine runs: frames go out through `sender` from now on."""
-        self._sender = sender
+        self._shared.sender = sender
 
     # --- getters ------------------------------------------------------------------------------
 
@@ -193,9 +270,8 @@ class IaxPort:
         self._take(self.endpoint.timer(now))
 
     def take_events(self) -> list[CallEvent]:
-        """The call events since the last take, in order (the router routes them)."""
-        events, self._events = self._events, []
-        return events
+        """This lane's call events since the last take, in order (the router routes them)."""
+        return self._shared.queues.pop(self.lane_index, [])
 
     # --- owners -------------------------------------------------------------------------------
 
@@ -206,6 +282,7 @@ class IaxPort:
     def disown(self, callno: int) -> None:
         """Call `callno` ended: its number belongs to nobody until it is handed out again."""
         self._owners.pop(callno, None)
+        self._shared.lanes.pop(callno, None)
 
     # --- the owners' commands -----------------------------------------------------------------
 
@@ -214,6 +291,7 @@ class IaxPort:
         free)."""
         callno, out = self.endpoint.dial(now, addr, params)
         self._owners[callno] = owner
+        self._shared.lanes[callno] = self.lane_index
         self._take(out)
         return callno
 
@@ -221,11 +299,13 @@ class IaxPort:
         """A call number for a dialog the endpoint does not run (registration)."""
         callno = self.endpoint.allocate_callno(now)
         self._owners[callno] = owner
+        self._shared.lanes[callno] = self.lane_index
         return callno
 
     def release_callno(self, callno: int, now: float) -> None:
         self.endpoint.release_callno(callno, now)
         self._owners.pop(callno, None)
+        self._shared.lanes.pop(callno, None)
 
     def send_frames(self, addr: Address, frames: Iterable[FullFrame]) -> None:
         """Frames of a dialog the endpoint does not run (registration)."""
@@ -276,22 +356,44 @@ class IaxPort:
 
     def _take(self, out: EndpointOutput) -> None:
         sender = self._sender
-        if sender is not None:
-            for addr, frame in out.frames:
+        shared = self._shared
+        for addr, frame in out.frames:
+            if addr == LOCAL_PEER:
+                # A local call: the other side of the endpoint takes it once this input is done.
+                shared.loopback.append(frame)
+                if shared.on_loopback is not None:
+                    shared.on_loopback()
+            elif sender is not None:
                 sender.send(frame, addr)
         for event in out.events:
             if isinstance(event, InboundRejected):
                 self._log_refusal(event)
-            else:
-                self._events.append(event)  # type: ignore[arg-type]
+                continue
+            lane = self._lane_of(event)  # type: ignore[arg-type]
+            shared.queues.setdefault(lane, []).append(event)  # type: ignore[arg-type]
+            if lane != self.lane_index and shared.on_pending is not None:
+                shared.on_pending(lane)
+
+    def _lane_of(self, event: CallEvent) -> int:
+        """The lane a call event goes to: its call's, else (a new inbound call) the lane of
+        the number it called, else this one."""
+        lanes = self._shared.lanes
+        lane = lanes.get(event.callno)
+        if lane is None:
+            route = self._shared.route
+            number = event.called_number if isinstance(event, c.CallIncoming) else None
+            lane = route.get(number, self.lane_index) if number is not None else self.lane_index
+            lanes[event.callno] = lane
+        return lane
 
     def _log_refusal(self, event: InboundRejected) -> None:
         now = self._clock()
-        last = self._refusal_logged_at
+        shared = self._shared
+        last = shared.refusal_logged_at
         if last is not None and now - last < REFUSAL_LOG_INTERVAL:
-            self._refusals_unlogged += 1
+            shared.refusals_unlogged += 1
             return
-        more = self._refusals_unlogged
+        more = shared.refusals_unlogged
         who = event.calling_number or event.username or event.addr[0]
         log.info(
             "refused inbound call from %s: %s%s",
@@ -299,4 +401,4 @@ class IaxPort:
             event.cause,
             f" ({more} more refused since the last report)" if more else "",
         )
-        self._refusal_logged_at, self._refusals_unlogged = now, 0
+        shared.refusal_logged_at, shared.refusals_unlogged = now, 0

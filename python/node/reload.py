@@ -94,6 +94,9 @@ def changed_keys(old: NodeConfig, new: NodeConfig) -> tuple[str, ...]:
 
     Only names: values are never part of the result (an inline secret may be among them).
     """
+    # The further nodes of a host are reloaded each on its own (`daemon.reload`), never as a
+    # key of the first.
+    old, new = dataclasses.replace(old, nodes=()), dataclasses.replace(new, nodes=())
     a, b = _flatten(old), _flatten(new)
     keys = {k for k in a.keys() | b.keys() if not _same(a.get(k, _ABSENT), b.get(k, _ABSENT))}
     return tuple(sorted(k for k in keys if not any(p in keys for p in _prefixes(k))))

@@ -402,6 +402,16 @@ class Router:
                 log.exception("error handling a frame from %s:%d", addr[0], addr[1])
         self._settle()
 
+    def owns_frame(self, addr: engine.Address, frame: engine.FullFrame) -> bool:
+        """Whether the frame is this node's registration's (its registrar's answer)."""
+        return self._registration.owns(addr, frame)
+
+    def take_port_events(self) -> None:
+        """Route the call events of this node's calls that another node's input queued on the
+        port the host shares (`node.host`)."""
+        self._take(NOTHING)
+        self._settle()
+
     def on_engine_events(self, events: EngineEvents) -> None:
         """Media events from the engine: full voice frames to send, control edges, failures."""
         now = self.now()

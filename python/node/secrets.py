@@ -61,6 +61,8 @@ __all__ = [
 
 ENV_NODE = "NET_NODE"
 ENV_SECRET = "NET_SECRET"
+#: A further node's registration password (`[nodes.<number>.register]`): NET_SECRET_<number>.
+ENV_NODE_SECRET_PREFIX = "NET_SECRET_"
 ENV_PEER_PREFIX = "NET_PEER_"
 ENV_AMI_SECRET = "NET_AMI_SECRET"
 #: POST /secrets names the AMI credential `ami:<user>`.
@@ -107,6 +109,9 @@ class SecretSettings:
     portal_env: str | None = None
     wg_private_env: str | None = None
     wg_preshared_env: str | None = None
+    #: The further nodes of a host that register (`[nodes.<number>.register]`): each one's
+    #: password is its own (NET_SECRET_<number>, or POST /secrets with its number).
+    further_nodes: tuple[str, ...] = ()
 
 
 class HasSecretSettings(Protocol):
@@ -165,6 +170,9 @@ class SecretStore:
         self._source = settings.source
         self._node_id = settings.node_id
         self._node_secret: Secret | None = None
+        #: The registration passwords of a host's further nodes, by number.
+        self._further_ids = settings.further_nodes
+        self._further: dict[str, Secret] = {}
         self._env_peers: dict[str, Secret] = {}
         self._peers: dict[str, Secret] = {}
         self._portal: Secret | None = None
@@ -182,11 +190,24 @@ class SecretStore:
             stray = env.get(name)
             if stray:
                 self._remember(stray)
+        for name, value in env.items():
+            if name.startswith(ENV_NODE_SECRET_PREFIX) and value:
+                self._remember(value)
 
         if self._source == "env":
             self._load_env(env)
+            self._load_further(env)
         elif self._source == "config":
             self._load_inline(settings)
+            if self._further_ids:
+                node = self._further_ids[0]
+                raise ConfigError(
+                    self._path,
+                    f"nodes.{node}.register",
+                    "a further node's registration password cannot be in the config file "
+                    "(secrets.secret is the first node's)",
+                    f'secrets.source = "env" with {ENV_NODE_SECRET_PREFIX}{node}, or "control"',
+                )
         self._load_ami(settings, env)
         self._load_env_peers(env)
         self._peers = self._merge_peers(self._read_peers_file(settings))
@@ -229,6 +250,19 @@ class SecretStore:
             )
         self._node_secret = Secret(net_secret)
         self._remember(net_secret)
+
+    def _load_further(self, env: Mapping[str, str]) -> None:
+        for node in self._further_ids:
+            name = f"{ENV_NODE_SECRET_PREFIX}{node}"
+            value = env.get(name)
+            if not value:
+                raise ConfigError(
+                    ENVIRONMENT,
+                    name,
+                    f"is not set, but [nodes.{node}.register] is configured and secrets.source "
+                    f"is env (set {name} to the password of node {node})",
+                )
+            self._further[node] = Secret(value)
 
     def _load_inline(self, settings: SecretSettings) -> None:
         if settings.config_file is not None:
@@ -413,9 +447,12 @@ class SecretStore:
         """This node's number (the register username), or None when registration is unconfigured."""
         return self._node_id
 
-    def node_secret(self) -> Secret | None:
-        """The registration password, or None when none has been provided (yet)."""
-        return self._node_secret
+    def node_secret(self, node_id: str | None = None) -> Secret | None:
+        """The registration password of the first node (or of `node_id`, a further node of the
+        host), or None when none has been provided (yet)."""
+        if node_id is None or node_id == self._node_id:
+            return self._node_secret
+        return self._further.get(node_id)
 
     def peer_secret(self, node_id: str) -> Secret | None:
         """The secret provisioned for an inbound caller's node id, or None when unknown."""
@@ -473,6 +510,11 @@ class SecretStore:
             )
         if isinstance(username, str) and username.startswith(AMI_USER_PREFIX):
             self._set_ami(username[len(AMI_USER_PREFIX) :], secret)
+            return
+        if isinstance(username, str) and username in self._further_ids:
+            further = self._new_secret(secret)
+            self._remember(further.reveal())
+            self._further[username] = further
             return
         if self._node_id is None:
             raise CommandError(

@@ -131,9 +131,12 @@ impl PyEngine {
     /// tunnel binds its own outer socket). `concealment` is how legs conceal lost frames:
     /// "pitch" (pitch-period repetition) or "fade" (the old repeat-and-fade).
     /// `jitter_target_extra_ms` and `jitter_max_ms` size every leg's jitter buffer (chan_iax2's
-    /// `jittertargetextra` and `maxjitterbuffer`; None keeps chan_iax2's defaults).
+    /// `jittertargetextra` and `maxjitterbuffer`; None keeps chan_iax2's defaults). `stations`
+    /// is how many conferences it mixes (one per hosted node); every command, device and USRP
+    /// radio takes `station=` (0, the first node's, by default), and a further station's events
+    /// come as `StationEvent(station, event)`.
     #[new]
-    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch", jitter_target_extra_ms = None, jitter_max_ms = None))]
+    #[pyo3(signature = (bind, rate = 8000, mix_minus = true, queue_limit = 4096, legs = 64, wireguard = None, concealment = "pitch", jitter_target_extra_ms = None, jitter_max_ms = None, stations = 1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -146,6 +149,7 @@ impl PyEngine {
         concealment: &str,
         jitter_target_extra_ms: Option<u32>,
         jitter_max_ms: Option<u32>,
+        stations: usize,
     ) -> PyResult<Self> {
         let addr = bind
             .to_socket_addrs()
@@ -157,6 +161,7 @@ impl PyEngine {
         cfg.mix_minus = mix_minus;
         cfg.queue_limit = queue_limit;
         cfg.legs = legs;
+        cfg.stations = stations;
         cfg.concealment = super::plc::concealment(concealment)?;
         let defaults = JitterConfig::default();
         cfg.jitter = JitterConfig {
@@ -230,7 +235,7 @@ impl PyEngine {
     /// `dtmf` decodes in-band DTMF in its received audio (`DtmfDecoded` events) and mutes the
     /// tones. `link` marks a node-to-node link, which announcements reach only as
     /// "to_air_and_links".
-    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false))]
+    #[pyo3(signature = (callno, peer_callno, peer, format, mode = "transceive", call_ts_ms = 0, keying = "always", dtmf = false, link = false, *, station = 0))]
     #[allow(clippy::too_many_arguments)]
     fn add_leg(
         &self,
@@ -243,6 +248,7 @@ impl PyEngine {
         keying: &str,
         dtmf: bool,
         link: bool,
+        station: usize,
     ) -> PyResult<()> {
         let spec = LegSpec {
             callno,
@@ -255,45 +261,62 @@ impl PyEngine {
             dtmf,
             link,
         };
-        Ok(self.inner.command(Command::AddLeg(spec))?)
+        Ok(self.inner.command_at(station, Command::AddLeg(spec))?)
     }
 
-    fn remove_leg(&self, callno: u16) -> PyResult<()> {
-        Ok(self.inner.command(Command::RemoveLeg(callno))?)
+    #[pyo3(signature = (callno, *, station = 0))]
+    fn remove_leg(&self, callno: u16, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::RemoveLeg(callno))?)
     }
 
-    fn set_leg_mode(&self, callno: u16, mode: &str) -> PyResult<()> {
+    #[pyo3(signature = (callno, mode, *, station = 0))]
+    fn set_leg_mode(&self, callno: u16, mode: &str, station: usize) -> PyResult<()> {
         Ok(self
             .inner
-            .command(Command::SetLegMode(callno, mode_from_str(mode)?))?)
+            .command_at(station, Command::SetLegMode(callno, mode_from_str(mode)?))?)
     }
 
-    fn set_leg_keying(&self, callno: u16, keying: &str) -> PyResult<()> {
-        Ok(self
-            .inner
-            .command(Command::SetLegKeying(callno, keying_from_str(keying)?))?)
+    #[pyo3(signature = (callno, keying, *, station = 0))]
+    fn set_leg_keying(&self, callno: u16, keying: &str, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(
+            station,
+            Command::SetLegKeying(callno, keying_from_str(keying)?),
+        )?)
     }
 
-    fn set_leg_codec(&self, callno: u16, format: u64) -> PyResult<()> {
-        Ok(self
-            .inner
-            .command(Command::SetLegCodec(callno, codec_from_format(format)?))?)
+    #[pyo3(signature = (callno, format, *, station = 0))]
+    fn set_leg_codec(&self, callno: u16, format: u64, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(
+            station,
+            Command::SetLegCodec(callno, codec_from_format(format)?),
+        )?)
     }
 
     /// The payload of a full voice frame received (and acknowledged) on a call.
-    fn push_voice(&self, callno: u16, format: u64, ts: u32, payload: Vec<u8>) -> PyResult<()> {
-        Ok(self.inner.command(Command::PushVoice {
-            callno,
-            codec: codec_from_format(format)?,
-            ts,
-            payload,
-        })?)
+    #[pyo3(signature = (callno, format, ts, payload, *, station = 0))]
+    fn push_voice(
+        &self,
+        callno: u16,
+        format: u64,
+        ts: u32,
+        payload: Vec<u8>,
+        station: usize,
+    ) -> PyResult<()> {
+        Ok(self.inner.command_at(
+            station,
+            Command::PushVoice {
+                callno,
+                codec: codec_from_format(format)?,
+                ts,
+                payload,
+            },
+        )?)
     }
 
     /// A control event to keep in order with the call's audio: kind is "control" (value =
     /// CONTROL subclass, e.g. 12 RADIO_KEY, 13 RADIO_UNKEY), "dtmf" (value = digit), "text"
     /// (payload = the text) or "cng".
-    #[pyo3(signature = (callno, kind, value, ts, payload = Vec::new()))]
+    #[pyo3(signature = (callno, kind, value, ts, payload = Vec::new(), *, station = 0))]
     fn push_control(
         &self,
         callno: u16,
@@ -301,23 +324,31 @@ impl PyEngine {
         value: i64,
         ts: u32,
         payload: Vec<u8>,
+        station: usize,
     ) -> PyResult<()> {
-        Ok(self.inner.command(Command::PushControl {
-            callno,
-            kind: control_kind(kind, value)?,
-            ts,
-            payload,
-        })?)
+        Ok(self.inner.command_at(
+            station,
+            Command::PushControl {
+                callno,
+                kind: control_kind(kind, value)?,
+                ts,
+                payload,
+            },
+        )?)
     }
 
     /// Decode in-band DTMF in a leg's received audio (and mute the tones), or stop.
-    fn set_leg_dtmf(&self, callno: u16, on: bool) -> PyResult<()> {
-        Ok(self.inner.command(Command::SetLegDtmf(callno, on))?)
+    #[pyo3(signature = (callno, on, *, station = 0))]
+    fn set_leg_dtmf(&self, callno: u16, on: bool, station: usize) -> PyResult<()> {
+        Ok(self
+            .inner
+            .command_at(station, Command::SetLegDtmf(callno, on))?)
     }
 
     /// Decode in-band DTMF in the local radio's receive audio (and mute the tones), or stop.
-    fn set_local_dtmf(&self, on: bool) -> PyResult<()> {
-        Ok(self.inner.command(Command::SetLocalDtmf(on))?)
+    #[pyo3(signature = (on, *, station = 0))]
+    fn set_local_dtmf(&self, on: bool, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::SetLocalDtmf(on))?)
     }
 
     /// Play `pcm` (native-endian int16 at the station rate) from the next tick, as clip `id`
@@ -325,13 +356,14 @@ impl PyEngine {
     /// "to_monitor" (the local radio's output only), "to_air" (the local radio's output and the
     /// calls), "to_air_and_links" (and the transceive links: this keys them). `keys_local` lets
     /// the clip key the local transmitter: only for the station ID under cw_keys_when_idle.
-    #[pyo3(signature = (id, pcm, destination, keys_local = false))]
+    #[pyo3(signature = (id, pcm, destination, keys_local = false, *, station = 0))]
     fn play(
         &self,
         id: u32,
         pcm: &Bound<'_, PyAny>,
         destination: &str,
         keys_local: bool,
+        station: usize,
     ) -> PyResult<()> {
         let destination = match destination {
             "to_monitor" => Destination::Monitor,
@@ -344,55 +376,67 @@ impl PyEngine {
             }
         };
         let pcm = super::codec::with_bytes(pcm, super::tones::samples_of)?;
-        Ok(self.inner.command(Command::Play {
-            id,
-            pcm,
-            destination,
-            keys_local,
-        })?)
+        Ok(self.inner.command_at(
+            station,
+            Command::Play {
+                id,
+                pcm,
+                destination,
+                keys_local,
+            },
+        )?)
     }
 
     /// Stop clip `id` now (a `PlayFinished` event with completed False follows).
-    fn stop_playing(&self, id: u32) -> PyResult<()> {
-        Ok(self.inner.command(Command::StopPlay(id))?)
+    #[pyo3(signature = (id, *, station = 0))]
+    fn stop_playing(&self, id: u32, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::StopPlay(id))?)
     }
 
     /// Parrot mode (`on`): every member's audio is recorded (VOX at `vox_threshold_db`, ended
     /// by `silence_gap_ms` of quiet, at most 30 s) and played back to it alone after
     /// `playback_delay_ms`; off: the conference.
+    #[pyo3(signature = (on, playback_delay_ms, silence_gap_ms, vox_threshold_db, *, station = 0))]
     fn set_parrot(
         &self,
         on: bool,
         playback_delay_ms: u32,
         silence_gap_ms: u32,
         vox_threshold_db: f64,
+        station: usize,
     ) -> PyResult<()> {
         let settings = on.then_some(ParrotSettings {
             playback_delay_ms,
             silence_gap_ms,
             vox_threshold_db,
         });
-        Ok(self.inner.command(Command::SetParrot(settings))?)
+        Ok(self
+            .inner
+            .command_at(station, Command::SetParrot(settings))?)
     }
 
-    fn set_mix_minus(&self, on: bool) -> PyResult<()> {
-        Ok(self.inner.command(Command::SetMixMinus(on))?)
+    #[pyo3(signature = (on, *, station = 0))]
+    fn set_mix_minus(&self, on: bool, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::SetMixMinus(on))?)
     }
 
-    fn set_local_radio(&self, on: bool) -> PyResult<()> {
-        Ok(self.inner.command(Command::SetLocalRadio(on))?)
+    #[pyo3(signature = (on, *, station = 0))]
+    fn set_local_radio(&self, on: bool, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::SetLocalRadio(on))?)
     }
 
     /// Key (True) or unkey the local source: while keyed it talks into every leg, silence
     /// included, whatever the topology.
-    fn set_local_keyed(&self, on: bool) -> PyResult<()> {
-        Ok(self.inner.command(Command::SetLocalKeyed(on))?)
+    #[pyo3(signature = (on, *, station = 0))]
+    fn set_local_keyed(&self, on: bool, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::SetLocalKeyed(on))?)
     }
 
     /// With a carrier detector on the local receiver (True), its audio is heard only while the
     /// local source is keyed, never by its own level.
-    fn set_local_gated(&self, on: bool) -> PyResult<()> {
-        Ok(self.inner.command(Command::SetLocalGated(on))?)
+    #[pyo3(signature = (on, *, station = 0))]
+    fn set_local_gated(&self, on: bool, station: usize) -> PyResult<()> {
+        Ok(self.inner.command_at(station, Command::SetLocalGated(on))?)
     }
 
     /// Attach a sound card running at `device_rate` (the station rate or 48000) to the local
@@ -401,7 +445,7 @@ impl PyEngine {
     /// release ms) runs VOX on the received audio, reported as `VoxChanged` events. With
     /// `trades` false (the null backend) the port exchanges no blocks and does not keep the
     /// engine's clock running: an idle engine sleeps.
-    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None, trades = true))]
+    #[pyo3(signature = (device_rate, rx_gain_db = 0.0, tx_gain_db = 0.0, rx_delay_ms = 0, vox = None, trades = true, *, station = 0))]
     #[allow(clippy::too_many_arguments)]
     fn open_device(
         &self,
@@ -411,6 +455,7 @@ impl PyEngine {
         rx_delay_ms: u32,
         vox: Option<(f64, u32, u32)>,
         trades: bool,
+        station: usize,
     ) -> PyResult<PyDevicePort> {
         let mut edge = DeviceEdge::new(device_rate, self.inner.rate())?;
         edge.set_rx_gain_db(rx_gain_db)?;
@@ -423,12 +468,7 @@ impl PyEngine {
                 release_ms,
             }),
         )?;
-        let attached = if trades {
-            self.inner.attach_device(edge)
-        } else {
-            self.inner.attach_quiet_device(edge)
-        };
-        match attached {
+        match self.inner.attach_device_at(station, edge, trades) {
             Ok(link) => Ok(PyDevicePort::new(link)),
             Err(EngineError::Device(e)) => Err(e.into()),
             Err(e) => Err(e.into()),
@@ -442,12 +482,13 @@ impl PyEngine {
     /// transmission silent this long without its keyup-0 is over and the peer reported lost,
     /// default 300) and "talkgroup" (default 0). Its carrier, DTMF, caller metadata and peer
     /// state come as `Usrp*` events.
-    #[pyo3(signature = (listen, peer, settings = None))]
+    #[pyo3(signature = (listen, peer, settings = None, *, station = 0))]
     fn open_usrp(
         &self,
         listen: &str,
         peer: &str,
         settings: Option<&Bound<'_, PyDict>>,
+        station: usize,
     ) -> PyResult<super::usrp::PyUsrpPort> {
         let parse = |what: &str, s: &str| -> PyResult<SocketAddr> {
             s.parse::<SocketAddr>().map_err(|_| {
@@ -468,8 +509,40 @@ impl PyEngine {
         radio.set_rx_gain_db(s.rx_gain_db)?;
         radio.set_tx_gain_db(s.tx_gain_db)?;
         Ok(super::usrp::PyUsrpPort::new(
-            self.inner.attach_usrp(radio, listen, peer)?,
+            self.inner.attach_usrp_at(station, radio, listen, peer)?,
         ))
+    }
+
+    /// Link station `station`'s leg `id` to station `peer_station`'s leg `peer_id` inside the
+    /// engine (no datagram): each is a member of its conference in its `mode`, what one hears
+    /// the other says a tick later, and voice keys the receiving end (`RxKeyed`). Either leg's
+    /// `remove_leg` ends the link.
+    #[pyo3(signature = (id, peer_station, peer_id, mode = "transceive", peer_mode = "transceive", *, station = 0))]
+    fn add_local_link(
+        &self,
+        id: u16,
+        peer_station: usize,
+        peer_id: u16,
+        mode: &str,
+        peer_mode: &str,
+        station: usize,
+    ) -> PyResult<()> {
+        Ok(self.inner.command_at(
+            station,
+            Command::AddLocalLink {
+                id,
+                mode: mode_from_str(mode)?,
+                station: peer_station,
+                peer_id,
+                peer_mode: mode_from_str(peer_mode)?,
+            },
+        )?)
+    }
+
+    /// How many stations (conferences, one per hosted node) the engine mixes.
+    #[getter]
+    fn stations(&self) -> usize {
+        self.inner.stations()
     }
 
     /// Samples per 20 ms frame at the station rate.
@@ -617,8 +690,10 @@ impl PyEngine {
     /// audio packets from `ip` go through the leg's jitter buffer into the conference, and
     /// the conference's mix for it goes to `ip`:`port` (our audio port by default, as the
     /// protocol fixes it) only while there is audio for it. `keying` as for `add_leg`
-    /// ("voice", as a linked node keys, by default). Failures come as `CommandFailed`.
-    #[pyo3(signature = (leg, ip, port = None, mode = "transceive", keying = "voice", dtmf = false))]
+    /// ("voice", as a linked node keys, by default). `station` is the hosted node whose
+    /// conference it joins. Failures come as `CommandFailed`.
+    #[pyo3(signature = (leg, ip, port = None, mode = "transceive", keying = "voice", dtmf = false, *, station = 0))]
+    #[allow(clippy::too_many_arguments)]
     fn add_echolink_leg(
         &self,
         leg: u16,
@@ -627,26 +702,29 @@ impl PyEngine {
         mode: &str,
         keying: &str,
         dtmf: bool,
+        station: usize,
     ) -> PyResult<()> {
         echolink_leg_id(leg)?;
         let ours = self.inner.echolink_addrs().map_or(5198, |(a, _)| a.port());
         let to = addr_from_py(ip, port.unwrap_or(ours))?;
-        Ok(self
-            .inner
-            .command(Command::AddEchoLinkLeg(EchoLinkLegSpec {
+        Ok(self.inner.command_at(
+            station,
+            Command::AddEchoLinkLeg(EchoLinkLegSpec {
                 leg,
                 ip: to.ip(),
                 to,
                 mode: mode_from_str(mode)?,
                 keying: keying_from_str(keying)?,
                 dtmf,
-            }))?)
+            }),
+        )?)
     }
 
     /// Remove an EchoLink station's leg (ValueError for an IAX2 call number).
-    fn remove_echolink_leg(&self, leg: u16) -> PyResult<()> {
+    #[pyo3(signature = (leg, *, station = 0))]
+    fn remove_echolink_leg(&self, leg: u16, station: usize) -> PyResult<()> {
         echolink_leg_id(leg)?;
-        Ok(self.inner.command(Command::RemoveLeg(leg))?)
+        Ok(self.inner.command_at(station, Command::RemoveLeg(leg))?)
     }
 
     /// One EchoLink leg's counters as of the last tick (None without the leg):

@@ -200,6 +200,12 @@ engine_event! {
 }
 
 engine_event! {
+    /// `event` of station `station` (a further node's conference, radio or USRP radio): the
+    /// first station's events come unwrapped, as a one-node engine's always did.
+    StationEvent { station: usize, event: Py<PyAny> }
+}
+
+engine_event! {
     /// A datagram from an EchoLink station that is not audio: `kind` "control" (the control
     /// port: RTCP SDES, BYE, RR) or "text" (the audio port: chat, station info), its bytes and
     /// its `source` (ip, port).
@@ -240,6 +246,10 @@ pub(super) fn event_to_py(py: Python<'_>, event: EngineEvent) -> PyResult<Bound<
             UsrpMetaReceived::create(py, meta_dict(py, &m)?.unbind())
         }
         EngineEvent::Usrp(UsrpEvent::Peer(heard)) => UsrpPeerChanged::create(py, heard),
+        EngineEvent::Station(station, inner) => {
+            let inner = event_to_py(py, *inner)?.unbind();
+            StationEvent::create(py, station, inner)
+        }
         EngineEvent::EchoLink(d) => EchoLinkReceived::create(
             py,
             PyString::intern(py, d.kind.name()).unbind(),
@@ -301,6 +311,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         UsrpDtmfReceived,
         UsrpMetaReceived,
         UsrpPeerChanged,
+        StationEvent,
         EchoLinkReceived,
     ], functions: [])
 }

@@ -103,6 +103,10 @@ pub struct EngineConfig {
     pub concealment: Concealment,
     /// Every leg's jitter buffer.
     pub jitter: JitterConfig,
+    /// Stations (conferences) the engine mixes, each with its own legs and local radio: one
+    /// per node the process hosts. Station 0 is the first node's; commands and devices that
+    /// name no station address it.
+    pub stations: usize,
 }
 
 impl EngineConfig {
@@ -115,6 +119,7 @@ impl EngineConfig {
             legs: 64,
             concealment: Concealment::default(),
             jitter: JitterConfig::default(),
+            stations: 1,
         }
     }
 }
@@ -135,6 +140,8 @@ pub enum EngineError {
     Device(DeviceError),
     /// The USRP radio could not start (its port, its settings).
     Usrp(String),
+    /// A station the engine does not have (it has `count`), or a station count out of range.
+    NoStation { station: usize, count: usize },
     /// An EchoLink send while the EchoLink ports are closed.
     EchoLinkClosed,
 }
@@ -148,6 +155,11 @@ impl std::fmt::Display for EngineError {
             EngineError::Rate(r) => write!(f, "station rate {r} Hz (accepted: 8000, 16000)"),
             EngineError::Device(e) => e.fmt(f),
             EngineError::Usrp(msg) => f.write_str(msg),
+            EngineError::NoStation { station, count } => write!(
+                f,
+                "station {station} does not exist (the engine has {count}: 0 to {})",
+                count.saturating_sub(1)
+            ),
             EngineError::EchoLinkClosed => write!(f, "the EchoLink ports are not open"),
         }
     }
@@ -162,6 +174,7 @@ impl std::error::Error for EngineError {
             EngineError::Stopped
             | EngineError::Rate(_)
             | EngineError::Usrp(_)
+            | EngineError::NoStation { .. }
             | EngineError::EchoLinkClosed => None,
         }
     }
@@ -226,7 +239,19 @@ pub enum Command {
     SetParrot(Option<ParrotSettings>),
     /// The local receiver has a carrier detector: its audio is heard only while keyed.
     SetLocalGated(bool),
+    /// Link this station to `station` locally: leg `id` here and leg `peer_id` there, each
+    /// a member of its conference, their audio handed over by the engine (no datagram).
+    AddLocalLink {
+        id: u16,
+        mode: LegMode,
+        station: usize,
+        peer_id: u16,
+        peer_mode: LegMode,
+    },
 }
+
+/// Largest number of stations one engine mixes (a host's nodes).
+pub const MAX_STATIONS: usize = 64;
 
 /// Something the engine reports to Python, drained with [`Engine::drain_events`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +268,20 @@ pub enum EngineEvent {
     Usrp(crate::usrp::UsrpEvent),
     /// A control datagram, or a text datagram of the audio port, from an EchoLink station.
     EchoLink(EchoLinkDatagram),
+    /// An event of a station other than the first (station 0's events come unwrapped, so a
+    /// one-node engine reports exactly as before).
+    Station(usize, Box<EngineEvent>),
+}
+
+impl EngineEvent {
+    /// `event` as station `station` reports it.
+    pub fn at(station: usize, event: EngineEvent) -> EngineEvent {
+        if station == 0 {
+            event
+        } else {
+            EngineEvent::Station(station, Box::new(event))
+        }
+    }
 }
 
 /// State shared by the socket thread and the handle Python holds.
@@ -250,9 +289,11 @@ struct Shared {
     transport: Box<dyn Transport>,
     queue: Mutex<VecDeque<Received>>,
     events: Mutex<VecDeque<EngineEvent>>,
-    commands: Mutex<Vec<Command>>,
+    /// Commands, each with the station it addresses.
+    commands: Mutex<Vec<(usize, Command)>>,
     commands_pending: AtomicBool,
-    local: Mutex<LocalPort>,
+    /// Each station's local radio port.
+    locals: Vec<Mutex<LocalPort>>,
     ticks: Mutex<TickStats>,
     jitter: Mutex<Vec<(u16, JitterStats)>>,
     queue_limit: usize,
@@ -313,6 +354,16 @@ impl Shared {
         }
     }
 
+    /// Station `station`'s local radio port (the caller checked the index; a wrong one falls
+    /// back to the first station's rather than panic).
+    fn local(&self, station: usize) -> MutexGuard<'_, LocalPort> {
+        match self.locals.get(station).or_else(|| self.locals.first()) {
+            Some(m) => lock(m),
+            // `start_with` never builds fewer than one port.
+            None => unreachable!("an engine has at least one station"),
+        }
+    }
+
     fn emit(&self, events: impl Iterator<Item = EngineEvent>) {
         let was_empty;
         {
@@ -341,6 +392,7 @@ pub struct Engine {
     wake_rx: UnixStream,
     local_addr: SocketAddr,
     rate: u32,
+    stations: usize,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -366,6 +418,12 @@ impl Engine {
         if cfg.rate != 8000 && cfg.rate != 16000 {
             return Err(EngineError::Rate(cfg.rate));
         }
+        if cfg.stations == 0 || cfg.stations > MAX_STATIONS {
+            return Err(EngineError::NoStation {
+                station: cfg.stations,
+                count: MAX_STATIONS,
+            });
+        }
         let local_addr = transport.local_addr();
         let (wake_tx, wake_rx) = UnixStream::pair()?;
         wake_tx.set_nonblocking(true)?;
@@ -373,16 +431,24 @@ impl Engine {
         let (engine_wake_tx, engine_wake_rx) = UnixStream::pair()?;
         engine_wake_tx.set_nonblocking(true)?;
         engine_wake_rx.set_nonblocking(true)?;
-        let mut station = Station::new(cfg.rate, cfg.mix_minus);
-        station.set_concealment(cfg.concealment);
-        station.set_jitter_config(cfg.jitter);
+        let stations: Vec<Station> = (0..cfg.stations)
+            .map(|_| {
+                let mut station = Station::new(cfg.rate, cfg.mix_minus);
+                station.set_concealment(cfg.concealment);
+                station.set_jitter_config(cfg.jitter);
+                station
+            })
+            .collect();
+        let frame_len = Station::new(cfg.rate, cfg.mix_minus).frame_len();
         let shared = Arc::new(Shared {
             transport,
             queue: Mutex::new(VecDeque::new()),
             events: Mutex::new(VecDeque::new()),
             commands: Mutex::new(Vec::new()),
             commands_pending: AtomicBool::new(false),
-            local: Mutex::new(LocalPort::default()),
+            locals: (0..cfg.stations)
+                .map(|_| Mutex::new(LocalPort::default()))
+                .collect(),
             ticks: Mutex::new(TickStats {
                 ticks: 0,
                 skipped: 0,
@@ -392,7 +458,7 @@ impl Engine {
             }),
             jitter: Mutex::new(Vec::new()),
             queue_limit: cfg.queue_limit.max(1),
-            frame_len: station.frame_len(),
+            frame_len,
             counters: Counters::default(),
             stop: AtomicBool::new(false),
             wake_tx,
@@ -403,7 +469,7 @@ impl Engine {
             echolink_counters: EchoLinkCounters::default(),
             echolink_legs: Mutex::new(Vec::new()),
         });
-        let worker = Worker::new(Arc::clone(&shared), station, engine_wake_rx);
+        let worker = Worker::new(Arc::clone(&shared), stations, engine_wake_rx);
         let thread = std::thread::Builder::new()
             .name("iax-engine".into())
             .spawn(move || worker.run())?;
@@ -412,6 +478,7 @@ impl Engine {
             wake_rx,
             local_addr,
             rate: cfg.rate,
+            stations: cfg.stations,
             thread: Some(thread),
         })
     }
@@ -424,6 +491,22 @@ impl Engine {
     /// The station rate.
     pub fn rate(&self) -> u32 {
         self.rate
+    }
+
+    /// How many stations the engine mixes.
+    pub fn stations(&self) -> usize {
+        self.stations
+    }
+
+    fn check_station(&self, station: usize) -> Result<(), EngineError> {
+        if station < self.stations {
+            Ok(())
+        } else {
+            Err(EngineError::NoStation {
+                station,
+                count: self.stations,
+            })
+        }
     }
 
     /// A descriptor that becomes readable when full frames or events are waiting; register it
@@ -458,12 +541,21 @@ impl Engine {
         lock(&self.shared.events).drain(..).collect()
     }
 
-    /// Queue a command for the media path; it is applied before the next datagram or tick.
+    /// Queue a command for the first station; it is applied before the next datagram or tick.
     pub fn command(&self, cmd: Command) -> Result<(), EngineError> {
+        self.command_at(0, cmd)
+    }
+
+    /// Queue a command for station `station`.
+    pub fn command_at(&self, station: usize, cmd: Command) -> Result<(), EngineError> {
         if self.thread.is_none() {
             return Err(EngineError::Stopped);
         }
-        lock(&self.shared.commands).push(cmd);
+        self.check_station(station)?;
+        if let Command::AddLocalLink { station: peer, .. } = cmd {
+            self.check_station(peer)?;
+        }
+        lock(&self.shared.commands).push((station, cmd));
         self.shared.commands_pending.store(true, Ordering::SeqCst);
         self.shared.wake_engine();
         Ok(())
@@ -473,20 +565,36 @@ impl Engine {
     /// the returned link exchanges them with the local radio member. Queued local audio from an
     /// earlier device is dropped.
     pub fn attach_device(&self, edge: DeviceEdge) -> Result<DeviceLink, EngineError> {
-        self.attach(edge, true)
+        self.attach(0, edge, true)
+    }
+
+    /// [`attach_device`](Engine::attach_device) for station `station`'s local radio.
+    pub fn attach_device_at(
+        &self,
+        station: usize,
+        edge: DeviceEdge,
+        trades: bool,
+    ) -> Result<DeviceLink, EngineError> {
+        self.attach(station, edge, trades)
     }
 
     /// Attach a device that trades no blocks (the null backend): its port converts and meters
     /// nothing, and it neither counts as attached for the local queues nor keeps the engine's
     /// clock running.
     pub fn attach_quiet_device(&self, edge: DeviceEdge) -> Result<DeviceLink, EngineError> {
-        self.attach(edge, false)
+        self.attach(0, edge, false)
     }
 
-    fn attach(&self, edge: DeviceEdge, trades: bool) -> Result<DeviceLink, EngineError> {
+    fn attach(
+        &self,
+        station: usize,
+        edge: DeviceEdge,
+        trades: bool,
+    ) -> Result<DeviceLink, EngineError> {
         if self.thread.is_none() {
             return Err(EngineError::Stopped);
         }
+        self.check_station(station)?;
         if edge.station_rate() != self.rate {
             return Err(EngineError::Device(DeviceError::Rate {
                 device: edge.device_rate(),
@@ -494,7 +602,7 @@ impl Engine {
             }));
         }
         if trades {
-            let mut port = lock(&self.shared.local);
+            let mut port = self.shared.local(station);
             if port.attached == 0 {
                 port.clear();
             }
@@ -505,6 +613,7 @@ impl Engine {
         }
         Ok(DeviceLink {
             shared: Arc::clone(&self.shared),
+            station,
             edge,
             trades,
         })
@@ -519,10 +628,22 @@ impl Engine {
         listen: SocketAddr,
         peer: SocketAddr,
     ) -> Result<UsrpLink, EngineError> {
+        self.attach_usrp_at(0, radio, listen, peer)
+    }
+
+    /// [`attach_usrp`](Engine::attach_usrp) for station `station`'s local radio.
+    pub fn attach_usrp_at(
+        &self,
+        station: usize,
+        radio: crate::usrp::UsrpRadio,
+        listen: SocketAddr,
+        peer: SocketAddr,
+    ) -> Result<UsrpLink, EngineError> {
         if self.thread.is_none() {
             return Err(EngineError::Stopped);
         }
-        let mut port = lock(&self.shared.local);
+        self.check_station(station)?;
+        let mut port = self.shared.local(station);
         if port.attached == 0 {
             port.clear();
         }
@@ -530,16 +651,16 @@ impl Engine {
         drop(port);
         // The USRP radio trades a frame every tick: the clock runs again.
         self.shared.wake_engine();
-        UsrpLink::start(Arc::clone(&self.shared), radio, listen, peer).map_err(|e| {
-            let mut port = lock(&self.shared.local);
+        UsrpLink::start(Arc::clone(&self.shared), station, radio, listen, peer).map_err(|e| {
+            let mut port = self.shared.local(station);
             port.attached = port.attached.saturating_sub(1);
             EngineError::Usrp(format!("cannot open the USRP port {listen}: {e}"))
         })
     }
 
-    /// What happened to the local radio's frames since the engine started.
+    /// What happened to the first station's local radio frames since the engine started.
     pub fn local_counters(&self) -> LocalCounters {
-        lock(&self.shared.local).counters
+        self.shared.local(0).counters
     }
 
     /// Samples in one 20 ms frame at the station rate.
@@ -652,7 +773,12 @@ impl Engine {
             frames: lock(&self.shared.queue).len(),
             events: lock(&self.shared.events).len(),
             commands: lock(&self.shared.commands).len(),
-            speaker: lock(&self.shared.local).speaker.len(),
+            speaker: self
+                .shared
+                .locals
+                .iter()
+                .map(|m| lock(m).speaker.len())
+                .sum(),
         }
     }
 
@@ -718,6 +844,8 @@ impl Drop for Engine {
 /// the device.
 pub struct DeviceLink {
     shared: Arc<Shared>,
+    /// The station whose local radio it is.
+    station: usize,
     edge: DeviceEdge,
     /// It trades blocks with the local radio member (false: the null backend's quiet port).
     trades: bool,
@@ -727,14 +855,17 @@ impl DeviceLink {
     /// One device block each way (native-endian int16 at the device rate): `input` was
     /// captured, `output` is filled with what to play.
     pub fn exchange(&mut self, input: &[u8], output: &mut [u8]) -> Result<(), DeviceError> {
-        let shared = &self.shared;
+        let (shared, station) = (&self.shared, self.station);
         self.edge
-            .capture(input, |frame| lock(&shared.local).push_mic(frame))?;
+            .capture(input, |frame| shared.local(station).push_mic(frame))?;
         if let Some(open) = self.edge.take_vox_change() {
-            shared.emit(std::iter::once(EngineEvent::Vox(open)));
+            shared.emit(std::iter::once(EngineEvent::at(
+                station,
+                EngineEvent::Vox(open),
+            )));
         }
         self.edge
-            .playback(output, |dst| lock(&shared.local).pull_speaker(dst))
+            .playback(output, |dst| shared.local(station).pull_speaker(dst))
     }
 
     pub fn edge(&self) -> &DeviceEdge {
@@ -747,7 +878,7 @@ impl DeviceLink {
 
     /// What happened to the local radio's frames since the engine started.
     pub fn counters(&self) -> LocalCounters {
-        lock(&self.shared.local).counters
+        self.shared.local(self.station).counters
     }
 }
 
@@ -756,7 +887,7 @@ impl Drop for DeviceLink {
         if !self.trades {
             return;
         }
-        let mut port = lock(&self.shared.local);
+        let mut port = self.shared.local(self.station);
         port.attached = port.attached.saturating_sub(1);
         if port.attached == 0 {
             port.clear();

@@ -360,3 +360,196 @@ fn an_attached_device_keeps_the_clock_running() {
     assert!(wait_for(|| ticks(&engine) >= t0 + 5));
     drop(link);
 }
+
+fn two_stations() -> Engine {
+    let mut cfg = EngineConfig::new(loopback());
+    cfg.stations = 2;
+    Engine::start(cfg).expect("bind")
+}
+
+fn leg_to(peer: &UdpSocket, callno: u16) -> Command {
+    Command::AddLeg(LegSpec {
+        callno,
+        peer_callno: callno + 1000,
+        peer: peer.local_addr().expect("addr"),
+        codec: Codec::Ulaw,
+        mode: LegMode::Transceive,
+        keying: RxKeying::Voice,
+        call_ts_ms: 0,
+        dtmf: false,
+        link: true,
+    })
+}
+
+/// Events drained until `done` holds for what was gathered (or five seconds pass).
+fn gather(engine: &Engine, mut done: impl FnMut(&[EngineEvent]) -> bool) -> Vec<EngineEvent> {
+    let mut got = Vec::new();
+    wait_for(|| {
+        got.extend(engine.drain_events());
+        done(&got)
+    });
+    got
+}
+
+fn full_voice_on(events: &[EngineEvent], station: usize, callno: u16) -> bool {
+    events.iter().any(|e| {
+        let inner = match (station, e) {
+            (0, e) => e,
+            (s, EngineEvent::Station(at, e)) if *at == s => e,
+            _ => return false,
+        };
+        matches!(inner, EngineEvent::Media(MediaEvent::FullVoice { callno: c, .. }) if *c == callno)
+    })
+}
+
+#[test]
+fn each_station_is_its_own_conference() {
+    let engine = two_stations();
+    let (p1, p2) = (
+        UdpSocket::bind(loopback()).expect("p1"),
+        UdpSocket::bind(loopback()).expect("p2"),
+    );
+    engine.command_at(0, leg_to(&p1, 10)).expect("leg");
+    engine.command_at(1, leg_to(&p2, 20)).expect("leg");
+    // The first station's operator keys: its leg hears it, the other station's does not.
+    engine.command(Command::SetLocalKeyed(true)).expect("key");
+    let events = gather(&engine, |e| full_voice_on(e, 0, 10));
+    assert!(full_voice_on(&events, 0, 10), "{events:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    let later = engine.drain_events();
+    assert!(!full_voice_on(&events, 1, 20) && !full_voice_on(&later, 1, 20));
+    // Station 1's events come marked with it; station 0's unmarked, as a one-node engine's.
+    engine
+        .command_at(1, Command::SetLocalKeyed(true))
+        .expect("key");
+    let events = gather(&engine, |e| full_voice_on(e, 1, 20));
+    assert!(full_voice_on(&events, 1, 20), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(
+        e,
+        EngineEvent::Media(MediaEvent::FullVoice { callno: 20, .. })
+    )));
+}
+
+#[test]
+fn a_local_link_carries_audio_and_keying_between_stations_without_the_network() {
+    let engine = two_stations();
+    let p2 = UdpSocket::bind(loopback()).expect("p2");
+    engine.command_at(1, leg_to(&p2, 20)).expect("leg");
+    engine
+        .command_at(
+            0,
+            Command::AddLocalLink {
+                id: 30,
+                mode: LegMode::Transceive,
+                station: 1,
+                peer_id: 31,
+                peer_mode: LegMode::Transceive,
+            },
+        )
+        .expect("local link");
+    let sent_before = engine.counters().datagrams_out;
+    // Station 0 talks: its end of the local link hears it, station 1's end keys and its
+    // conference carries the audio to its network leg.
+    engine.command(Command::SetLocalKeyed(true)).expect("key");
+    let keyed = |e: &EngineEvent, on: bool| {
+        matches!(e, EngineEvent::Station(1, inner)
+            if matches!(**inner, EngineEvent::Media(MediaEvent::RxKey { callno: 31, keyed }) if keyed == on))
+    };
+    let events = gather(&engine, |e| {
+        full_voice_on(e, 1, 20) && e.iter().any(|e| keyed(e, true))
+    });
+    assert!(full_voice_on(&events, 1, 20), "{events:?}");
+    assert!(events.iter().any(|e| keyed(e, true)));
+    // Nothing of the local link went on the wire: the only datagrams are the network leg's.
+    assert!(wait_for(|| engine.counters().datagrams_out > sent_before));
+    let mut buf = [0u8; 512];
+    p2.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    let (_, from) = p2
+        .recv_from(&mut buf)
+        .expect("mini frames reach the network leg");
+    assert_eq!(from, engine.local_addr());
+    // Unkeyed, the far end unkeys once the audio stops.
+    engine
+        .command(Command::SetLocalKeyed(false))
+        .expect("unkey");
+    let events = gather(&engine, |e| e.iter().any(|e| keyed(e, false)));
+    assert!(events.iter().any(|e| keyed(e, false)), "{events:?}");
+    // Removing one end ends the link: the other end hears nothing more.
+    engine
+        .command_at(0, Command::RemoveLeg(30))
+        .expect("remove");
+    engine.command(Command::SetLocalKeyed(true)).expect("key");
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(!engine.drain_events().iter().any(|e| keyed(e, true)));
+}
+
+#[test]
+fn a_station_the_engine_lacks_is_refused() {
+    let engine = two_stations();
+    assert_eq!(engine.stations(), 2);
+    assert!(matches!(
+        engine.command_at(2, Command::SetLocalKeyed(true)),
+        Err(EngineError::NoStation {
+            station: 2,
+            count: 2
+        })
+    ));
+    let far = Command::AddLocalLink {
+        id: 1,
+        mode: LegMode::Transceive,
+        station: 5,
+        peer_id: 2,
+        peer_mode: LegMode::Transceive,
+    };
+    assert!(matches!(
+        engine.command_at(0, far),
+        Err(EngineError::NoStation { station: 5, .. })
+    ));
+    let mut cfg = EngineConfig::new(loopback());
+    cfg.stations = 0;
+    assert!(matches!(
+        Engine::start(cfg),
+        Err(EngineError::NoStation { .. })
+    ));
+}
+
+#[test]
+fn a_local_link_to_itself_is_refused_and_adds_nothing() {
+    let engine = two_stations();
+    let same = Command::AddLocalLink {
+        id: 7,
+        mode: LegMode::Transceive,
+        station: 0,
+        peer_id: 7,
+        peer_mode: LegMode::Transceive,
+    };
+    engine.command_at(0, same).expect("queued");
+    let events = gather(&engine, |e| !e.is_empty());
+    assert!(
+        matches!(events.first(), Some(EngineEvent::CommandFailed(_))),
+        "{events:?}"
+    );
+    // A far leg that exists already: the near end is taken back.
+    let p = UdpSocket::bind(loopback()).expect("p");
+    engine.command_at(1, leg_to(&p, 9)).expect("leg");
+    let clash = Command::AddLocalLink {
+        id: 8,
+        mode: LegMode::Transceive,
+        station: 1,
+        peer_id: 9,
+        peer_mode: LegMode::Transceive,
+    };
+    engine.command_at(0, clash).expect("queued");
+    let events = gather(&engine, |e| !e.is_empty());
+    assert!(
+        matches!(events.first(), Some(EngineEvent::CommandFailed(_))),
+        "{events:?}"
+    );
+    engine.command_at(0, Command::RemoveLeg(8)).expect("queued");
+    let events = gather(&engine, |e| !e.is_empty());
+    assert!(
+        matches!(events.first(), Some(EngineEvent::CommandFailed(m)) if m.contains("no media leg")),
+        "{events:?}"
+    );
+}

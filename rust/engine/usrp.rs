@@ -43,6 +43,8 @@ impl UsrpShared {
 /// stops the thread, which first releases the peer (one keyup-0 packet when it was keyed).
 pub struct UsrpLink {
     engine: Arc<Shared>,
+    /// The station whose local radio it is.
+    station: usize,
     pub(super) shared: Arc<UsrpShared>,
     thread: Option<JoinHandle<()>>,
     local_addr: SocketAddr,
@@ -52,6 +54,7 @@ pub struct UsrpLink {
 impl UsrpLink {
     pub(super) fn start(
         engine: Arc<Shared>,
+        station: usize,
         radio: UsrpRadio,
         listen: SocketAddr,
         peer: SocketAddr,
@@ -68,9 +71,10 @@ impl UsrpLink {
         let (e, s) = (Arc::clone(&engine), Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name("usrp".into())
-            .spawn(move || run(&e, &s, &socket, peer))?;
+            .spawn(move || run(&e, station, &s, &socket, peer))?;
         Ok(UsrpLink {
             engine,
+            station,
             shared,
             thread: Some(thread),
             local_addr,
@@ -102,7 +106,7 @@ impl Drop for UsrpLink {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let mut port = lock(&self.engine.local);
+        let mut port = self.engine.local(self.station);
         port.attached = port.attached.saturating_sub(1);
         if port.attached == 0 {
             port.clear();
@@ -124,12 +128,13 @@ pub fn lock_usrp(link: &UsrpLink) -> std::sync::MutexGuard<'_, UsrpRadio> {
 /// One tick: the kernel's frame to the station, the station's frame to the peer, events out.
 fn tick(
     engine: &Shared,
+    station: usize,
     shared: &UsrpShared,
     socket: &UdpSocket,
     peer: SocketAddr,
     spk: &mut [i16],
 ) {
-    let have = lock(&engine.local).pull_speaker(spk);
+    let have = engine.local(station).pull_speaker(spk);
     let mut radio = lock(&shared.radio);
     let out = radio.tick(shared.now_ms(), |dst| {
         if have && dst.len() == spk.len() {
@@ -138,7 +143,7 @@ fn tick(
         have
     });
     if let Some(frame) = out.rx {
-        lock(&engine.local).push_mic(frame);
+        engine.local(station).push_mic(frame);
     }
     if let Some(v) = out.voice {
         send(shared, socket, peer, v);
@@ -146,18 +151,19 @@ fn tick(
     if let Some(u) = out.unkey {
         send(shared, socket, peer, u);
     }
-    let events = std::iter::from_fn(|| radio.next_event()).map(EngineEvent::Usrp);
+    let events = std::iter::from_fn(|| radio.next_event())
+        .map(|e| EngineEvent::at(station, EngineEvent::Usrp(e)));
     engine.emit(events);
 }
 
-fn run(engine: &Shared, shared: &UsrpShared, socket: &UdpSocket, peer: SocketAddr) {
+fn run(engine: &Shared, station: usize, shared: &UsrpShared, socket: &UdpSocket, peer: SocketAddr) {
     let mut buf = [0u8; 2048];
     let mut spk = vec![0i16; lock(&shared.radio).frame_len()];
     let mut next = Instant::now() + TICK;
     while !shared.stop.load(Ordering::Acquire) {
         let now = Instant::now();
         if now >= next {
-            tick(engine, shared, socket, peer, &mut spk);
+            tick(engine, station, shared, socket, peer, &mut spk);
             next += TICK;
             if now > next + TICK * STALL_TICKS {
                 let behind = (now - next).as_millis() / TICK.as_millis();
@@ -178,7 +184,7 @@ fn run(engine: &Shared, shared: &UsrpShared, socket: &UdpSocket, peer: SocketAdd
     // Never leave anything keyed: release the peer (the tick sends the keyup-0 the release
     // owes) and end a transmission being received (its carrier-off event goes out too).
     lock(&shared.radio).stop();
-    tick(engine, shared, socket, peer, &mut spk);
+    tick(engine, station, shared, socket, peer, &mut spk);
 }
 
 impl From<UsrpEvent> for EngineEvent {

@@ -9,16 +9,30 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::frame::{self, Frame};
+use crate::jitter::JitterStats;
 use crate::media::{EchoLinkRoute, MediaError, MediaEvent, Station, TickOutput};
 use crate::transport::{OutDatagram, RecvBatch};
 
 use super::echolink::EchoLinkPorts;
 use super::*;
 
-/// The engine thread's own state: the media station is touched by nobody else.
+/// A local link: leg `a.1` of station `a.0` and leg `b.1` of station `b.0` trade their
+/// frames between ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LocalLink {
+    a: (usize, u16),
+    b: (usize, u16),
+}
+
+/// The engine thread's own state: the media stations are touched by nobody else.
 pub(super) struct Worker {
     shared: Arc<Shared>,
-    station: Station,
+    /// One per hosted node; index 0 is the first node's.
+    stations: Vec<Station>,
+    local_links: Vec<LocalLink>,
+    /// Scratch for a frame crossing a local link, and for one station's jitter statistics.
+    crossing: Vec<i16>,
+    station_stats: Vec<(u16, JitterStats)>,
     epoch: Instant,
     tick_out: TickOutput,
     media_events: Vec<MediaEvent>,
@@ -37,10 +51,13 @@ pub(super) struct Worker {
 }
 
 impl Worker {
-    pub(super) fn new(shared: Arc<Shared>, station: Station, wake_rx: UnixStream) -> Worker {
+    pub(super) fn new(shared: Arc<Shared>, stations: Vec<Station>, wake_rx: UnixStream) -> Worker {
         Worker {
             shared,
-            station,
+            stations,
+            local_links: Vec::new(),
+            crossing: Vec::new(),
+            station_stats: Vec::new(),
             epoch: Instant::now(),
             tick_out: TickOutput::default(),
             media_events: Vec::new(),
@@ -63,27 +80,51 @@ impl Worker {
             return;
         }
         let commands = std::mem::take(&mut *lock(&self.shared.commands));
-        let mut failures = Vec::new();
-        for cmd in commands {
-            let result = self.apply(cmd, now_ms);
-            if let Err(e) = result {
-                failures.push(EngineEvent::CommandFailed(e.to_string()));
+        for (station, cmd) in commands {
+            if let Err(e) = self.apply(station, cmd, now_ms) {
+                let failed = EngineEvent::CommandFailed(e.to_string());
+                self.shared
+                    .emit(std::iter::once(EngineEvent::at(station, failed)));
             }
-        }
-        if !failures.is_empty() {
-            self.shared.emit(failures.into_iter());
-        }
-        if !self.media_events.is_empty() {
-            self.shared
-                .emit(self.media_events.drain(..).map(EngineEvent::Media));
+            self.flush(station);
         }
     }
 
-    /// One command on the station; the events it produces go to `media_events`.
-    fn apply(&mut self, cmd: Command, now_ms: u64) -> Result<(), MediaError> {
-        let st = &mut self.station;
+    /// Hand the media events a station produced to Python, marked with the station.
+    fn flush(&mut self, station: usize) {
+        if !self.media_events.is_empty() {
+            self.shared.emit(
+                self.media_events
+                    .drain(..)
+                    .map(|e| EngineEvent::at(station, EngineEvent::Media(e))),
+            );
+        }
+    }
+
+    /// One command on station `station`; the events it produces go to `media_events`.
+    fn apply(&mut self, station: usize, cmd: Command, now_ms: u64) -> Result<(), MediaError> {
+        if let Command::AddLocalLink {
+            id,
+            mode,
+            station: far,
+            peer_id,
+            peer_mode,
+        } = cmd
+        {
+            return self.add_local_link((station, id, mode), (far, peer_id, peer_mode), now_ms);
+        }
+        if let Command::RemoveLeg(c) = cmd {
+            // A local link ends with either of its legs; the other stays until removed.
+            self.local_links
+                .retain(|l| l.a != (station, c) && l.b != (station, c));
+        }
+        // Commands were checked against the station count when queued.
+        let Some(st) = self.stations.get_mut(station) else {
+            return Ok(());
+        };
         let events = &mut self.media_events;
         match cmd {
+            Command::AddLocalLink { .. } => {}
             Command::AddLeg(spec) => return st.add_leg(spec, now_ms),
             Command::AddEchoLinkLeg(spec) => return st.add_echolink_leg(spec, now_ms),
             Command::RemoveLeg(c) => return st.remove_leg(c),
@@ -121,6 +162,80 @@ impl Worker {
         Ok(())
     }
 
+    /// Both ends of a local link, each a leg of its station; neither is added when either
+    /// cannot be.
+    fn add_local_link(
+        &mut self,
+        (sa, a, mode_a): (usize, u16, crate::media::LegMode),
+        (sb, b, mode_b): (usize, u16, crate::media::LegMode),
+        now_ms: u64,
+    ) -> Result<(), MediaError> {
+        if (sa, a) == (sb, b) {
+            return Err(MediaError::LegExists(a));
+        }
+        let st = self.stations.get_mut(sa).ok_or(MediaError::NoSuchLeg(a))?;
+        st.add_local_leg(a, mode_a, now_ms)?;
+        let added = match self.stations.get_mut(sb) {
+            Some(other) => other.add_local_leg(b, mode_b, now_ms),
+            None => Err(MediaError::NoSuchLeg(b)),
+        };
+        if let Err(e) = added {
+            if let Some(st) = self.stations.get_mut(sa) {
+                let _ = st.remove_leg(a);
+            }
+            return Err(e);
+        }
+        self.local_links.push(LocalLink {
+            a: (sa, a),
+            b: (sb, b),
+        });
+        Ok(())
+    }
+
+    /// What each local link's ends heard this tick becomes what the other end says next tick.
+    fn cross_local_links(&mut self) {
+        for i in 0..self.local_links.len() {
+            let Some(&LocalLink { a, b }) = self.local_links.get(i) else {
+                continue;
+            };
+            for (from, to) in [(a, b), (b, a)] {
+                let heard = self
+                    .stations
+                    .get(from.0)
+                    .and_then(|st| st.local_leg_tx(from.1));
+                let Some(pcm) = heard else { continue };
+                self.crossing.clear();
+                self.crossing.extend_from_slice(pcm);
+                if let Some(st) = self.stations.get_mut(to.0) {
+                    st.put_local_leg_rx(to.1, &self.crossing);
+                }
+            }
+        }
+    }
+
+    fn leg_count(&self) -> usize {
+        self.stations.iter().map(Station::leg_count).sum()
+    }
+
+    /// Every station's legs' jitter statistics (and EchoLink legs' counters), for the
+    /// handle's readers.
+    fn publish_jitter_stats(&mut self) {
+        let mut all = lock(&self.shared.jitter);
+        all.clear();
+        for st in &self.stations {
+            st.fill_jitter_stats(&mut self.station_stats);
+            all.append(&mut self.station_stats);
+        }
+        drop(all);
+        let mut el = lock(&self.shared.echolink_legs);
+        el.clear();
+        let mut one = Vec::new();
+        for st in &self.stations {
+            st.fill_echolink_stats(&mut one);
+            el.append(&mut one);
+        }
+    }
+
     /// Take the EchoLink ports Python opened or closed since the last look.
     fn refresh_echolink(&mut self) {
         if self.shared.echolink_changed.swap(false, Ordering::SeqCst) {
@@ -146,7 +261,7 @@ impl Worker {
         }
     }
 
-    /// Read what waits on the EchoLink ports: audio to the station's EchoLink legs, the rest
+    /// Read what waits on the EchoLink ports: audio to the stations' EchoLink legs, the rest
     /// to Python.
     pub(super) fn drain_echolink(&mut self) {
         let Some(ports) = self.echolink.clone() else {
@@ -163,16 +278,20 @@ impl Worker {
         if !others.is_empty() {
             self.shared.emit(others.into_iter());
         }
-        if !self.media_events.is_empty() {
-            self.shared
-                .emit(self.media_events.drain(..).map(EngineEvent::Media));
-        }
     }
 
-    /// One audio packet from an EchoLink station: only a station with a leg is heard.
+    /// One audio packet from an EchoLink station: only a station with a leg is heard (in
+    /// whichever hosted node holds it).
     fn echolink_audio(&mut self, data: &[u8], from: SocketAddr, now_ms: u64) {
+        let mut route = EchoLinkRoute::Unrouted;
+        for st in &mut self.stations {
+            route = st.on_echolink_audio(from, data, now_ms);
+            if route != EchoLinkRoute::Unrouted {
+                break;
+            }
+        }
         let c = &self.shared.echolink_counters;
-        match self.station.on_echolink_audio(from, data, now_ms) {
+        match route {
             EchoLinkRoute::Played => {}
             EchoLinkRoute::Unrouted => bump(&c.audio_unrouted, 1),
             EchoLinkRoute::Malformed => bump(&c.audio_malformed, 1),
@@ -195,6 +314,17 @@ impl Worker {
             // A leg without open ports (Python closed them first): nothing can go.
             None => bump(&c.send_errors, out.len() as u64),
         }
+    }
+
+    /// A mini frame to the station holding its leg; false when none does.
+    fn route_mini(&mut self, from: SocketAddr, mini: &frame::MiniFrame, now_ms: u64) -> bool {
+        for (i, st) in self.stations.iter_mut().enumerate() {
+            if st.on_mini(from, mini, now_ms, &mut self.media_events) {
+                self.flush(i);
+                return true;
+            }
+        }
+        false
     }
 
     /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.
@@ -249,44 +379,50 @@ impl Worker {
             }
             Ok(Frame::Mini(mini)) => {
                 bump(&c.mini_in, 1);
-                if !self
-                    .station
-                    .on_mini(from, &mini, now_ms, &mut self.media_events)
-                {
-                    bump(&c.media_unrouted, 1);
+                if !self.route_mini(from, &mini, now_ms) {
+                    bump(&self.shared.counters.media_unrouted, 1);
                 }
             }
             Ok(Frame::Trunk(trunk)) => {
                 bump(&c.trunk_in, 1);
                 for mini in trunk.minis() {
-                    bump(&c.mini_in, 1);
-                    if !self
-                        .station
-                        .on_mini(from, &mini, now_ms, &mut self.media_events)
-                    {
-                        bump(&c.media_unrouted, 1);
+                    bump(&self.shared.counters.mini_in, 1);
+                    if !self.route_mini(from, &mini, now_ms) {
+                        bump(&self.shared.counters.media_unrouted, 1);
                     }
                 }
             }
             Ok(Frame::Video(_)) => bump(&c.video_dropped, 1),
         }
-        if !self.media_events.is_empty() {
-            self.shared
-                .emit(self.media_events.drain(..).map(EngineEvent::Media));
-        }
     }
 
     pub(super) fn tick(&mut self, now_ms: u64) {
+        for i in 0..self.stations.len() {
+            self.tick_station(i, now_ms);
+        }
+        self.cross_local_links();
+        self.stats_age += 1;
+        let legs = self.leg_count();
+        if self.stats_age >= STATS_EVERY_TICKS || legs != self.stats_legs {
+            self.publish_jitter_stats();
+            self.stats_age = 0;
+            self.stats_legs = legs;
+        }
+    }
+
+    fn tick_station(&mut self, i: usize, now_ms: u64) {
+        let Some(station) = self.stations.get_mut(i) else {
+            return;
+        };
         // The microphone is heard while the local radio is a member or the operator keys it.
-        let local_on = self.station.local_radio();
-        let mic_wanted = local_on || self.station.local_keyed();
-        let mic = lock(&self.shared.local).take_mic(mic_wanted);
+        let mic_wanted = station.local_radio() || station.local_keyed();
+        let mic = self.shared.local(i).take_mic(mic_wanted);
         if let Some(pcm) = mic {
-            self.station.put_local(&pcm);
-            lock(&self.shared.local).recycle(pcm);
+            station.put_local(&pcm);
+            self.shared.local(i).recycle(pcm);
         }
         self.tick_out.clear();
-        self.station.tick(now_ms, &mut self.tick_out);
+        station.tick(now_ms, &mut self.tick_out);
         if !self.tick_out.datagrams.is_empty() {
             let batch = send_batch_of(&self.tick_out);
             let r = self.shared.transport.send_batch(&batch);
@@ -296,36 +432,30 @@ impl Worker {
             bump(&c.send_errors, r.failed);
             bump(&c.send_calls, r.calls);
         }
+        self.shared
+            .local(i)
+            .put_speaker(station.local_speaker(), station.local_output());
         self.send_echolink();
-        lock(&self.shared.local)
-            .put_speaker(self.station.local_speaker(), self.station.local_output());
         if !self.tick_out.events.is_empty() {
-            self.shared
-                .emit(self.tick_out.events.drain(..).map(EngineEvent::Media));
-        }
-        self.stats_age += 1;
-        let legs = self.station.leg_count();
-        if self.stats_age >= STATS_EVERY_TICKS || legs != self.stats_legs {
-            self.station
-                .fill_jitter_stats(&mut lock(&self.shared.jitter));
-            self.station
-                .fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
-            self.stats_age = 0;
-            self.stats_legs = legs;
+            self.shared.emit(
+                self.tick_out
+                    .events
+                    .drain(..)
+                    .map(|e| EngineEvent::at(i, EngineEvent::Media(e))),
+            );
         }
     }
 
     /// Whether the clock may stop: nothing in the station changes with time alone, no device
     /// trades frames with it, and the transport has no timers of its own.
     fn idle(&self) -> bool {
-        self.station.idle()
-            && lock(&self.shared.local).attached == 0
+        self.stations.iter().all(Station::idle)
+            && self.shared.locals.iter().all(|m| lock(m).attached == 0)
             && !self.shared.transport.needs_upkeep()
     }
 
     /// Sleep without a clock until a datagram arrives or a command, a device or a stop wakes
-    /// the thread (an idle node wakes nobody 50 times a second). True when datagrams wait.
-    /// The transport's and the EchoLink ports' readiness.
+    /// the thread (an idle node wakes nobody 50 times a second). Which sockets have datagrams.
     fn sleep_idle(&mut self, fd: RawFd) -> Readable {
         let shared = &self.shared;
         shared.sleeping.store(true, Ordering::SeqCst);
@@ -373,13 +503,10 @@ impl Worker {
             self.apply_commands(now_ms);
             self.refresh_echolink();
             if !self.busy && self.idle() {
-                if self.stats_legs != self.station.leg_count() {
+                if self.stats_legs != self.leg_count() {
                     // The last leg went: nobody may read its figures after it.
-                    self.station
-                        .fill_jitter_stats(&mut lock(&self.shared.jitter));
-                    self.station
-                        .fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
-                    self.stats_legs = self.station.leg_count();
+                    self.publish_jitter_stats();
+                    self.stats_legs = self.leg_count();
                 }
                 let ready = self.sleep_idle(fd);
                 self.before_reading();

@@ -128,6 +128,7 @@ impl Station {
             parrot: self
                 .parrot
                 .map(|p| Parrot::new(self.rate, self.frame_len, p)),
+            local: None,
             echolink: None,
             spec,
         };

@@ -22,6 +22,7 @@ use crate::player::{Destination, Player, PlayerError, PlayerEvent};
 
 mod echolink;
 mod leg;
+mod local_link;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -198,6 +199,9 @@ struct Leg {
     inband: Option<InbandDtmf>,
     /// The leg's own parrot, in parrot mode (then it is not mixed into the conference).
     parrot: Option<Parrot>,
+    /// A local link's end (`local_link.rs`): its audio comes from and goes to another station
+    /// of the engine, never to the network.
+    local: Option<local_link::LocalEnd>,
     /// An EchoLink station's GSM and packet edge (`echolink.rs`); None for IAX2 legs.
     echolink: Option<Box<echolink::EchoLinkEdge>>,
 }

@@ -127,7 +127,15 @@ impl Station {
             // item fills the tick.
             let mut ready = false;
             let mut fresh = false;
-            loop {
+            if let Some(end) = leg.local.as_mut() {
+                // A local link's frame comes from the other station's last tick, already at
+                // this station's rate: no jitter buffer, no codec.
+                if end.take_rx(&mut leg.pcm) {
+                    ready = true;
+                    fresh = true;
+                }
+            }
+            while leg.local.is_none() {
                 match leg.jitter.get(now_ms) {
                     GetResult::Control { ts, kind, payload } => {
                         out.events.push(MediaEvent::Control {
@@ -286,6 +294,10 @@ impl Station {
                 continue;
             }
             if !hears {
+                if let Some(end) = leg.local.as_mut() {
+                    end.quiet();
+                    continue;
+                }
                 if leg.talking_out {
                     leg.talking_out = false;
                     out.events.push(MediaEvent::SpurtEnded {
@@ -303,6 +315,10 @@ impl Station {
             ) else {
                 continue;
             };
+            if let Some(end) = leg.local.as_mut() {
+                end.put_tx(mix);
+                continue;
+            }
             let codec = leg.spec.codec;
             let stateless_edge = matches!(leg.tx_edge, Edge::Same);
             let shareable =

@@ -112,8 +112,8 @@ def test_hamvoip_node_keeps_its_id_time_out_and_macros(tmp_path: Path) -> None:
     assert (cfg.radio.hang_time_ms, cfg.radio.courtesy_tone) == (100, ((660, 880, 150),))
     checks = section(report, "Check before serving")
     assert (
-        "rpt.conf defines nodes 1998, 1999: this imported node 1998 only (--node picks one)"
-        in checks
+        "rpt.conf defines nodes 1998, 1999: this imported node 1998 only (--node picks one; "
+        "without --node every node is imported into one config" in checks
     )
     for quiet in ("nounkeyct", "beaconing", "holdofftelem", "tx_timeout: no equivalent"):
         assert f"] {quiet}" not in lost, quiet

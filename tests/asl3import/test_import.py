@@ -60,13 +60,47 @@ def test_shipped_config_carries_the_usrp_radio_and_node_list(
         assert f"] {key}" not in report, key
 
 
-def test_only_node_chosen_and_many_nodes_need_node(tmp_path: Path) -> None:
+def test_only_node_chosen_and_every_node_without_node(tmp_path: Path) -> None:
     r = cli("--asterisk-dir", str(SHIPPED), "--config", str(tmp_path / "n.toml"))
-    assert r.returncode == 78
-    assert "defines nodes 1999, 1998: choose one with --node" in r.stderr
-    r = cli("--asterisk-dir", str(DATA / "hub"), "--config", str(tmp_path / "n.toml"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Imported nodes 1999, 1998 into ")
+    assert "=== Node 1999 ===" in r.stdout and "=== Node 1998 ===" in r.stdout
+    r = cli("--asterisk-dir", str(DATA / "hub"), "--config", str(tmp_path / "h.toml"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("Imported node 2500 into ")
+
+
+def test_shipped_nodes_import_to_one_config_that_serves_both(tmp_path: Path) -> None:
+    """ASL3's shipped rpt.conf (1999 and 1998) without --node: one file, the first node at the
+    top, the second as [nodes.1998] with its own radio, tables and links, on one IAX2 port."""
+    cfg, report = run_import(tmp_path, SHIPPED)
+    first, second = cfg.hosted
+    assert (first.node_id, second.node_id) == ("1999", "1998")
+    assert second.listener == first.listener
+    assert (first.audio.backend, second.audio.backend) == ("usrp", "usrp")
+    assert first.usrp is not None and second.usrp is not None
+    assert (first.usrp.listen.port, second.usrp.listen.port) == (32001, 32002)
+    assert (first.usrp.peer.port, second.usrp.peer.port) == (34001, 34002)
+    assert first.function_table == second.function_table
+    assert first.nodes_file == second.nodes_file and first.nodes_file is not None
+    assert "choose one with --node" not in report and "this imported node" not in report
+    text = (tmp_path / "node.toml").read_text()
+    assert "[nodes.1998.listener]" not in text and "[nodes.1998.usrp]" in text
+    path = tmp_path / "node.toml"
+    udp, http, u1, u2 = free_port(), free_port(), free_port(), free_port()
+    text = text.replace("127.0.0.1:4569", f"127.0.0.1:{udp}")
+    text = text.replace("127.0.0.1:8730", f"127.0.0.1:{http}")
+    text = text.replace("127.0.0.1:32001", f"127.0.0.1:{u1}")
+    text = text.replace("127.0.0.1:32002", f"127.0.0.1:{u2}")
+    path.write_text(text)
+    proc = NodeProcess(path, udp, http)
+    try:
+        proc.wait_ready()
+        nodes = proc.get("/nodes").json()["nodes"]
+        assert [(n["node"], n["radio"]) for n in nodes] == [("1999", "usrp"), ("1998", "usrp")]
+        assert proc.get("/nodes/1998/status").json()["node_id"] == "1998"
+    finally:
+        proc.kill()
 
 
 def test_hub_on_local_pseudo(tmp_path: Path) -> None:

@@ -427,3 +427,17 @@ def test_a_usrp_callers_callsign_shows_while_they_talk(
         audio=audio, radio={"usrp": {**usrp, "network": "dstar", "dstar_guard": True}}
     )
     expect(loc("#audio")).to_have_text("usrp, dstar, D-Star guard on, 16 kHz, stream 8 kHz")
+
+
+def test_a_host_of_several_nodes_lists_them_with_this_one_marked(
+    scripted: ScriptedNode, view: StatusPage
+) -> None:
+    loc = view.page.locator
+    expect(loc("#hosted")).to_be_hidden()  # one node: nothing to list
+    scripted.snapshot_now(hosted=["1999", "1998"])
+    links = loc("#hosted a")
+    expect(links).to_have_text(["1999", "1998"])
+    expect(links.nth(1)).to_have_attribute("href", "/nodes/1998/")
+    expect(loc('#hosted a[aria-current="page"]')).to_have_text("1999")
+    scripted.snapshot_now(hosted=["1999"])
+    expect(loc("#hosted")).to_be_hidden()

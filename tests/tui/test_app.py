@@ -405,3 +405,20 @@ def test_the_health_event_refreshes_the_screen_between_snapshots(tmp_path: Path)
                 assert "DEGRADED · RTT 612 ms · in: jitter 9 ms, loss 6.5 %, buffer 80 ms" in text
 
     asyncio.run(scenario())
+
+
+def test_n_shows_the_next_node_of_a_host(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        further = "[nodes.1001]\n[nodes.1001.links]\ndns = false\n"
+        path = node_config(tmp_path / "host.toml", further)
+        path.write_text('node_id = "1000"\n' + path.read_text())
+        async with in_process_node(path) as host:
+            app = NodeApp(host.controller, nodes=host.host.controllers)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, "node 1000 shown", lambda: "Node 1000 (1/2" in screen_text(app))
+                await pilot.press("n")
+                await until(pilot, "node 1001 shown", lambda: "Node 1001 (2/2" in screen_text(app))
+                await pilot.press("n")
+                await until(pilot, "back to 1000", lambda: "Node 1000 (1/2" in screen_text(app))
+
+    asyncio.run(scenario())

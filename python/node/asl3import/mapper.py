@@ -28,7 +28,7 @@ from node.asl3import.radio import map_radio
 from node.config.functions import DEFAULT_FUNCTIONS, Function, parse_function, parse_schedule
 from node.config.values import Invalid
 
-__all__ = ["Asl3Files", "Plan", "Setting", "map_node", "node_numbers"]
+__all__ = ["Asl3Files", "Plan", "Setting", "map_host", "map_node", "node_numbers"]
 
 #: app_rpt's hang time when `hangtime` is left out (HANGTIME), in ms.
 _HANGTIME = 5000
@@ -41,9 +41,12 @@ def node_numbers(rpt: ConfFile) -> list[str]:
     return [n for n in rpt.names() if n.isdigit()]
 
 
-def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf") -> Plan:
+def map_node(
+    files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf", *, host: bool = False
+) -> Plan:
     """The plan for `node` (the only node stanza when None); `nodes_file` is the name the nodes
-    file will have beside the config."""
+    file will have beside the config; `host`: the node is one of every node of rpt.conf
+    imported together (`map_host`)."""
     rpt = files.rpt
     nodes = node_numbers(rpt)
     if node is None:
@@ -64,11 +67,11 @@ def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf")
     # The node's number stands on its own: links, statpost and AMI need it whether or not the
     # node registers (ASL3's shipped nodes 1999 and 1998 never do).
     plan.set("", "node_id", node, f"{stanza.file}:{stanza.line} [{node}]", "the node stanza")
-    if len(nodes) > 1:
+    if len(nodes) > 1 and not host:
         plan.checks.append(
             f"{rpt.name} defines nodes {', '.join(nodes)}: this imported node {node} only "
-            "(--node picks one). Each node needs a config of its own, and two nodes cannot "
-            "share this host's IAX2 port yet: give each its own [listener] bind port"
+            "(--node picks one; without --node every node is imported into one config, all on "
+            "this host's one IAX2 port)"
         )
     listener(plan, files)
     register(plan, files, node)
@@ -84,6 +87,16 @@ def map_node(files: Asl3Files, node: str | None, nodes_file: str = "nodes.conf")
             plan.drop(where, why)
     report_leftovers(plan, files, stanza)
     return plan
+
+
+def map_host(files: Asl3Files, nodes_file: str = "nodes.conf") -> list[Plan]:
+    """One plan per node stanza of rpt.conf, in its order: the nodes of one host, which one
+    config serves on one IAX2 port (the first at the top level, the others as
+    `[nodes.<number>]`)."""
+    numbers = node_numbers(files.rpt)
+    if not numbers:
+        raise Asl3ConfError(files.rpt.name, None, "defines no node stanza (a [<number>] section)")
+    return [map_node(files, n, nodes_file, host=True) for n in numbers]
 
 
 # --- rpt.conf ------------------------------------------------------------------------------------

@@ -9,7 +9,13 @@ import textwrap
 
 from node.asl3import.plan import Plan
 
-__all__ = ["render_report", "render_toml"]
+__all__ = ["SHARED", "render_host_report", "render_host_toml", "render_report", "render_toml"]
+
+#: What the nodes of one config share (given once, by the first node; docs/config.md).
+SHARED = ("listener", "control", "secrets", "ami", "portal", "wireguard")
+#: Top-level keys a further node does not write (its number is its table's name; the codec
+#: policy is the host's).
+_SHARED_TOP = ("node_id", "codec_policy")
 
 #: Sections in the order the written file lists them (the template's order).
 ORDER = (
@@ -72,13 +78,48 @@ def render_toml(plan: Plan, source: str) -> str:
         "# [secrets] and the importer's report). docs/migrating-from-asl3.md explains the",
         "# mapping; docs/config.md every key.",
     ]
+    out += _sections(plan)
+    return "\n".join(out) + "\n"
+
+
+def render_host_toml(plans: list[Plan], source: str) -> str:
+    """One node.toml for every node of an rpt.conf: the first node at the top level, the
+    others as `[nodes.<number>]` tables of their own sections (never the shared ones)."""
+    first, further = plans[0], plans[1:]
+    numbers = ", ".join(p.node for p in plans)
+    out = [
+        f"# iax-node configuration for nodes {numbers}, imported from the AllStarLink (app_rpt)",
+        f"# configuration in {source} by `node import-asl3`: one process serves them all on one",
+        "# IAX2 port. Each key's comment says which setting it came from. No secret is in this",
+        "# file: they come from the environment (see [secrets] and the importer's report).",
+        "# docs/migrating-from-asl3.md explains the mapping; docs/config.md every key.",
+    ]
+    out += _sections(first)
+    for plan in further:
+        own = {
+            name: [s for s in items if not (name == "" and s.key in _SHARED_TOP)]
+            for name, items in plan.sections.items()
+            if name.partition(".")[0] not in SHARED
+        }
+        out += ["", f"# Node {plan.node}: its own sections (the shared ones are the first node's)"]
+        out.append(f"[nodes.{plan.node}]")
+        out += [line for line in _sections(Plan(plan.node, own), prefix=f"nodes.{plan.node}.")]
+    return "\n".join(out) + "\n"
+
+
+def _sections(plan: Plan, prefix: str = "") -> list[str]:
+    """The plan's sections as TOML lines; `prefix` puts them under a further node's table."""
+    out: list[str] = []
     sections = dict(plan.sections)
-    sections.setdefault("control", [])
+    if not prefix:
+        sections.setdefault("control", [])
     for name in _section_order(Plan(plan.node, sections)):
         items = sections[name]
+        if prefix and not items:
+            continue
         out.append("")
         if name:
-            out.append(f"[{name}]")
+            out.append(f"[{prefix}{name}]")
         if name == "control" and not items:
             out.append("# The control channel (HTTP, loopback only); ASL has no equivalent.")
             out.append('bind = "127.0.0.1:8730"')
@@ -88,7 +129,7 @@ def render_toml(plan: Plan, source: str) -> str:
         for s in items:
             out.append(f"# {s.source}" + (f": {s.note}" if s.note else ""))
             out.append(f"{_key(s.key)} = {_value(s.value)}")
-    return "\n".join(out) + "\n"
+    return out
 
 
 #: The tables whose keys are the operator's: carried as one line each.
@@ -188,3 +229,20 @@ def render_report(plan: Plan, config: str, nodes_file: str | None, *, written: b
     lines.append(f"Not carried over, and what that changes ({len(plan.lost)}):")
     lines += [w for d in lost for w in _wrapped(d)] or ["  (nothing)"]
     return "\n".join(lines) + "\n"
+
+
+def render_host_report(
+    plans: list[Plan], config: str, nodes_file: str | None, *, written: bool = True
+) -> str:
+    """Every node's report, one after the other, under one line naming them all."""
+    numbers = ", ".join(p.node for p in plans)
+    if written:
+        head = f"Imported nodes {numbers} into {config}, one process on one IAX2 port"
+        head += f" (and {nodes_file})" if nodes_file else ""
+    else:
+        head = "Not imported: a node's radio cannot be driven here, so nothing was written"
+    parts = [head]
+    for plan in plans:
+        body = render_report(plan, config, nodes_file, written=written).split("\n", 1)[1]
+        parts.append(f"\n=== Node {plan.node} ===" + body.rstrip("\n"))
+    return "\n".join(parts) + "\n"

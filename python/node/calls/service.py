@@ -85,7 +85,11 @@ class CallService:
     def reconfigure(self, config: NodeConfig) -> None:
         """SIGHUP: calls admitted so far keep their rules; the next inbound call meets these."""
         port = self._port
-        port.set_policy(InboundPolicy.from_listener(config.listener, enabled=port.listening))
+        port.set_policy(
+            InboundPolicy.from_listener(
+                config.listener, enabled=port.listening, numbers=port.inbound.numbers
+            )
+        )
 
     # --- inputs (the router) ------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ carry no position, so value errors name the key.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterable
@@ -21,8 +22,8 @@ import msgspec
 
 from node.config.functions import read_functions, read_macros, read_schedule
 from node.config.network import LinkConfig, LinksKeys
-from node.config.node import SECTIONS, TOP_KEYS, NodeConfig
-from node.config.rules import SECTION_RULES, check_node, warn_risky
+from node.config.node import NODES_TABLE, SECTIONS, SHARED_KEYS, TOP_KEYS, NodeConfig
+from node.config.rules import SECTION_RULES, check_host, check_node, warn_risky
 from node.config.schema import Key, keys_of
 from node.config.values import NODE_ID, Context, FrozenDict, Invalid, toml_type
 from node.errors import ConfigError
@@ -35,31 +36,88 @@ else:  # pragma: no cover - exercised only on Python 3.10
 __all__ = ["load_config"]
 
 _REQUIRED = tuple(s.name for s in SECTIONS if s.required)
+#: What a `[nodes.<number>]` table may hold (named in the error for a shared key given there).
+_NODE_KEYS = tuple(f"[{s.name}]" for s in SECTIONS if not s.shared)
 #: How `_describe` names the members of a union type ("an integer or a string").
 _KINDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
 
 
-def load_config(path: str | os.PathLike[str]) -> NodeConfig:
-    """Read and validate a config file. Raises `ConfigError` for every problem found."""
-    return _Loader(Path(path)).load()
+def load_config(
+    path: str | os.PathLike[str], *, exclude: frozenset[str] = frozenset()
+) -> NodeConfig:
+    """Read and validate a config file. Raises `ConfigError` for every problem found.
+    `exclude` leaves those further nodes (`[nodes.<number>]`) out (a reload that keeps a node
+    whose table has an error on its running configuration)."""
+    return _Loader(Path(path), exclude=exclude).load()
 
 
 class _Loader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, prefix: str = "", exclude: frozenset[str] = frozenset()) -> None:
         self.path = path
+        self.exclude = exclude
+        #: Where the node being read sits in the file: "" for the first node (the top level),
+        #: "nodes.<number>." for a further one, so every fault names the node and its key.
+        self.prefix = prefix
 
     def fail(
         self, key: str | None, problem: str, accepted: Iterable[str] | str | None = None
     ) -> NoReturn:
-        raise ConfigError(str(self.path), key, problem, accepted)
+        where = key if key is None else f"{self.prefix}{key}"
+        raise ConfigError(str(self.path), where, problem, accepted)
 
     def load(self) -> NodeConfig:
         doc = _read_toml(self.path)
+        further = doc.pop(NODES_TABLE, None)
+        first = self.node(doc)
+        if further is None:
+            return first
+        if not isinstance(further, dict):
+            self.fail(
+                NODES_TABLE,
+                f"must be a table of nodes ([nodes.<number>]), got {toml_type(further)}",
+            )
+        shared = {k: doc[k] for k in SHARED_KEYS if k in doc}
+        nodes = tuple(
+            self.further(number, body, shared)
+            for number, body in further.items()
+            if number not in self.exclude
+        )
+        config = dataclasses.replace(first, nodes=nodes)
+        check_host(config, self.fail)
+        return config
+
+    def further(self, number: str, body: object, shared: dict[str, Any]) -> NodeConfig:
+        """One `[nodes.<number>]` table: a node of its own over the file's shared sections."""
+        where = f"{NODES_TABLE}.{number}"
+        if not NODE_ID.fullmatch(number):
+            self.fail(where, "is not a node number", "[nodes.<digits>] tables, e.g. [nodes.2001]")
+        if not isinstance(body, dict):
+            self.fail(where, f"must be a table ([{where}]), got {toml_type(body)}")
+        for key in body:
+            if key in SHARED_KEYS:
+                self.fail(
+                    f"{where}.{key}",
+                    "is shared by every node of the host; give it once, at the top of the file",
+                    f"the keys of a node: {', '.join(_NODE_KEYS)}",
+                )
+            if key == "node_id":
+                self.fail(
+                    f"{where}.node_id",
+                    f"the table's name is the node's number ({number})",
+                    "no node_id inside [nodes.<number>]",
+                )
+        return _Loader(self.path, f"{where}.").node({**shared, **body, "node_id": number})
+
+    def node(self, doc: dict[str, Any]) -> NodeConfig:
+        """One node: the shared sections and its own, checked as a whole file."""
         names = tuple(s.name for s in SECTIONS)
         for key, value in doc.items():
             if key not in TOP_KEYS and key not in names:
                 kind = "section" if isinstance(value, dict) else "top-level key"
-                self.fail(key, f"unknown {kind}", [*(f"[{s}]" for s in names), *TOP_KEYS])
+                accepted = [*(f"[{s}]" for s in names), *TOP_KEYS]
+                if not self.prefix:
+                    accepted.append(f"[{NODES_TABLE}.<number>]")
+                self.fail(key, f"unknown {kind}", accepted)
         for name in _REQUIRED:
             if name not in doc:
                 self.fail(name, f"the required section [{name}] is missing")
@@ -82,7 +140,7 @@ class _Loader:
                 fields[section.name] = self.table(raw, section.model, section.name)
         config = NodeConfig(**fields, path=self.path)
         check_node(config, self.fail)
-        warn_risky(config)
+        warn_risky(config, self.prefix)
         return config
 
     def table(self, raw: object, model: type, name: str) -> Any:

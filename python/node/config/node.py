@@ -26,7 +26,15 @@ from node.config.values import (
 from node.config.values import node_id as parse_node_id
 from node.secrets import SecretSettings
 
-__all__ = ["SECTIONS", "TOP_KEYS", "CodecPolicy", "NodeConfig", "Section"]
+__all__ = [
+    "NODES_TABLE",
+    "SECTIONS",
+    "SHARED_KEYS",
+    "TOP_KEYS",
+    "CodecPolicy",
+    "NodeConfig",
+    "Section",
+]
 
 CodecPolicy = Literal["ulaw_only", "allow_slin", "prefer_slin", "prefer_slin16"]
 
@@ -51,12 +59,15 @@ class Section:
     #: Its keys are the operator's (DTMF codes, macro numbers): read by its own reader in the
     #: loader, shown in the template as prose (`[functions]`, `[macro]`, `[schedule]`).
     free: bool = False
+    #: Shared by every node the file hosts (the socket, the control channel, the AMI, the
+    #: secrets): given once at the top of the file, never inside a `[nodes.<number>]` table.
+    shared: bool = False
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("listener", net.ListenerConfig, required=True, written=True),
-    Section("control", net.ControlConfig, required=True, written=True),
-    Section("secrets", net.SecretsConfig, written=True),
+    Section("listener", net.ListenerConfig, required=True, written=True, shared=True),
+    Section("control", net.ControlConfig, required=True, written=True, shared=True),
+    Section("secrets", net.SecretsConfig, written=True, shared=True),
     Section("register", net.RegisterConfig),
     Section("statpost", net.StatpostConfig),
     Section("bridge", station.BridgeConfig),
@@ -68,10 +79,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("links", net.LinksKeys),
     Section("keying", station.KeyingConfig),
     Section("radio", station.RadioConfig),
-    Section("ami", net.AmiConfig),
-    Section("portal", net.PortalConfig),
+    Section("ami", net.AmiConfig, shared=True),
+    Section("portal", net.PortalConfig, shared=True),
     Section("parrot", station.ParrotConfig),
-    Section("wireguard", net.WireGuardConfig),
+    Section("wireguard", net.WireGuardConfig, shared=True),
     Section("rpt", fn.RptConfig),
     Section("functions", fn.FunctionsSection, free=True),
     Section("macro", fn.MacroSection, free=True),
@@ -151,6 +162,9 @@ class NodeConfig:
     macro: Mapping[str, str] = field(default_factory=FrozenDict)
     #: `[schedule]`: when macros run.
     schedule: tuple[fn.ScheduleEntry, ...] = ()
+    #: `[nodes.<number>]`: the further nodes this file hosts beside this one (the first), each
+    #: a whole configuration sharing this one's `SHARED_KEYS`; empty for a one-node file.
+    nodes: tuple[NodeConfig, ...] = ()
     #: The file this was loaded from; None for a config built in code. Not part of equality.
     path: Path | None = field(default=None, compare=False)
 
@@ -159,6 +173,11 @@ class NodeConfig:
             # Frozen: the one place the number is derived. A differing pair is kept as given,
             # for the loader's rule to report (`rules.check_node`).
             object.__setattr__(self, "node_id", self.register.node_id)
+
+    @property
+    def hosted(self) -> tuple[NodeConfig, ...]:
+        """Every node of the host, the first (this file's top level) first."""
+        return (self, *self.nodes) if self.nodes else (self,)
 
     @property
     def function_table(self) -> tuple[fn.Function, ...]:
@@ -191,8 +210,16 @@ class NodeConfig:
             portal_env=self.portal.credential_env if self.portal is not None else None,
             wg_private_env=wg.private_key_env if wg is not None else None,
             wg_preshared_env=wg.preshared_key_env if wg is not None else None,
+            further_nodes=tuple(n.register.node_id for n in self.nodes if n.register is not None),
         )
 
 
 #: Keys of the file that belong to no section (they go above the first `[section]`).
 TOP_KEYS: tuple[str, ...] = ("node_id", "codec_policy")
+
+#: What every node of a host shares: the shared sections and `codec_policy` (one station rate
+#: for the engine that mixes every node's conference).
+SHARED_KEYS: tuple[str, ...] = (*(s.name for s in SECTIONS if s.shared), "codec_policy")
+
+#: The table that declares the further nodes of a host (`[nodes.<number>]`).
+NODES_TABLE = "nodes"

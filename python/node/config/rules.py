@@ -27,7 +27,7 @@ from node.config.station import (
 )
 from node.config.values import NODE_ID
 
-__all__ = ["SECTION_RULES", "Fail", "check_node", "warn_risky"]
+__all__ = ["SECTION_RULES", "Fail", "check_host", "check_node", "warn_risky"]
 
 log = logging.getLogger("node.config")
 
@@ -315,10 +315,13 @@ def check_node(config: NodeConfig, fail: Fail) -> None:
             )
 
 
-def warn_risky(config: NodeConfig) -> None:
-    """Log settings that load fine but that an operator should know the cost of."""
+def warn_risky(config: NodeConfig, prefix: str = "") -> None:
+    """Log settings that load fine but that an operator should know the cost of. `prefix` is a
+    further node's table (`nodes.<number>.`): its own keys are named with it, and the shared
+    sections, said once for the first node, are not said again."""
     where = config.path
-    if any(not NODE_ID.fullmatch(node) for node in config.listener.allowed_nodes):
+    shared = not prefix
+    if shared and any(not NODE_ID.fullmatch(node) for node in config.listener.allowed_nodes):
         # Spec rule 3: a placeholder admits nobody. It is kept (so it matches no caller), but it
         # is probably an unfilled template value, so say so.
         log.warning(
@@ -326,15 +329,15 @@ def warn_risky(config: NodeConfig) -> None:
             "only a caller with exactly that username",
             where,
         )
-    if config.listener.auth == "off" and not config.listener.allowed_nodes:
+    if shared and config.listener.auth == "off" and not config.listener.allowed_nodes:
         log.warning(
             "%s: listener.auth is off and allowed_nodes is empty: every caller is admitted "
             "(limited only by max_calls)",
             where,
         )
     if config.dtmf.enabled:
-        log.warning("%s: dtmf.enabled: any connected member can command the links", where)
-    if config.ami.enabled and not config.ami.bind.is_loopback:
+        log.warning("%s: %sdtmf.enabled: any connected member can command the links", where, prefix)
+    if shared and config.ami.enabled and not config.ami.bind.is_loopback:
         log.warning(
             "%s: ami.bind is not loopback (ami.allow_remote): the AMI password and every "
             "command cross the network in clear text",
@@ -344,10 +347,11 @@ def warn_risky(config: NodeConfig) -> None:
     hears = bridge.mode == "handset" or (bridge.mode == "conference" and bridge.include_local_radio)
     if config.radio.ptt != "none" and not hears:
         log.warning(
-            "%s: radio.ptt is set but the local radio is not in the conference (bridge.mode = "
+            "%s: %sradio.ptt is set but the local radio is not in the conference (bridge.mode = "
             "%s, include_local_radio = %s): the transmitter keys only once POST /bridge puts it "
             "there",
             where,
+            prefix,
             bridge.mode,
             str(bridge.include_local_radio).lower(),
         )
@@ -361,7 +365,52 @@ def warn_risky(config: NodeConfig) -> None:
         )
     if config.announce.enabled and config.announce.cw_keys_when_idle:
         log.warning(
-            "%s: announce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
+            "%s: %sannounce.cw_keys_when_idle: the periodic ID keys the transmitter (a real "
             "transmission)",
             where,
+            prefix,
         )
+
+
+def check_host(config: NodeConfig, fail: Fail) -> None:
+    """The rules between the nodes of one file: each has its own number, radio and USRP port."""
+    if config.node_id is None:
+        fail(
+            "node_id",
+            "a file with [nodes.<number>] tables must give the first node's number too",
+            "a top-level node_id (or [register] node_id)",
+        )
+    seen: dict[str, str] = {}
+    devices: dict[tuple[str, str], str] = {}
+    usrp_ports: dict[str, str] = {}
+    for node in config.hosted:
+        number = node.node_id or ""
+        where = "" if node is config else f"nodes.{number}."
+        if number in seen:
+            fail(
+                f"{where}node_id" if where else "node_id",
+                f"node {number} is declared twice ({seen[number] or 'the top level'} and "
+                f"{where.rstrip('.') or 'the top level'}); each node of a host has its own number",
+                "a number no other node of the file uses",
+            )
+        seen[number] = where.rstrip(".")
+        audio = node.audio
+        if audio.backend == "cpal":
+            card = (audio.input, audio.output)
+            if card in devices:
+                fail(
+                    f"{where}audio.input",
+                    f"node {number} would share its sound device with node {devices[card]}; two "
+                    "nodes cannot drive one radio",
+                    'another device (input and output), or backend = "none" or "usrp"',
+                )
+            devices[card] = number
+        if audio.backend == "usrp" and node.usrp is not None:
+            listen = str(node.usrp.listen)
+            if listen in usrp_ports:
+                fail(
+                    f"{where}usrp.listen",
+                    f"node {number} would listen on the USRP port of node {usrp_ports[listen]}",
+                    "an address and port no other node of the file listens on",
+                )
+            usrp_ports[listen] = number

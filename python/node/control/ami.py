@@ -29,7 +29,7 @@ import ipaddress
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -171,13 +171,17 @@ class AmiServer:
         controller: Controller,
         secrets: SecretStore,
         *,
+        nodes: Sequence[Controller] = (),
         auth_timeout: float | None = None,
         bad_login_delay: float = BAD_LOGIN_DELAY,
         lockout_seconds: float | None = None,
     ) -> None:
         """`auth_timeout` and `lockout_seconds` replace `[ami] login_timeout` and
-        `lockout_seconds` (tests use fractions of a second)."""
+        `lockout_seconds` (tests use fractions of a second). `nodes` are every node the process
+        hosts (the first is `controller`): `rpt` actions name the node they act on, as
+        Asterisk's do."""
         self._controller = controller
+        self._nodes: tuple[Controller, ...] = tuple(nodes) or (controller,)
         self._config = config = controller.config.ami
         self._secrets = secrets
         self._auth_timeout = config.login_timeout if auth_timeout is None else auth_timeout
@@ -441,16 +445,19 @@ class AmiServer:
     # --- the node, as app_rpt would report it -------------------------------------------------
 
     def _local_nodes(self) -> list[str]:
-        node = self._controller.node_id
-        return [node] if node is not None else []
+        return [c.node_id for c in self._nodes if c.node_id is not None]
+
+    def _node(self, number: str) -> Controller | None:
+        """The hosted node `number` (exact match), or None."""
+        return next((c for c in self._nodes if number and c.node_id == number), None)
 
     def _uptime(self) -> int:
         return int(self._controller.now() - self._started)
 
     def view(self, node: str) -> rpt.NodeView | None:
-        """The local node `node` now; None when `node` is not this node (exact match)."""
-        ctl = self._controller
-        if node != ctl.node_id or not node:
+        """The local node `node` now; None when no hosted node has that number (exact match)."""
+        ctl = self._node(node)
+        if ctl is None:
             return None
         now = ctl.now()
 
@@ -591,11 +598,12 @@ class AmiServer:
     async def _rpt_fun(self, args: list[str]) -> tuple[Cli, str]:
         if len(args) != 4:
             return Cli.SHOWUSAGE, ""
-        if args[2] != self._controller.node_id:
+        ctl = self._node(args[2])
+        if ctl is None:
             return Cli.SUCCESS, ""
         # Behind the AMI login, so it runs whatever `[dtmf] enabled` says (that switch guards
         # digits from anyone on a call or a link).
-        outcomes = await self._controller.dtmf_command("ami", args[3], authorized=True)
+        outcomes = await ctl.dtmf_command("ami", args[3], authorized=True)
         refused = [f"{cmd}: {result}" for cmd, result in outcomes if isinstance(result, Exception)]
         if refused:
             return Cli.FAILURE, "".join(line + "\n" for line in refused)
@@ -604,7 +612,8 @@ class AmiServer:
     async def _rpt_cmd(self, args: list[str]) -> tuple[Cli, str]:
         if len(args) < 4:
             return Cli.SHOWUSAGE, ""
-        if args[2] != self._controller.node_id:
+        ctl = self._node(args[2])
+        if ctl is None:
             return Cli.SUCCESS, f"Unknown node number {args[2]}.\n"
         function = args[3].lower()
         if function not in _RPT_FUNCTIONS:
@@ -614,7 +623,7 @@ class AmiServer:
         if function in ("playback", "localplay"):
             return await self._play(args[2], args[4], function)
         if function in ("status", "cop", "macro"):
-            return await self._function(function, args[4:])
+            return await self._function(ctl, function, args[4:])
         if function != "ilink":
             return Cli.FAILURE, f"rpt cmd {function} is not available here\n"
         number = _myatoi(args[4])
@@ -632,13 +641,13 @@ class AmiServer:
             node = target
             if node == "0":
                 # app_rpt: 0 is the last node operated on.
-                node = self._controller.last_node
+                node = ctl.last_node
                 if node is None:
                     return Cli.FAILURE, "no last node yet (0 means the last node operated on)\n"
-        await self._controller.run_command(Command(kind, node=node, permanent=permanent))
+        await ctl.run_command(Command(kind, node=node, permanent=permanent))
         return Cli.SUCCESS, ""
 
-    async def _function(self, function: str, params: list[str]) -> tuple[Cli, str]:
+    async def _function(self, ctl: Controller, function: str, params: list[str]) -> tuple[Cli, str]:
         """`rpt cmd <node> status|cop|macro ...`: the function run as a table entry would."""
         spec = f"{function},{params[0]}" if function != "macro" else "macro"
         try:
@@ -649,7 +658,7 @@ class AmiServer:
             return Cli.FAILURE, f"{spec} is not available here\n"
         arg = fn.arg if function != "macro" else params[-1]
         try:
-            await self._controller.run_command(Command(fn.kind, arg=arg, spec=spec))
+            await ctl.run_command(Command(fn.kind, arg=arg, spec=spec))
         except CommandError as exc:
             return Cli.FAILURE, f"{spec}: {exc}\n"
         return Cli.SUCCESS, ""
@@ -657,11 +666,12 @@ class AmiServer:
     async def _play(self, node: str, file: str, how: str) -> tuple[Cli, str]:
         """app_rpt's playback (the node and its links hear it) and localplay (the local radio
         only), as POST /play of a file."""
-        if node != self._controller.node_id:
+        ctl = self._node(node)
+        if ctl is None:
             return Cli.SUCCESS, ""
         to = "air_and_links" if how == "playback" else "local"
         try:
-            self._controller.play(file=file, to=to)
+            ctl.play(file=file, to=to)
         except CommandError as exc:
             return Cli.FAILURE, f"rpt {how}: {exc}\n"
         return Cli.SUCCESS, ""

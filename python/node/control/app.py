@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from node.control.guard import BrowserGuard
 from node.control.limits import MAX_BODY_BYTES, RequestLimits
@@ -30,7 +30,10 @@ from node.control.sse import event_stream
 from node.controller import Controller
 from node.errors import CommandError
 
-__all__ = ["create_app", "read_json_body"]
+if TYPE_CHECKING:
+    from node.host import Host
+
+__all__ = ["create_app", "node_routes", "node_summary", "read_json_body"]
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +90,91 @@ def gain(body: dict[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def create_app(controller: Controller) -> Starlette:
-    """The control application bound to one controller."""
+def node_summary(controller: Controller, first: bool) -> dict[str, Any]:
+    """One hosted node as `GET /nodes` lists it."""
+    config = controller.config
+    return {
+        "node": controller.node_id,
+        "first": first,
+        "path": f"/nodes/{controller.node_id}",
+        "radio": config.audio.backend,
+        "links": len(controller.link_views()),
+        "registered": controller.registered,
+        "ptt_keyed": controller.ptt_keyed,
+    }
+
+
+def create_app(controller: Controller, *, host: Host | None = None) -> Starlette:
+    """The control application: the top-level endpoints act on `controller` (the first node),
+    and each node of `host` has them all again under `/nodes/<number>/`."""
+    nodes: Sequence[Controller] = tuple(host) if host is not None else (controller,)
+
+    async def list_nodes(request: Request) -> JSONResponse:
+        return JSONResponse({"nodes": [node_summary(c, c is controller) for c in nodes]})
+
+    async def secrets(request: Request) -> JSONResponse:
+        body = await read_json_body(request)
+        username = required(body, "username", str)
+        # A further node's registration password goes to that node (its registration starts).
+        owner = next((c for c in nodes if c.node_id == username), controller)
+        owner.set_secret(username, required(body, "secret", str))
+        return JSONResponse({"ok": True})
+
+    async def shutdown(request: Request) -> JSONResponse:
+        await read_json_body(request)
+        controller.request_shutdown()
+        return JSONResponse({"ok": True})
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error("not found", 404)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return error("not found", 404)
+        if exc.status_code == 405:
+            return error(f"method {request.method} not allowed on {request.url.path}", 405)
+        return error(str(exc.detail), exc.status_code)
+
+    async def command_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, CommandError)
+        return error(str(exc), exc.status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # The traceback goes to the log; the client learns only that the command failed.
+        log.error("control request %s %s failed", request.method, request.url.path, exc_info=exc)
+        return error("internal error", 500)
+
+    routes: list[BaseRoute] = [
+        *page_routes(),
+        Route("/nodes", list_nodes, methods=["GET"]),
+        Route("/shutdown", shutdown, methods=["POST"]),
+        Route("/secrets", secrets, methods=["POST"]),
+        *node_routes(controller),
+        *(
+            Mount(f"/nodes/{c.node_id}", routes=[*page_routes(), *node_routes(c)])
+            for c in nodes
+            if c.node_id
+        ),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(RequestLimits, body_timeout=controller.config.control.request_timeout),
+            Middleware(BrowserGuard, bind_host=controller.config.control.bind.host),
+        ],
+        exception_handlers={
+            404: not_found,
+            HTTPException: http_error,
+            CommandError: command_error,
+            Exception: server_error,
+        },
+    )
+
+
+def node_routes(controller: Controller) -> list[BaseRoute]:
+    """The endpoints of one node (at the top level for the first node, and under
+    `/nodes/<number>/` for every node)."""
 
     async def status(request: Request) -> JSONResponse:
         return JSONResponse(controller.snapshot())
@@ -144,38 +230,8 @@ def create_app(controller: Controller) -> Starlette:
 
         return handler
 
-    async def secrets(request: Request) -> JSONResponse:
-        body = await read_json_body(request)
-        controller.set_secret(required(body, "username", str), required(body, "secret", str))
-        return JSONResponse({"ok": True})
-
-    async def shutdown(request: Request) -> JSONResponse:
-        await read_json_body(request)
-        controller.request_shutdown()
-        return JSONResponse({"ok": True})
-
     async def events(request: Request) -> Response:
         return event_stream(controller, request)
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        return error("not found", 404)
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if exc.status_code == 404:
-            return error("not found", 404)
-        if exc.status_code == 405:
-            return error(f"method {request.method} not allowed on {request.url.path}", 405)
-        return error(str(exc.detail), exc.status_code)
-
-    async def command_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, CommandError)
-        return error(str(exc), exc.status)
-
-    async def server_error(request: Request, exc: Exception) -> Response:
-        # The traceback goes to the log; the client learns only that the command failed.
-        log.error("control request %s %s failed", request.method, request.url.path, exc_info=exc)
-        return error("internal error", 500)
 
     async def play(request: Request) -> JSONResponse:
         # Extension: text or a sound file, queued with the announcements.
@@ -186,12 +242,10 @@ def create_app(controller: Controller) -> Starlette:
 
     enable_inbound = bare_command(partial(controller.set_listening, True))
     disable_inbound = bare_command(partial(controller.set_listening, False))
-    routes = [
-        *page_routes(),
+    return [
         Route("/status", status, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
         Route("/stats", stats, methods=["GET"]),
-        Route("/shutdown", shutdown, methods=["POST"]),
         Route("/bridge", bridge, methods=["POST"]),
         Route("/dial", dial, methods=["POST"]),
         Route("/link", link, methods=["POST"]),
@@ -204,21 +258,7 @@ def create_app(controller: Controller) -> Starlette:
         Route("/disable_inbound", disable_inbound, methods=["POST"]),
         Route("/register", bare_command(controller.register), methods=["POST"]),
         Route("/deregister", bare_command(controller.deregister), methods=["POST"]),
-        Route("/secrets", secrets, methods=["POST"]),
         Route("/devices", devices, methods=["POST"]),
         Route("/levels", levels, methods=["POST"]),
         Route("/play", play, methods=["POST"]),
     ]
-    return Starlette(
-        routes=routes,
-        middleware=[
-            Middleware(RequestLimits, body_timeout=controller.config.control.request_timeout),
-            Middleware(BrowserGuard, bind_host=controller.config.control.bind.host),
-        ],
-        exception_handlers={
-            404: not_found,
-            HTTPException: http_error,
-            CommandError: command_error,
-            Exception: server_error,
-        },
-    )

@@ -39,11 +39,19 @@ _ENCODED_KEPT = 8
 _encoded: deque[tuple[Event, str]] = deque(maxlen=_ENCODED_KEPT)
 
 
-def _json(event: Event) -> str:
+def _json(event: Event, node: str | None) -> str:
+    """The event's JSON; in a process hosting several nodes with `node_id`, the number of the
+    node whose bus carried it (each node has its own bus, so an event is encoded for one node
+    only; a one-node process sends events exactly as before)."""
     for seen, text in _encoded:
         if seen is event:
             return text
-    text = json.dumps(event.to_json(), separators=(",", ":"))
+    body = event.to_json()
+    if node is not None:
+        # `node_id`, as the snapshot names the node's own number: a link event's `node` is the
+        # linked node.
+        body["node_id"] = node
+    text = json.dumps(body, separators=(",", ":"))
     _encoded.append((event, text))
     return text
 
@@ -62,13 +70,14 @@ def event_stream(controller: Controller, request: Request) -> EventSourceRespons
 
     async def generate() -> AsyncIterator[ServerSentEvent]:
         try:
+            node = controller.node_id if len(controller.hosted) > 1 else None
             first = Snapshot(controller.snapshot())
-            yield ServerSentEvent(data=_json(first), id=str(next(ids)), retry=RETRY_MS)
+            yield ServerSentEvent(data=_json(first, node), id=str(next(ids)), retry=RETRY_MS)
             while True:
                 event = await sub.get()
                 if event is None:
                     return
-                yield ServerSentEvent(data=_json(event), id=str(next(ids)))
+                yield ServerSentEvent(data=_json(event, node), id=str(next(ids)))
         finally:
             sub.close()
 

@@ -90,6 +90,14 @@ _NO_INVAL = frozenset(
 CAUSE_DISABLED = ("Inbound calls disabled", 21)  # CALL_REJECTED
 CAUSE_LIMIT = ("Call limit reached", 34)  # NO_CIRCUIT_AVAILABLE
 CAUSE_NOT_ALLOWED = ("Caller not allowed", 21)  # CALL_REJECTED
+#: The peer address of a local call: a call between two nodes of one host, whose frames the
+#: port hands from one side of the endpoint to the other without the socket. No datagram can
+#: come from the unspecified address, so no caller from the network can pose as one.
+LOCAL_PEER: tuple[str, int] = ("0.0.0.0", 0)
+
+#: A called number the host does not serve: chan_iax2's answer when the dialplan has no such
+#: extension (a node app_rpt does not host).
+CAUSE_NO_SUCH_NUMBER = ("No such context/extension", 3)  # NO_ROUTE_DESTINATION
 CAUSE_TOKEN_REQUIRED = ("CallToken support required", 21)
 CAUSE_BAD_TOKEN = ("Invalid call token", 21)
 CAUSE_NOT_REGISTRAR = ("Registration Refused", 29)  # FACILITY_REJECTED
@@ -111,6 +119,9 @@ class InboundPolicy:
     allowed_nodes: tuple[str, ...] = ()
     #: "required", "auto" or "off".
     calltoken: str = "auto"
+    #: The called numbers answered (the nodes of a host); empty answers any called number, as
+    #: a one-node process always has.
+    numbers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, value, accepted in (
@@ -123,10 +134,14 @@ class InboundPolicy:
         if not 0 <= self.max_calls <= MAX_CALLS:
             raise ValueError(f"max_calls = {self.max_calls} (accepted: 0-{MAX_CALLS})")
         object.__setattr__(self, "allowed_nodes", tuple(self.allowed_nodes))
+        object.__setattr__(self, "numbers", tuple(self.numbers))
 
     @classmethod
-    def from_listener(cls, listener: Any, *, enabled: bool = True) -> InboundPolicy:
-        """Build from a `node.config.ListenerConfig` (read by attribute name only)."""
+    def from_listener(
+        cls, listener: Any, *, enabled: bool = True, numbers: tuple[str, ...] = ()
+    ) -> InboundPolicy:
+        """Build from a `node.config.ListenerConfig` (read by attribute name only); `numbers`
+        are the host's nodes when it has more than one."""
         return cls(
             enabled=enabled,
             answer=listener.answer,
@@ -134,6 +149,7 @@ class InboundPolicy:
             auth=listener.auth,
             allowed_nodes=tuple(listener.allowed_nodes),
             calltoken=getattr(listener, "calltoken", "auto"),
+            numbers=numbers,
         )
 
     def admitted_ids(self) -> frozenset[str] | None:
@@ -528,7 +544,10 @@ class Endpoint:
 
     def _admit(self, addr: Address, new: FullFrame, now: float) -> None:
         pol = self.inbound
-        if not self._token_gate(addr, new, now, IaxSubclass.REJECT):
+        # A local call is another node of this host: no token, allow list or password stands
+        # between two nodes of one configuration.
+        local = addr == LOCAL_PEER
+        if not local and not self._token_gate(addr, new, now, IaxSubclass.REJECT):
             return
         if not pol.enabled:
             self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_DISABLED)
@@ -539,8 +558,15 @@ class Endpoint:
         calling_number = _text(new, IE.CALLING_NUMBER)
         username = _text(new, IE.USERNAME)
         admitted = pol.admitted_ids()
-        if admitted is not None and not ({calling_number, username} - {""}) & admitted:
+        if (
+            not local
+            and admitted is not None
+            and not ({calling_number, username} - {""}) & admitted
+        ):
             self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_NOT_ALLOWED)
+            return
+        if pol.numbers and _text(new, IE.CALLED_NUMBER) not in pol.numbers:
+            self._refuse(addr, new, IaxSubclass.REJECT, CAUSE_NO_SUCH_NUMBER)
             return
         fmt = choose_format(self.codecs, _peer_codecs(new))
         if fmt is None:
@@ -548,7 +574,7 @@ class Endpoint:
             return
         challenge: str | None = None
         secret: str | SecretLike | None = None
-        if pol.auth != "off":
+        if pol.auth != "off" and not local:
             secret = self._lookup_secret(username, calling_number)
             if secret is not None or pol.auth == "required":
                 # An unknown caller under "required" gets a decoy challenge it cannot pass.

@@ -29,6 +29,7 @@ from node._core import (
     PlayStarted,
     RxKeyed,
     SpurtEnded,
+    StationEvent,
     TunnelChanged,
     UsrpCarrierChanged,
     UsrpDtmfReceived,
@@ -57,6 +58,7 @@ __all__ = [
     "PlayStarted",
     "RxKeyed",
     "SpurtEnded",
+    "StationEvent",
     "TunnelChanged",
     "UsrpCarrierChanged",
     "UsrpDtmfReceived",
@@ -88,11 +90,13 @@ class EngineTransport:
         concealment: str = "pitch",
         jitter_target_extra_ms: int | None = None,
         jitter_max_ms: int | None = None,
+        stations: int = 1,
     ) -> None:
         """`legs` is the most legs the node carries (calls and links): the engine sizes the
         socket buffers for that many. With `tunnel` every datagram goes through that WireGuard
         tunnel, and `local_addr` is our address inside it. The `jitter_*` values size every
-        leg's jitter buffer (None: chan_iax2's defaults)."""
+        leg's jitter buffer (None: chan_iax2's defaults). `stations` is one conference per node
+        the process hosts."""
         try:
             wireguard = None if tunnel is None else _wireguard(tunnel)
             self._engine = Engine(
@@ -105,6 +109,7 @@ class EngineTransport:
                 concealment=concealment,
                 jitter_target_extra_ms=jitter_target_extra_ms,
                 jitter_max_ms=jitter_max_ms,
+                stations=stations,
             )
         except OSError as exc:
             # The engine reports the address it tried; the message is safe to show.

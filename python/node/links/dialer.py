@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from node.allstar.portal import GuestToken, TokenError, TokenSource
 from node.config import NodeConfig
 from node.context import NodeContext
 from node.iax2 import call as c
+from node.iax2.endpoint import LOCAL_PEER
 from node.links.lookup import NodeResolver
 from node.links.resolve import NodeAddress, same_ip
 
@@ -47,6 +49,9 @@ class LinkDialer:
         self.tokens: TokenSource | None = None
         #: Addresses resolved for a link connect, used by the Dial that follows it.
         self._targets: dict[str, NodeAddress] = {}
+        #: Whether a number is another node of this host (`IaxPort.hosts`): linked by a local
+        #: call, never looked up.
+        self.hosted: Callable[[str], bool] = lambda _node: False
 
     def reconfigure(self, config: NodeConfig) -> None:
         """SIGHUP, before `config` replaces the running one: a new nodes file or DNS setting
@@ -64,6 +69,8 @@ class LinkDialer:
         cfg = self._ctx.config.links.get(node)
         if addr is None and cfg is not None and cfg.addr is not None:
             addr = str(cfg.addr)
+        if addr is None and self.hosted(node):
+            return NodeAddress(node, *LOCAL_PEER)
         return await self.resolver.lookup(node, addr)
 
     def hold(self, node: str, target: NodeAddress) -> None:
@@ -136,6 +143,8 @@ class LinkDialer:
     async def source_matches(self, node: str, ip: str) -> bool | None:
         """Whether `ip` is where `node` is: True, False, or None when `node` cannot be
         resolved."""
+        if self.hosted(node) and ip == LOCAL_PEER[0]:
+            return True  # a local call: only the host itself makes one
         cfg = self._ctx.config.links.get(node)
         if cfg is not None and cfg.addr is not None:
             try:

@@ -80,6 +80,7 @@ class LinkService:
         )
         #: Lookups, tokens, link call parameters and source checks.
         self.dialer = LinkDialer(ctx)
+        self.dialer.hosted = port.hosts
         self.bridge: MediaBridge | None = None
         #: Link calls that have a media leg.
         self._legs: set[int] = set()

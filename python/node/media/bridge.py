@@ -29,7 +29,9 @@ from node.config import GAIN_DB_MAX, GAIN_DB_MIN, ParrotConfig, UsrpConfig
 from node.errors import CommandError
 from node.iax2 import call as c
 from node.iax2.constants import ControlSubclass
+from node.iax2.endpoint import LOCAL_PEER
 from node.media.audio import AudioDevice, NullAudio, UsrpAudio, open_audio
+from node.media.station import LocalLinks, StationEngine
 
 __all__ = [
     "CallLeg",
@@ -96,7 +98,7 @@ class MediaBridge:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Engine | StationEngine,
         topology: Topology,
         backend: str = "none",
         input: str = "",
@@ -110,11 +112,17 @@ class MediaBridge:
         gated: bool = False,
         parrot: ParrotConfig | None = None,
         usrp: UsrpConfig | None = None,
+        station: int = 0,
+        local_links: LocalLinks | None = None,
     ) -> None:
         """`rx_delay_ms`, `vox` and `gated` come from `[radio]` (see `node.radio.Radio`): the
         received audio's delay, VOX on it, and whether it is heard only while keyed; `parrot`
-        tunes the `parrot` topology."""
+        tunes the `parrot` topology. `station` is the engine's conference of this node (one per
+        node of the host, `engine` a `StationEngine` for all but the first), `local_links` the
+        host's pairing of local links' legs."""
         self._engine = engine
+        self._station = station
+        self._local_links = local_links
         self._topology = topology
         self._parrot = parrot if parrot is not None else ParrotConfig()
         self._rx_delay_ms, self._vox = rx_delay_ms, vox
@@ -266,6 +274,11 @@ class MediaBridge:
         """Start the media of a call that has its codec: its numbers, peer and clock, with
         `add_leg`'s `mode`, `keying`, `dtmf` and `link` options."""
         assert call.format is not None
+        if call.peer_addr == LOCAL_PEER and self._local_links is not None:
+            # A link to another node of this host: its audio crosses inside the engine.
+            mode = options.get("mode", "transceive")
+            self._local_links.add(self._station, call.callno, call.peer_callno, mode)
+            return
         self.add_leg(
             call.callno,
             call.peer_callno,
@@ -276,9 +289,16 @@ class MediaBridge:
         )
 
     def remove_leg(self, callno: int) -> None:
+        local = self._local_links
+        if local is not None and local.owns(callno):
+            local.remove(callno)
+            return
         self._engine.remove_leg(callno)
 
     def set_leg_mode(self, callno: int, mode: LegMode) -> None:
+        local = self._local_links
+        if local is not None and local.set_mode(callno, mode):
+            return
         self._engine.set_leg_mode(callno, mode)
 
     def set_leg_keying(self, callno: int, keying: Keying) -> None:

@@ -24,20 +24,27 @@ EXIT_RUNTIME = 1
 
 
 def run(config_path: str | Path) -> int:
-    """Release the PTT of the config at `config_path`; the exit status."""
+    """Release the PTT of every node of the config at `config_path` (`[nodes.<number>]` too:
+    one node's failure does not keep the others keyed); the exit status."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        cfg = load_config(config_path).radio
+        config = load_config(config_path)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
         return ConfigError.EXIT_CODE
-    if cfg.ptt == "none":
-        log.info("no PTT configured ([radio] ptt = none): nothing to release")
-        return EXIT_OK
-    try:
-        release_ptt(cfg)
-    except RadioError as exc:
-        log.error("cannot release the PTT: %s", exc)
-        return EXIT_RUNTIME
-    log.info("PTT released (%s on %s)", cfg.ptt, cfg.ptt_device)
-    return EXIT_OK
+    several = len(config.hosted) > 1
+    status = EXIT_OK
+    for node in config.hosted:
+        cfg = node.radio
+        who = f"node {node.node_id}: " if several else ""
+        if cfg.ptt == "none":
+            log.info("%sno PTT configured ([radio] ptt = none): nothing to release", who)
+            continue
+        try:
+            release_ptt(cfg)
+        except RadioError as exc:
+            log.error("%scannot release the PTT: %s", who, exc)
+            status = EXIT_RUNTIME
+            continue
+        log.info("%sPTT released (%s on %s)", who, cfg.ptt, cfg.ptt_device)
+    return status

@@ -178,7 +178,7 @@ class RegistrationService:
         reg_cfg = self._ctx.config.register
         if reg_cfg is None:
             raise CommandError("no [register] section in the configuration", 409)
-        secret = self._ctx.secrets.node_secret()
+        secret = self._ctx.secrets.node_secret(self._ctx.config.node_id)
         if secret is None:
             raise CommandError("no node secret: set NET_SECRET or send POST /secrets", 409)
         if self.http is not None:
@@ -220,7 +220,7 @@ class RegistrationService:
     def secret_changed(self) -> Effects:
         """The node's own credential changed (POST /secrets): the machines take it, and an
         unregistered node registers, as it would have at start-up with the `env` source."""
-        secret = self._ctx.secrets.node_secret()
+        secret = self._ctx.secrets.node_secret(self._ctx.config.node_id)
         if self.machine is not None:
             self.machine.set_secret(secret)
         if self.http is not None:
@@ -231,7 +231,10 @@ class RegistrationService:
 
     def start(self) -> Effects:
         """Register at start-up when configured and the credential is known."""
-        if self._ctx.config.register is not None and self._ctx.secrets.node_secret() is not None:
+        if (
+            self._ctx.config.register is not None
+            and self._ctx.secrets.node_secret(self._ctx.config.node_id) is not None
+        ):
             return self.register()
         return NOTHING
 

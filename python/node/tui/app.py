@@ -17,7 +17,7 @@ import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -148,13 +148,21 @@ class NodeApp(App[None]):
             "G", "command('Deregister', 'deregister', 'deregistered')", "Deregister", show=False
         ),
         Binding("i", "inbound", "Inbound", show=False),
+        Binding("n", "next_node", "Next node", show=False),
         Binding("q", "quit_node", "Quit", show=False),
         Binding("ctrl+c,ctrl+q", "quit_node", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, controller: Controller, feed: LogFeed | None = None) -> None:
+    def __init__(
+        self,
+        controller: Controller,
+        feed: LogFeed | None = None,
+        nodes: Sequence[Controller] = (),
+    ) -> None:
+        """`nodes`: every node of the process (the first is `controller`); `n` shows the next."""
         super().__init__()
         self.controller = controller
+        self.nodes: tuple[Controller, ...] = tuple(nodes) or (controller,)
         self.feed = feed
         self.snap: Mapping[str, Any] = controller.snapshot()
 
@@ -194,7 +202,7 @@ class NodeApp(App[None]):
         self._paint(self.snap)
         if self.feed is not None:
             self.feed.attach(self._log_line)
-        self.run_worker(self._follow_bus(), name="bus", exit_on_error=False)
+        self._follow()
         self.set_interval(1.0, self._repaint)
 
     def on_unmount(self) -> None:
@@ -202,6 +210,21 @@ class NodeApp(App[None]):
             self.feed.detach()
 
     # --- state --------------------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        """Follow the shown node's bus (the one worker of its group: a switch ends the last)."""
+        self.run_worker(
+            self._follow_bus(), name="bus", group="bus", exclusive=True, exit_on_error=False
+        )
+
+    def action_next_node(self) -> None:
+        """Show the next node of the host (with one node, nothing to do)."""
+        if len(self.nodes) < 2:
+            return
+        i = self.nodes.index(self.controller)
+        self.controller = self.nodes[(i + 1) % len(self.nodes)]
+        self._follow()
+        self._repaint()
 
     async def _follow_bus(self) -> None:
         """Repaint on every snapshot the controller publishes, until the bus closes."""

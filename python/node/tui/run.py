@@ -45,7 +45,7 @@ async def _tui(node: RunningNode, stderr: logging.Handler, redact: logging.Filte
     # nothing stays keyed behind a screen nobody sees.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, node.stop.set)
-    app = NodeApp(node.controller, feed)
+    app = NodeApp(node.controller, feed, nodes=node.host.controllers)
     screen = asyncio.create_task(app.run_async())
     running = asyncio.create_task(node.wait())
     try:

@@ -129,7 +129,14 @@ def status_line(snap: Snapshot) -> str:
     """`Node 2001 · Inbound: ON · Registration: registered (iax2) as 203.0.113.5:4569`, with
     `· WG: up` before the registration under `[wireguard]` (the long part is the one cut)."""
     node = snap.get("node_id") or "(no node number)"
-    parts = [f"Node {node}", f"Inbound: {_on_off(snap.get('listening'))}"]
+    hosted = snap.get("hosted") or ()
+    # A host of several nodes: which one this screen shows, and that `n` shows the next.
+    shown = (
+        f"Node {node} ({list(hosted).index(node) + 1}/{len(hosted)}, n: next)"
+        if node in hosted
+        else f"Node {node}"
+    )
+    parts = [shown, f"Inbound: {_on_off(snap.get('listening'))}"]
     tunnel = snap.get("tunnel")
     if isinstance(tunnel, Mapping):
         parts.append(f"WG: {tunnel.get('state', '-')}")

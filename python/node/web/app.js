@@ -66,6 +66,7 @@
     const remaining = tx ? num(tx.timeout_remaining_s) : null;
     return {
       nodeId: s.node_id == null ? null : String(s.node_id),
+      hosted: Array.isArray(s.hosted) ? s.hosted.map(String) : [],
       listening: s.listening === true,
       registered: s.registered === true,
       registration: s.registration && typeof s.registration === "object" ? { ...s.registration } : null,
@@ -493,7 +494,24 @@
     el("no-conns").hidden = rows.length !== 0;
     setText(el("conn-count"), rows.length ? `(${rows.length})` : "");
     drawNetwork(s.network, s.nodeId);
+    drawHosted(s.hosted, s.nodeId);
     tick();
+  }
+
+  // The other nodes of this host (a process serving several): each has its own page.
+  function drawHosted(hosted, nodeId) {
+    const nav = el("hosted");
+    const numbers = Array.isArray(hosted) ? hosted.filter((n) => typeof n === "string") : [];
+    nav.hidden = numbers.length < 2;
+    nav.replaceChildren(
+      ...numbers.map((n) => {
+        const a = document.createElement("a");
+        a.href = `/nodes/${encodeURIComponent(n)}/`;
+        a.textContent = n;
+        if (n === nodeId) a.setAttribute("aria-current", "page");
+        return a;
+      })
+    );
   }
 
   // Shows the anchored durations as of now (or as of the moment the stream was lost).
