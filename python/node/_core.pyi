@@ -571,6 +571,8 @@ class Engine:
         mode: str = "transceive",
         keying: str = "voice",
         dtmf: bool = False,
+        *,
+        station: int = 0,
     ) -> None:
         """Add EchoLink station `ip`'s leg `leg` (32768..65535: outside IAX2's 15-bit call
         numbers, so ids never collide) to the conference, like an IAX2 leg: its audio packets
@@ -579,9 +581,10 @@ class Engine:
         linked node (`RxKeyed`, `ActivityChanged` with the leg id; `keying` as for `add_leg`);
         the conference's mix-minus for it goes to `ip`:`port` (our audio port by default, as
         the protocol fixes it) in the same packets, sequence from 0, only while there is audio
-        for it plus an 80 ms hang. ValueError for an id below 32768; `CommandFailed` for an
-        id or a station that already has a leg."""
-    def remove_echolink_leg(self, leg: int) -> None:
+        for it plus an 80 ms hang. `station`: the hosted node whose conference it joins.
+        ValueError for an id below 32768; `CommandFailed` for an id or a station that
+        already has a leg."""
+    def remove_echolink_leg(self, leg: int, *, station: int = 0) -> None:
         """Remove an EchoLink station's leg (its address is free for a new leg); ValueError
         for an id below 32768 (an IAX2 call's leg goes with `remove_leg`)."""
     def echolink_leg_stats(self, leg: int) -> dict[str, int] | None:
@@ -876,6 +879,7 @@ class StationEvent(EngineEvent):
     @property
     def event(self) -> EngineEvent: ...
 
+@final
 class EchoLinkReceived(EngineEvent):
     """A datagram from an EchoLink station that is not audio, as it arrived."""
 

@@ -741,8 +741,10 @@ impl PyEngine {
     /// audio packets from `ip` go through the leg's jitter buffer into the conference, and
     /// the conference's mix for it goes to `ip`:`port` (our audio port by default, as the
     /// protocol fixes it) only while there is audio for it. `keying` as for `add_leg`
-    /// ("voice", as a linked node keys, by default). Failures come as `CommandFailed`.
-    #[pyo3(signature = (leg, ip, port = None, mode = "transceive", keying = "voice", dtmf = false))]
+    /// ("voice", as a linked node keys, by default). `station` is the hosted node whose
+    /// conference it joins. Failures come as `CommandFailed`.
+    #[pyo3(signature = (leg, ip, port = None, mode = "transceive", keying = "voice", dtmf = false, *, station = 0))]
+    #[allow(clippy::too_many_arguments)]
     fn add_echolink_leg(
         &self,
         leg: u16,
@@ -751,26 +753,29 @@ impl PyEngine {
         mode: &str,
         keying: &str,
         dtmf: bool,
+        station: usize,
     ) -> PyResult<()> {
         echolink_leg_id(leg)?;
         let ours = self.inner.echolink_addrs().map_or(5198, |(a, _)| a.port());
         let to = addr_from_py(ip, port.unwrap_or(ours))?;
-        Ok(self
-            .inner
-            .command(Command::AddEchoLinkLeg(EchoLinkLegSpec {
+        Ok(self.inner.command_at(
+            station,
+            Command::AddEchoLinkLeg(EchoLinkLegSpec {
                 leg,
                 ip: to.ip(),
                 to,
                 mode: mode_from_str(mode)?,
                 keying: keying_from_str(keying)?,
                 dtmf,
-            }))?)
+            }),
+        )?)
     }
 
     /// Remove an EchoLink station's leg (ValueError for an IAX2 call number).
-    fn remove_echolink_leg(&self, leg: u16) -> PyResult<()> {
+    #[pyo3(signature = (leg, *, station = 0))]
+    fn remove_echolink_leg(&self, leg: u16, station: usize) -> PyResult<()> {
         echolink_leg_id(leg)?;
-        Ok(self.inner.command(Command::RemoveLeg(leg))?)
+        Ok(self.inner.command_at(station, Command::RemoveLeg(leg))?)
     }
 
     /// One EchoLink leg's counters as of the last tick (None without the leg):

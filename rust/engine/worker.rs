@@ -233,21 +233,13 @@ impl Worker {
             st.fill_levels(out);
         }
         drop(levels);
-        // EchoLink legs join the first node's conference: the host has one EchoLink station.
-        if let Some(st) = self.stations.first() {
-            st.fill_echolink_stats(&mut lock(&self.shared.echolink_legs));
+        let mut el = lock(&self.shared.echolink_legs);
+        el.clear();
+        let mut one = Vec::new();
+        for st in &self.stations {
+            st.fill_echolink_stats(&mut one);
+            el.append(&mut one);
         }
-    }
-
-    /// A mini frame to the station holding its leg; false when none does.
-    fn route_mini(&mut self, from: SocketAddr, mini: &frame::MiniFrame, now_ms: u64) -> bool {
-        for (i, st) in self.stations.iter_mut().enumerate() {
-            if st.on_mini(from, mini, now_ms, &mut self.media_events) {
-                self.flush(i);
-                return true;
-            }
-        }
-        false
     }
 
     /// Take the EchoLink ports Python opened or closed since the last look.
@@ -275,7 +267,7 @@ impl Worker {
         }
     }
 
-    /// Read what waits on the EchoLink ports: audio to the station's EchoLink legs, the rest
+    /// Read what waits on the EchoLink ports: audio to the stations' EchoLink legs, the rest
     /// to Python.
     pub(super) fn drain_echolink(&mut self) {
         let Some(ports) = self.echolink.clone() else {
@@ -292,18 +284,15 @@ impl Worker {
         if !others.is_empty() {
             self.shared.emit(others.into_iter());
         }
-        if !self.media_events.is_empty() {
-            self.shared
-                .emit(self.media_events.drain(..).map(EngineEvent::Media));
-        }
     }
 
-    /// One audio packet from an EchoLink station: only a station with a leg is heard.
+    /// One audio packet from an EchoLink station: only a station with a leg is heard (in
+    /// whichever hosted node holds it).
     fn echolink_audio(&mut self, data: &[u8], from: SocketAddr, now_ms: u64) {
         let mut route = EchoLinkRoute::Unrouted;
         for st in &mut self.stations {
             route = st.on_echolink_audio(from, data, now_ms);
-            if !matches!(route, EchoLinkRoute::Unrouted) {
+            if route != EchoLinkRoute::Unrouted {
                 break;
             }
         }
@@ -331,6 +320,17 @@ impl Worker {
             // A leg without open ports (Python closed them first): nothing can go.
             None => bump(&c.send_errors, out.len() as u64),
         }
+    }
+
+    /// A mini frame to the station holding its leg; false when none does.
+    fn route_mini(&mut self, from: SocketAddr, mini: &frame::MiniFrame, now_ms: u64) -> bool {
+        for (i, st) in self.stations.iter_mut().enumerate() {
+            if st.on_mini(from, mini, now_ms, &mut self.media_events) {
+                self.flush(i);
+                return true;
+            }
+        }
+        false
     }
 
     /// Read everything waiting (up to the next tick), each datagram at its kernel arrival time.
@@ -441,6 +441,7 @@ impl Worker {
         self.shared
             .local(i)
             .put_speaker(station.local_speaker(), station.local_output());
+        self.send_echolink();
         if !self.tick_out.events.is_empty() {
             self.shared.emit(
                 self.tick_out
@@ -449,7 +450,6 @@ impl Worker {
                     .map(|e| EngineEvent::at(i, EngineEvent::Media(e))),
             );
         }
-        self.send_echolink();
     }
 
     /// Whether the clock may stop: nothing in the station changes with time alone, no device
@@ -461,8 +461,7 @@ impl Worker {
     }
 
     /// Sleep without a clock until a datagram arrives or a command, a device or a stop wakes
-    /// the thread (an idle node wakes nobody 50 times a second). True when datagrams wait.
-    /// The transport's and the EchoLink ports' readiness.
+    /// the thread (an idle node wakes nobody 50 times a second). Which sockets have datagrams.
     fn sleep_idle(&mut self, fd: RawFd) -> Readable {
         let shared = &self.shared;
         shared.sleeping.store(true, Ordering::SeqCst);

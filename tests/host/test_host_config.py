@@ -79,8 +79,9 @@ def test_echolink_is_one_station_per_host(tmp_path: Path) -> None:
     """UDP 5198/5199 are fixed ports: `[echolink]` is given once, at the top."""
     echolink = '[echolink]\ncallsign = "N0CALL-L"\nnode_number = "123456"\n'
     config = load(tmp_path, TWO.replace("[audio]\n", echolink + "[audio]\n", 1))
-    first, _ = config.hosted
+    first, second = config.hosted
     assert first.echolink is not None and first.echolink.callsign == "N0CALL-L"
+    assert second.echolink is None  # one station, the first node's: no second login or bind
     err = fault(tmp_path, TWO + echolink.replace("[echolink]", "[nodes.2001.echolink]"))
     assert "nodes.2001.echolink" in str(err) and "shared by every node" in str(err)
 

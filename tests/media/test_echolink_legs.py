@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -50,6 +50,15 @@ def tone(freq: float, frames: int, first: int = 0) -> np.ndarray:
 def dominant_hz(pcm: np.ndarray) -> float:
     x = pcm.astype(np.float64) * np.hanning(len(pcm))
     return float(np.argmax(np.abs(np.fft.rfft(x))) * 8000 / len(pcm))
+
+
+def wait_until(cond: Callable[[], bool], seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def drain(s: socket.socket) -> Iterator[bytes]:
@@ -124,12 +133,19 @@ def test_a_tone_crosses_both_ways_between_a_station_and_an_iax2_link(engine: Eng
     keyed = [e.keyed for e in events if isinstance(e, RxKeyed) and e.callno == LEG]
     assert keyed[:1] == [True]
     assert not [e for e in events if isinstance(e, CommandFailed)]
-    stats = engine.echolink_leg_stats(LEG)
-    assert stats is not None
-    assert (stats["packets_in"], stats["frames_in"]) == (15, 60)
-    assert stats["packets_out"] == len(seqs)
-    jitter = engine.leg_jitter_stats(LEG)
-    assert jitter is not None and jitter["frames_in"] == 60
+
+    # The legs' figures are published every half second.
+    def published() -> bool:
+        stats, jitter = engine.echolink_leg_stats(LEG), engine.leg_jitter_stats(LEG)
+        return (
+            stats is not None
+            and jitter is not None
+            and (stats["packets_in"], stats["frames_in"]) == (15, 60)
+            and stats["packets_out"] == len(seqs)
+            and jitter["frames_in"] == 60
+        )
+
+    assert wait_until(published), (engine.echolink_leg_stats(LEG), engine.leg_jitter_stats(LEG))
     assert engine.echolink_counters()["audio_out"] == len(seqs)
 
 
@@ -140,19 +156,15 @@ def test_audio_from_an_address_without_a_leg_is_counted_and_dropped(engine: Engi
     packet = b"\xc0\x03\x00\x00" + bytes(8) + LibGsm(LIB).encode_all(tone(500, 4))  # type: ignore[arg-type]
     stranger.sendto(packet, (NODE_IP, audio_port))
     station.sendto(packet[:100], (NODE_IP, audio_port))
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        c = engine.echolink_counters()
-        if c["audio_in"] == 2:
-            break
-        time.sleep(0.01)
+    assert wait_until(lambda: engine.echolink_counters()["audio_in"] == 2)
     station.close()
     stranger.close()
     c = engine.echolink_counters()
     assert (c["audio_unrouted"], c["audio_malformed"]) == (1, 1)
-    time.sleep(0.6)  # the leg's counters are published every half second
+    # The leg's counters are published every half second.
+    assert wait_until(lambda: (engine.echolink_leg_stats(LEG) or {}).get("packets_malformed") == 1)
     stats = engine.echolink_leg_stats(LEG)
-    assert stats is not None and stats["packets_malformed"] == 1 and stats["packets_in"] == 0
+    assert stats is not None and stats["packets_in"] == 0
     assert not [e for e in engine.drain_events() if isinstance(e, RxKeyed)]
 
 
@@ -167,9 +179,9 @@ def test_leg_ids_are_checked_and_a_leg_goes(engine: Engine) -> None:
         failed = [e for e in engine.drain_events() if isinstance(e, CommandFailed)]
         time.sleep(0.01)
     assert "already has a leg" in failed[0].message
+    assert wait_until(lambda: engine.echolink_leg_stats(LEG) is not None)
+    assert engine.echolink_leg_stats(LEG + 1) is None
     with pytest.raises(ValueError, match="IAX2 call number"):
         engine.remove_echolink_leg(CALLNO)
     engine.remove_echolink_leg(LEG)
-    while engine.echolink_leg_stats(LEG) is not None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert engine.echolink_leg_stats(LEG) is None
+    assert wait_until(lambda: engine.echolink_leg_stats(LEG) is None)

@@ -22,7 +22,14 @@ import msgspec
 
 from node.config.functions import read_functions, read_macros, read_schedule
 from node.config.network import LinkConfig, LinksKeys
-from node.config.node import NODES_TABLE, SECTIONS, SHARED_KEYS, TOP_KEYS, NodeConfig
+from node.config.node import (
+    FIRST_NODE_ONLY,
+    NODES_TABLE,
+    SECTIONS,
+    SHARED_KEYS,
+    TOP_KEYS,
+    NodeConfig,
+)
 from node.config.rules import SECTION_RULES, check_host, check_node, warn_risky
 from node.config.schema import Key, keys_of
 from node.config.values import NODE_ID, Context, FrozenDict, Invalid, toml_type
@@ -76,7 +83,7 @@ class _Loader:
                 NODES_TABLE,
                 f"must be a table of nodes ([nodes.<number>]), got {toml_type(further)}",
             )
-        shared = {k: doc[k] for k in SHARED_KEYS if k in doc}
+        shared = {k: doc[k] for k in SHARED_KEYS if k in doc and k not in FIRST_NODE_ONLY}
         nodes = tuple(
             self.further(number, body, shared)
             for number, body in further.items()

@@ -28,6 +28,7 @@ from node.config.values import node_id as parse_node_id
 from node.secrets import SecretSettings
 
 __all__ = [
+    "FIRST_NODE_ONLY",
     "NODES_TABLE",
     "SECTIONS",
     "SHARED_KEYS",
@@ -227,6 +228,9 @@ TOP_KEYS: tuple[str, ...] = ("node_id", "codec_policy")
 #: What every node of a host shares: the shared sections and `codec_policy` (one station rate
 #: for the engine that mixes every node's conference).
 SHARED_KEYS: tuple[str, ...] = (*(s.name for s in SECTIONS if s.shared), "codec_policy")
+#: Shared sections a further node does not get a copy of: `[echolink]` is one EchoLink station
+#: per host (UDP 5198/5199 are fixed ports), whose stations are links of the first node.
+FIRST_NODE_ONLY: tuple[str, ...] = ("echolink",)
 
 #: The table that declares the further nodes of a host (`[nodes.<number>]`).
 NODES_TABLE = "nodes"
