@@ -14,8 +14,10 @@ from tests.interop.harness import running_node
 from tests.node_process import NodeProcess
 from tests.page.served import ASSETS, WEB, assert_page_served
 
-#: The page has no build step and must stay small enough for a Raspberry Pi and a phone.
-SIZE_BUDGET = 30 * 1024
+#: The page has no build step and must stay small enough for a Raspberry Pi and a phone: 34 KiB
+#: uncompressed (it was under 30 before the loudness meters, the host's node list and EchoLink
+#: stations joined it; 32 KiB with them).
+SIZE_BUDGET = 34 * 1024
 
 
 @pytest.fixture(scope="module")
