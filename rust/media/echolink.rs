@@ -33,6 +33,11 @@ pub const TX_HANG_MS: u64 = 80;
 
 /// Milliseconds of audio in one packet.
 const PACKET_MS: u32 = FRAME_MS * FRAMES_PER_PACKET as u32;
+/// A silence after which the next packet starts a new over (see `EchoLinkEdge::rx_ts`): longer
+/// than a working network's jitter, shorter than a pause between overs. A packet held back
+/// longer than this mid-over is timed late rather than dropped: the buffer plays it and the
+/// rest of the over with more delay, which it then sheds.
+const PAUSE_MS: u64 = 600;
 
 /// What Python tells the engine when an EchoLink station's audio starts.
 #[derive(Debug, Clone)]
@@ -74,9 +79,11 @@ pub(super) struct EchoLinkEdge {
     to: SocketAddr,
     decoder: gsm::Decoder,
     encoder: gsm::Encoder,
-    /// The last sequence number received, and the unwrapped packet count it stands for.
+    /// The last packet received: its sequence number, the buffer timestamp given to its first
+    /// frame, and when it arrived.
     rx_seq: Option<u16>,
-    rx_packet: u64,
+    rx_ts: u32,
+    rx_at_ms: u64,
     /// Frames of the packet being filled.
     tx_frames: [GsmFrame; FRAMES_PER_PACKET],
     tx_count: usize,
@@ -140,7 +147,8 @@ impl EchoLinkEdge {
             decoder: gsm::Decoder::default(),
             encoder: gsm::Encoder::default(),
             rx_seq: None,
-            rx_packet: 0,
+            rx_ts: 0,
+            rx_at_ms: 0,
             tx_frames: [[0; gsm::FRAME_BYTES]; FRAMES_PER_PACKET],
             tx_count: 0,
             tx_seq: 0,
@@ -150,17 +158,45 @@ impl EchoLinkEdge {
         }
     }
 
-    /// The jitter-buffer timestamp of the first frame of the packet with `seq`.
-    fn rx_ts(&mut self, seq: u16) -> u32 {
+    /// The jitter-buffer timestamp of the first frame of the packet with `seq`, arriving at
+    /// `now_ms`.
+    ///
+    /// Within an over a packet is timed by its sequence number (80 ms a step), so network
+    /// jitter and reordering reach the buffer as they are. But a station sends nothing between
+    /// overs and its sequence numbers go on from the last packet (EchoLink has no timestamps):
+    /// timed by sequence alone, the next over's packets would look as late as the pause was
+    /// long, and the buffer would drop and conceal them until it resynchronised. So a packet
+    /// that follows its predecessor in sequence after a silence longer than any jitter the
+    /// buffer follows is timed by its arrival: the pause moves the timestamps on, as an IAX2
+    /// peer's clock does.
+    fn rx_ts(&mut self, seq: u16, now_ms: u64) -> u32 {
         if let Some(last) = self.rx_seq {
-            let step = i64::from(seq.wrapping_sub(last) as i16);
+            let step = i32::from(seq.wrapping_sub(last) as i16);
             if step > 1 {
                 self.stats.seq_gaps += 1;
             }
-            self.rx_packet = self.rx_packet.wrapping_add_signed(step);
+            let by_seq = self
+                .rx_ts
+                .wrapping_add_signed(step.wrapping_mul(PACKET_MS as i32));
+            let silent_ms = now_ms.saturating_sub(self.rx_at_ms);
+            self.rx_ts = if step > 0 && silent_ms > PAUSE_MS {
+                // Whole frames, so the buffer's frame grid stays where it was.
+                let by_clock = self
+                    .rx_ts
+                    .wrapping_add((silent_ms / u64::from(FRAME_MS) * u64::from(FRAME_MS)) as u32);
+                // Whichever is later: a burst the network held back is not moved earlier.
+                if (by_clock.wrapping_sub(by_seq) as i32) > 0 {
+                    by_clock
+                } else {
+                    by_seq
+                }
+            } else {
+                by_seq
+            };
         }
         self.rx_seq = Some(seq);
-        (self.rx_packet as u32).wrapping_mul(PACKET_MS)
+        self.rx_at_ms = now_ms;
+        self.rx_ts
     }
 
     /// One tick's audio for the station (`None`: the conference has none for it): encode it,
@@ -296,7 +332,7 @@ impl Station {
             }
         };
         el.stats.packets_in += 1;
-        let ts = el.rx_ts(packet.seq);
+        let ts = el.rx_ts(packet.seq, now_ms);
         let mut slin = [[0u8; FRAME_SAMPLES * 2]; FRAMES_PER_PACKET];
         let mut good = [false; FRAMES_PER_PACKET];
         let mut pcm = [0i16; FRAME_SAMPLES];

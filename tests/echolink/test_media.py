@@ -190,8 +190,10 @@ def test_speech_from_svxlink_reaches_an_iax2_link(
     got = heard_by_phone(phone, callno, lambda: svxlink.talk(up))
     score = pesq_nb(ref, align(ref, got))
     print(f"\nPESQ (narrowband) SvxLink -> IAX2 link {score:.2f}; GSM alone {bound:.2f}")
-    # The engine's EchoLink leg times a packet by its sequence number alone, and SvxLink's
-    # numbers run on across pauses: in some runs up to half the frames after a pause are late
-    # and concealed (the leg's jitter stats), which costs about 1 MOS (1.2 against 2.3 when
-    # they are not). Until the engine re-times a talk spurt, this direction is held to that.
+    # SvxLink's sequence numbers run on across its pauses: the leg times an over's first packet
+    # by its arrival, or up to half the frames after a pause would be late and concealed
+    # (about 1 MOS: 1.2 against 2.3). With that fixed, runs on a busy host still score low now
+    # and then (1.66 in one of four beside the whole suite, 2.32-2.36 in the others); the
+    # cause is not isolated (SvxLink's own real-time audio path shares the host), so this
+    # direction keeps a wider margin than the other.
     assert score > bound - 2 * PESQ_MARGIN - 0.1

@@ -313,3 +313,33 @@ fn a_lost_packet_is_concealed_and_counted_as_a_gap() {
     let j = st.jitter_stats(LEG).expect("stats");
     assert!(j.lost + j.interpolated >= 4, "{j:?}");
 }
+
+#[test]
+fn an_over_after_a_pause_is_timed_by_its_arrival_not_by_its_sequence_number() {
+    // A station sends nothing between overs and its sequence numbers go on from the last packet
+    // (SvxLink, EchoLink clients): the second over's packets must not look 3 s late.
+    let mut st = station(8000);
+    let mut talker = Talker::new(500.0);
+    let mut out = TickOutput::default();
+    let mut heard = [0usize; 2];
+    for n in 0..400u64 {
+        let talking = matches!(n, 0..=99 | 250..=349);
+        if talking && n % 4 == 0 {
+            let p = talker.packet();
+            st.on_echolink_audio(station_to(), &p, n * 20);
+        }
+        out.clear();
+        st.tick(n * 20, &mut out);
+        if let Some(pcm) = iax_heard(&out) {
+            if db(amplitude(&pcm, 500.0, 8000.0) / 8000.0) > -6.0 {
+                heard[usize::from(n >= 200)] += 1;
+            }
+        }
+    }
+    let j = st.jitter_stats(LEG).expect("stats");
+    assert_eq!((j.late, j.dropped), (0, 0), "{j:?}");
+    assert!(
+        heard[1] + 5 >= heard[0] && heard[0] >= 90,
+        "heard {heard:?}, {j:?}"
+    );
+}
