@@ -79,15 +79,17 @@ CONDITIONS = {
 }
 
 
-def speech(workdir: Path, noise_dbfs: float | None = None) -> np.ndarray:
-    """About 10 s of espeak-ng speech at 8 kHz, at -26 dBov active level, after LEAD_IN_S of
-    silence, padded to whole frames; with `noise_dbfs`, over background noise of that level
-    (white, seeded, from the first sample to the last)."""
+def speech(
+    workdir: Path, noise_dbfs: float | None = None, voice: str = "en-us", text: str = TEXT
+) -> np.ndarray:
+    """`text` spoken by espeak-ng's `voice` (about 10 s for TEXT) at 8 kHz, at -26 dBov active
+    level, after LEAD_IN_S of silence, padded to whole frames; with `noise_dbfs`, over
+    background noise of that level (white, seeded, from the first sample to the last)."""
     from scipy.signal import resample_poly
 
-    wav = workdir / "speech.wav"
+    wav = workdir / f"speech-{voice}.wav"
     subprocess.run(
-        ["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(wav), TEXT],
+        ["espeak-ng", "-v", voice, "-s", "150", "-w", str(wav), text],
         check=True,
         capture_output=True,
     )
@@ -162,7 +164,10 @@ def run_once(
     seed: int,
     concealment: str,
     target_extra_ms: int = 40,
+    keep: Path | None = None,
 ) -> dict[str, object]:
+    """One node run; with `keep`, the reference as heard, the aligned recording, the relay's
+    losses and per-frame delays are saved there (npz) for a frame-by-frame look."""
     sections = (
         f'[bridge]\nconcealment = "{concealment}"\njitter_target_extra_ms = {target_extra_ms}\n'
     )
@@ -184,7 +189,8 @@ def run_once(
             talker.send_pcm(p, ref)
             wait_until("the talker to finish", lambda: not talker.sending(p), 60)
             time.sleep(1.0 + 2 * cond.base_ms / 1000 + cond.spike_ms / 1000)
-            legs = node.get("/stats").json()["legs"].values()
+            stats = node.get("/stats").json()
+            legs = stats["legs"].values()
             deg, arrived, first = received(listener, q)
             talker.hangup(p)
             listener.hangup(q)
@@ -203,6 +209,20 @@ def run_once(
     leg = max(legs, key=lambda s: s["frames_in"])
     keys = ("lost", "late", "dropped", "interpolated", "stretched", "duplicate")
     buffer = {k: leg[k] for k in keys}
+    # The talker's own pacing as the relay saw it (a loaded host shows here first), and the
+    # node's media clock: a bench that skews either measures the host, not the buffer.
+    sent = np.array([at - k * 0.02 for k, at in sorted(fates.arrived.items())])
+    pacing = 1000 * float(np.percentile(sent - sent.min(), 99)) if len(sent) else float("nan")
+    tick = stats["tick"]
+    if keep is not None:
+        n = len(ref) // FRAME
+        np.savez_compressed(
+            keep,
+            heard=heard,
+            cut=cut,
+            lost=np.array([i in fates.lost for i in range(n)]),
+            net_delay_ms=np.array([fates.delay_ms.get(i, np.nan) for i in range(n)]),
+        )
     return {
         "condition": cond.name,
         "seed": seed,
@@ -216,6 +236,9 @@ def run_once(
         "frames_heard": len(arrived),
         "duplicated": fates.duplicated,
         "buffer": buffer,
+        "talker_pacing_p99_ms": round(pacing, 2),
+        "tick_p99_us": tick["p99_us"],
+        "tick_max_us": tick["max_us"],
     }
 
 

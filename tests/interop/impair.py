@@ -51,6 +51,10 @@ class Fates:
     lost: set[int] = field(default_factory=set)
     duplicated: int = 0
     voice: int = 0
+    #: When each voice frame reached the relay (`time.monotonic()`): the talker's own pacing.
+    arrived: dict[int, float] = field(default_factory=dict)
+    #: The delay drawn for each voice frame that was not lost, in ms.
+    delay_ms: dict[int, float] = field(default_factory=dict)
 
 
 class ImpairmentRelay(LossyRelay):
@@ -118,6 +122,7 @@ class ImpairmentRelay(LossyRelay):
             return
         with self._lock:
             self.fates.voice += 1
+            self.fates.arrived.setdefault(index, time.monotonic())
             # Every draw happens for every frame, so one decision never shifts the others.
             lost, delay = self._lost(), self._delay()
             dup = self._rng.random() < self.cond.duplicate
@@ -125,6 +130,7 @@ class ImpairmentRelay(LossyRelay):
             if lost:
                 self.fates.lost.add(index)
                 return
+            self.fates.delay_ms.setdefault(index, 1000 * delay)
             self._hold(delay, sock, data, to)
             if dup:
                 self.fates.duplicated += 1
