@@ -27,6 +27,7 @@ pacing (both in the JSON); compare them with a `-j 1` run before trusting a larg
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import sys
@@ -174,17 +175,74 @@ def summarise(results: list[dict]) -> list[dict]:
             "tick_p99_us_max": max(r["tick_p99_us"] for r in runs),
             "talker_pacing_p99_ms_max": max(r["talker_pacing_p99_ms"] for r in runs),
         }
-        cell["targets"] = {
-            "mean_vs_pitch": cell["vs_pitch"]["mean"] >= MEAN_VS_PITCH,
-            "worst_vs_fade": cell["vs_fade"]["worst"] >= WORST_VS_FADE,
-            "spread": None if not spreads else max(spreads) < SPREAD,
-        }
+        # The targets are the node's, with its default concealment; "fade" is the comparison.
+        cell["targets"] = (
+            {
+                "mean_vs_pitch": cell["vs_pitch"]["mean"] >= MEAN_VS_PITCH,
+                "worst_vs_fade": cell["vs_fade"]["worst"] >= WORST_VS_FADE,
+                "spread": None if not spreads else max(spreads) < SPREAD,
+            }
+            if conc == "pitch"
+            else {"mean_vs_pitch": None, "worst_vs_fade": None, "spread": None}
+        )
         out.append(cell)
     return out
 
 
+def by_speaker(results: list[dict]) -> list[dict]:
+    """Per condition, concealment and speaker (first runs): the bounds and (score - bound)."""
+    out = []
+    for cond, conc, who in sorted(
+        {(r["condition"], r["concealment"], r["speaker"]) for r in results}
+    ):
+        runs = [
+            r
+            for r in results
+            if (r["condition"], r["concealment"], r["speaker"]) == (cond, conc, who)
+            and r["repeat"] == 0
+        ]
+
+        def mean(key: str, runs: list[dict] = runs) -> float:
+            return round(float(np.mean([r[key] for r in runs])), 3)
+
+        fade = [r["pesq"] - r["bound_fade"] for r in runs]
+        pitch = [r["pesq"] - r["bound_pitch"] for r in runs]
+        out.append(
+            {
+                "condition": cond,
+                "concealment": conc,
+                "speaker": who,
+                "runs": len(runs),
+                "pesq_mean": mean("pesq"),
+                "bound_fade_mean": mean("bound_fade"),
+                "bound_pitch_mean": mean("bound_pitch"),
+                "vs_fade_mean": round(float(np.mean(fade)), 3),
+                "vs_fade_worst": round(min(fade), 3),
+                "vs_pitch_mean": round(float(np.mean(pitch)), 3),
+                "added_delay_ms_mean": mean("added_delay_ms"),
+            }
+        )
+    return out
+
+
+def speaker_table(rows: list[dict]) -> str:
+    out = [
+        "| condition | concealment | speaker | runs | PESQ mean | bound fade / pitch (mean) "
+        "| vs fade: mean, worst | vs pitch: mean | added delay mean |",
+        "|" + "---|" * 9,
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['condition']} | {r['concealment']} | {r['speaker']} | {r['runs']} "
+            f"| {r['pesq_mean']:.3f} | {r['bound_fade_mean']:.3f} / {r['bound_pitch_mean']:.3f} "
+            f"| {r['vs_fade_mean']:+.3f}, {r['vs_fade_worst']:+.3f} | {r['vs_pitch_mean']:+.3f} "
+            f"| {r['added_delay_ms_mean']:.0f} ms |"
+        )
+    return "\n".join(out)
+
+
 def _mark(ok: bool | None) -> str:
-    return "n/a" if ok is None else ("met" if ok else "NOT met")
+    return "-" if ok is None else ("met" if ok else "NOT met")
 
 
 def _dist(d: dict) -> str:
@@ -221,54 +279,57 @@ def table(summary: list[dict]) -> str:
 MAX_SHIFT = 10
 
 
-def realigned(heard: np.ndarray, bound_pcm: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    """`cut` with each utterance moved, by whole frames, to where it matches the bound best.
-    The buffer may move the timeline by a frame in any pause (PESQ aligns each utterance by
-    itself, so that costs nothing); compared against one global alignment, every utterance
-    after such a step would differ whole. A move inside an utterance still shows, as a long
-    stretch that differs from the move on."""
+def realigned(
+    heard: np.ndarray, bound_pcm: np.ndarray, cut: np.ndarray
+) -> tuple[np.ndarray, list[int]]:
+    """`cut` with each utterance and each pause moved, by whole frames, to where it matches the
+    bound best. The buffer may move the timeline by a frame in any pause (PESQ aligns each
+    utterance by itself, so in silence that costs nothing); compared against one global
+    alignment, every utterance after such a step would differ whole. A move inside an
+    utterance still shows, as a long stretch that differs from the move on. Also returns the
+    frames where the shift changes (the seams, where a frame is missing or doubled)."""
     n = len(heard) // FRAME
-    level = 10 * np.log10(
-        np.mean(heard[: n * FRAME].astype(np.float64).reshape(n, FRAME) ** 2, 1) + 1
-    )
+    frames = heard[: n * FRAME].astype(np.float64).reshape(n, FRAME)
+    level = 10 * np.log10(np.mean(frames**2, 1) + 1)
     active = level > np.percentile(level, 10) + 10
-    # Utterances: active frames, joined across fewer than 3 quiet ones (the buffer's pause).
-    spans: list[list[int]] = []
-    for i in np.flatnonzero(active):
-        if spans and i - spans[-1][1] <= 3:
-            spans[-1][1] = int(i)
-        else:
-            spans.append([int(i), int(i)])
+
+    # Utterances: active frames joined across fewer than 3 quiet ones (the buffer's pause);
+    # the segments are the utterances and the pauses between them.
+    def runs() -> list[tuple[int, int]]:
+        edges = [0, *(i for i in range(1, n) if active[i] != active[i - 1]), n]
+        return list(itertools.pairwise(edges))
+
+    for lo, hi in runs():
+        if not active[lo] and hi - lo < 3 and lo > 0 and hi < n:
+            active[lo:hi] = True
+    merged = runs()
     pad = MAX_SHIFT * FRAME
     src = np.pad(cut.astype(np.float64), (pad, pad))
     ref = bound_pcm.astype(np.float64)
     shift = np.zeros(n, dtype=int)
     previous = 0
-    for k, (lo, hi) in enumerate(spans):
-        seg = ref[lo * FRAME : (hi + 1) * FRAME]
+    for lo, hi in merged:
+        seg = ref[lo * FRAME : hi * FRAME]
 
         def error(m: int, lo: int = lo, hi: int = hi, seg: np.ndarray = seg) -> float:
             at = pad + (lo + m) * FRAME
-            return float(np.sum((src[at : at + (hi - lo + 1) * FRAME] - seg) ** 2))
+            return float(np.sum((src[at : at + (hi - lo) * FRAME] - seg) ** 2))
 
-        best = min(range(-MAX_SHIFT, MAX_SHIFT + 1), key=lambda m: (error(m), abs(m)))
-        # The pause before this utterance: its first half with the last one's shift.
-        start = spans[k - 1][1] + 1 if k else 0
-        middle = (start + lo) // 2
-        shift[start:middle] = previous
-        shift[middle : hi + 1] = best
-        previous = best
-    shift[(spans[-1][1] + 1 if spans else 0) :] = previous
+        # A silent pause matches at any shift: it keeps the one before.
+        best = min(range(-MAX_SHIFT, MAX_SHIFT + 1), key=lambda m: (error(m), abs(m - previous)))
+        shift[lo:hi] = previous = best
     out = np.zeros(n * FRAME, dtype=np.int16)
     for i in range(n):
         at = pad + (i + shift[i]) * FRAME
         out[i * FRAME : (i + 1) * FRAME] = src[at : at + FRAME]
-    return np.concatenate([out, cut[n * FRAME :]])
+    seams = [i for i in range(1, n) if shift[i] != shift[i - 1]]
+    return np.concatenate([out, cut[n * FRAME :]]), seams
 
 
 def costly_frames(path: Path, concealment: str, added_ms: float, base_ms: float) -> dict:
     """Where a run's recording differs from its bound (the same losses concealed by the same
-    method, nothing else changed), in stretches of frames, each with what putting the bound's
+    method, nothing else changed): its score with each utterance and pause realigned (what the
+    timeline's moves cost), and, in stretches of frames, each with what putting the bound's
     frames back there gains, its lost frames, and the latest network delay in it against the
     playout delay (base + added): frames that arrived after it were concealed by the node but
     not by the bound."""
@@ -279,7 +340,8 @@ def costly_frames(path: Path, concealment: str, added_ms: float, base_ms: float)
         conceal_frames(heard.tobytes(), [bool(x) for x in lost], RATE, concealment), np.int16
     )
     n = len(heard) // FRAME
-    cut = realigned(heard, bound_pcm, cut)
+    heard_score = score(heard, cut)
+    cut, seams = realigned(heard, bound_pcm, cut)
     a = cut[: n * FRAME].astype(np.float64).reshape(n, FRAME)
     b = bound_pcm[: n * FRAME].astype(np.float64).reshape(n, FRAME)
     # µ-law decodes and re-encodes losslessly, so frames the node passed untouched are equal;
@@ -307,6 +369,7 @@ def costly_frames(path: Path, concealment: str, added_ms: float, base_ms: float)
                 "lost": int(lost[lo : hi + 1].sum()),
                 "latest_net_delay_ms": round(latest, 1),
                 "late": bool(latest > playout),
+                "seam": any(lo - 1 <= i <= hi + 1 for i in seams),
             }
         )
     out.sort(key=lambda s: -s["gain"])
@@ -314,7 +377,8 @@ def costly_frames(path: Path, concealment: str, added_ms: float, base_ms: float)
     for lo, hi in stretches:
         every[lo * FRAME : (hi + 1) * FRAME] = bound_pcm[lo * FRAME : (hi + 1) * FRAME]
     return {
-        "pesq": round(base, 3),
+        "pesq": round(heard_score, 3),
+        "realigned": round(base, 3),
         "all_patched": round(score(heard, every), 3),
         "playout_ms": round(playout, 1),
         "stretches": out,
@@ -322,6 +386,8 @@ def costly_frames(path: Path, concealment: str, added_ms: float, base_ms: float)
 
 
 def _cause(s: dict) -> str:
+    if s["seam"]:
+        return "the timeline moved here (a frame dropped or doubled)"
     if s["differing"] > 25:
         return "shift (a long stretch: the timeline moved)"
     if s["late"]:
@@ -330,11 +396,12 @@ def _cause(s: dict) -> str:
 
 
 def worst_frames(results: list[dict], keep: Path, count: int, pool: ProcessPoolExecutor) -> list:
-    """`costly_frames` for the `count` runs furthest below their pitch bound in each cell."""
+    """`costly_frames` for the `count` runs furthest below their own concealment's bound in
+    each cell."""
     jobs = []
     for cond, conc in sorted({(r["condition"], r["concealment"]) for r in results}):
         runs = [r for r in results if (r["condition"], r["concealment"]) == (cond, conc)]
-        runs.sort(key=lambda r: r["pesq"] - r["bound_pitch"])
+        runs.sort(key=lambda r: r["pesq"] - r[f"bound_{conc}"])
         for r in runs[:count]:
             name = Job(r["speaker"], cond, conc, r["seed"], r["repeat"]).name
             path = keep / f"{name}.npz"
@@ -345,7 +412,7 @@ def worst_frames(results: list[dict], keep: Path, count: int, pool: ProcessPoolE
     for r, fut in jobs:
         found = fut.result()
         keys = ("speaker", "condition", "concealment", "seed", "repeat")
-        found.update({k: r[k] for k in keys}, bound_pitch=r["bound_pitch"])
+        found.update({k: r[k] for k in keys}, bound=r[f"bound_{r['concealment']}"])
         causes: dict[str, float] = {}
         for s in found["stretches"]:
             causes[_cause(s)] = round(causes.get(_cause(s), 0.0) + s["gain"], 3)
@@ -372,7 +439,22 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every run and the summary here")
     parser.add_argument("--keep", type=Path, help="keep each run's recording here (npz)")
     parser.add_argument("--worst", type=int, default=0, help="frame-by-frame look at N per cell")
+    parser.add_argument(
+        "--from-json", type=Path, help="summarise the runs of an earlier --json, run nothing"
+    )
     args = parser.parse_args()
+    if args.from_json:
+        # An earlier --json, or the JSON lines a run printed (a run cut short).
+        text = args.from_json.read_text()
+        try:
+            results = json.loads(text)["runs"]
+        except json.JSONDecodeError:
+            results = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.jobs, mp_context=ctx) as pool:
+            frames = worst_frames(results, args.keep, args.worst, pool) if args.keep else []
+        report(results, frames, args.json, {"jobs": args.jobs})
+        return
 
     with tempfile.TemporaryDirectory(prefix="pesq-broad-ref-") as tmp:
         refs = {
@@ -413,31 +495,41 @@ def main() -> None:
                 continue
             results.append(result)
             print(json.dumps(result), flush=True)
-        summary = summarise(results)
         frames = worst_frames(results, args.keep, args.worst, pool) if args.keep else []
     elapsed = time.monotonic() - started
+    print(f"# {len(results)} of {len(jobs)} runs in {elapsed / 60:.1f} min", file=sys.stderr)
+    report(results, frames, args.json, {"jobs": args.jobs, "minutes": round(elapsed / 60, 1)})
+
+
+def report(results: list[dict], frames: list[dict], path: Path | None, meta: dict) -> None:
+    """Print the tables and the worst runs' costly frames; write everything to `path`."""
+    summary = summarise(results)
+    speakers = by_speaker(results)
     print(table(summary))
+    print()
+    print(speaker_table(speakers))
     for f in frames:
         top = ", ".join(
             f"{s['frames'][0]}-{s['frames'][1]} {s['gain']:+.3f}"
             + (" late" if s["late"] else "")
+            + (" move" if s["seam"] else "")
             + (f" lost {s['lost']}" if s["lost"] else "")
             for s in f["stretches"][:4]
         )
         print(
             f"# {f['condition']} {f['concealment']} {f['speaker']} seed {f['seed']}: "
-            f"{f['pesq']:.3f} (pitch bound {f['bound_pitch']:.3f}), all patched "
-            f"{f['all_patched']:.3f}; {top}"
+            f"{f['pesq']:.3f} (its bound {f['bound']:.3f}), realigned "
+            f"{f['realigned']:.3f}, all patched {f['all_patched']:.3f}; {top}"
         )
-    print(f"# {len(results)} of {len(jobs)} runs in {elapsed / 60:.1f} min", file=sys.stderr)
-    if args.json:
-        args.json.write_text(
+    if path:
+        used = {r["speaker"] for r in results}
+        path.write_text(
             json.dumps(
                 {
-                    "speakers": {k: vars(v) for k, v in SPEAKERS.items() if k in args.speakers},
-                    "jobs": args.jobs,
-                    "minutes": round(elapsed / 60, 1),
+                    **meta,
+                    "speakers": {k: vars(v) for k, v in SPEAKERS.items() if k in used},
                     "summary": summary,
+                    "by_speaker": speakers,
                     "worst_frames": frames,
                     "runs": results,
                 },
