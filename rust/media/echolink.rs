@@ -243,26 +243,6 @@ impl EchoLinkEdge {
     }
 }
 
-/// The mix a transmitting leg hears this tick, with the announcements and its parrot's echo
-/// added (into `with_clips`) when there are any.
-pub(super) fn leg_mix<'a>(
-    conference: &'a Conference,
-    with_clips: &'a mut Vec<i16>,
-    slot: usize,
-    extras: [Option<&[i16]>; 2],
-) -> Option<&'a [i16]> {
-    let mix = conference.output(slot).ok()?;
-    if extras.iter().all(Option::is_none) {
-        return Some(mix);
-    }
-    with_clips.clear();
-    with_clips.extend_from_slice(mix);
-    for extra in extras.into_iter().flatten() {
-        tick::add_saturating(with_clips, extra);
-    }
-    Some(with_clips)
-}
-
 impl Station {
     /// Add the leg of an EchoLink station: a leg of the conference like an IAX2 link's, fed
     /// and heard through [`EchoLinkEdge`].

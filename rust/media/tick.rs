@@ -292,7 +292,7 @@ impl Station {
                 .wrapping_add((elapsed / u64::from(FRAME_MS) * u64::from(FRAME_MS)) as u32);
             if leg.echolink.is_some() {
                 let mix = if hears {
-                    echolink::leg_mix(
+                    leg_mix(
                         &self.conference,
                         &mut self.with_clips,
                         leg.slot,
@@ -325,7 +325,7 @@ impl Station {
                 }
                 continue;
             }
-            let Some(mix) = echolink::leg_mix(
+            let Some(mix) = leg_mix(
                 &self.conference,
                 &mut self.with_clips,
                 leg.slot,
@@ -401,6 +401,26 @@ impl Station {
             }
         }
     }
+}
+
+/// The mix a transmitting leg hears this tick, with the announcements and its parrot's echo
+/// added (into `with_clips`) when there are any.
+fn leg_mix<'a>(
+    conference: &'a Conference,
+    with_clips: &'a mut Vec<i16>,
+    slot: usize,
+    extras: [Option<&[i16]>; 2],
+) -> Option<&'a [i16]> {
+    let mix = conference.output(slot).ok()?;
+    if extras.iter().all(Option::is_none) {
+        return Some(mix);
+    }
+    with_clips.clear();
+    with_clips.extend_from_slice(mix);
+    for extra in extras.into_iter().flatten() {
+        add_saturating(with_clips, extra);
+    }
+    Some(with_clips)
 }
 
 /// `acc[i] += add[i]`, saturated.
