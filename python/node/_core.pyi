@@ -264,6 +264,18 @@ def conceal_frames(
     """PCM (native 16-bit, 20 ms frames) with the frames where `lost` is true concealed as a
     leg conceals them: "pitch" (pitch-period repetition) or "fade" (repeat-and-fade)."""
 
+def jitter_replay(
+    arrivals: list[tuple[int, int, bytes]],
+    first_tick_ms: int,
+    ticks: int,
+    rate: int = 8000,
+    method: str = "pitch",
+    target_extra_ms: int = 40,
+) -> tuple[bytes, dict[str, Any]]:
+    """The audio a leg would mix over `ticks` 20 ms ticks from `first_tick_ms` when the frames
+    `arrivals` (timestamp, arrival ms, native 16-bit PCM of 20 ms) reach it: the media path's
+    jitter buffer and concealment `method`, offline; and the buffer's counters."""
+
 def normalize_pcm(
     pcm: _Buffer,
     rate: int = 8000,

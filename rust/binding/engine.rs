@@ -77,7 +77,7 @@ fn control_kind(kind: &str, value: i64) -> PyResult<ControlKind> {
     })
 }
 
-fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, PyDict>> {
+pub(super) fn jitter_to_py<'py>(py: Python<'py>, s: &JitterStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("frames_in", s.frames_in)?;
     d.set_item("frames_out", s.frames_out)?;

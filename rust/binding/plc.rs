@@ -1,12 +1,15 @@
 //! `node._core.conceal_frames`: the media path's packet-loss concealment on a recording, so a
 //! benchmark can score what concealment alone does to speech (the "bound" of a perfect jitter
-//! buffer).
+//! buffer), and `node._core.jitter_replay`: a leg's whole receive path (jitter buffer and
+//! concealment) replayed on frames with their arrival times.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
-use crate::jitter::{Concealer, Concealment};
+use crate::jitter::{replay, Arrival, Concealer, Concealment, JitterConfig};
+
+use super::engine::jitter_to_py;
 
 use super::codec::with_bytes;
 
@@ -63,6 +66,56 @@ fn conceal_frames<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
+/// The audio a leg would mix over `ticks` ticks (the first at `first_tick_ms`, then every
+/// 20 ms) when the frames `arrivals` (timestamp, arrival ms, native 16-bit PCM of one 20 ms
+/// frame) reach it, through the media path's jitter buffer (defaults, with
+/// `target_extra_ms`) and concealment `method`; and the buffer's counters.
+#[pyfunction]
+#[pyo3(signature = (arrivals, first_tick_ms, ticks, rate = 8000, method = "pitch", target_extra_ms = 40))]
+fn jitter_replay<'py>(
+    py: Python<'py>,
+    arrivals: Vec<(u32, u64, Vec<u8>)>,
+    first_tick_ms: u64,
+    ticks: usize,
+    rate: u32,
+    method: &str,
+    target_extra_ms: u32,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>)> {
+    let mode = concealment(method)?;
+    if rate != 8000 && rate != 16000 {
+        return Err(PyValueError::new_err(format!(
+            "rate {rate} (accepted: 8000, 16000)"
+        )));
+    }
+    if ticks > 1_000_000 {
+        return Err(PyValueError::new_err(format!(
+            "ticks {ticks} (accepted: up to 1000000)"
+        )));
+    }
+    let frame = rate as usize / 50;
+    let arrivals: Vec<Arrival> = arrivals
+        .into_iter()
+        .map(|(ts, at_ms, pcm)| Arrival {
+            ts,
+            at_ms,
+            pcm: pcm
+                .chunks_exact(2)
+                .take(frame)
+                .map(|c| i16::from_ne_bytes([c[0], c[1]]))
+                .collect(),
+        })
+        .collect();
+    let cfg = JitterConfig {
+        target_extra_ms,
+        ..JitterConfig::default()
+    };
+    let (pcm, stats) = replay(cfg, mode, rate, frame, &arrivals, first_tick_ms, ticks)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let bytes: Vec<u8> = pcm.iter().flat_map(|s| s.to_ne_bytes()).collect();
+    Ok((PyBytes::new(py, &bytes), jitter_to_py(py, &stats)?))
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(conceal_frames, m)?)
+    m.add_function(wrap_pyfunction!(conceal_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(jitter_replay, m)?)
 }

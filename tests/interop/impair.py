@@ -14,6 +14,7 @@ reference with exactly those frames concealed.
 from __future__ import annotations
 
 import heapq
+import random
 import socket
 import time
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from node.iax2.constants import FrameType
 from tests.interop.relay import REVERSE, LossyRelay, _Held
 from tests.loopback import Address
 
-__all__ = ["Condition", "Fates", "ImpairmentRelay"]
+__all__ = ["Condition", "Draw", "FateDrawer", "Fates", "ImpairmentRelay"]
 
 
 @dataclass(frozen=True)
@@ -57,37 +58,33 @@ class Fates:
     delay_ms: dict[int, float] = field(default_factory=dict)
 
 
-class ImpairmentRelay(LossyRelay):
-    """Talker -> node with seeded impairment of voice frames; node -> talker untouched.
+@dataclass(frozen=True)
+class Draw:
+    """One voice frame's fate: lost, or delivered after `delay_s` (and again after
+    `dup_delay_s` when duplicated)."""
 
-    The sockets and the forwarding thread are `LossyRelay`'s; only the fate of each datagram
-    differs. Control and signalling full frames pass with the base delay only, never lost
-    (IAX2 would retransmit them, which says nothing about audio). Every decision is drawn per
-    voice frame from the seed, so the same seed gives the same losses, delays and duplicates.
-    """
+    lost: bool
+    delay_s: float
+    dup_delay_s: float | None
 
-    def __init__(self, server: Address, cond: Condition, seed: int) -> None:
-        super().__init__(server, seed=seed, impair=False)
+
+class FateDrawer:
+    """The seeded draws behind a condition, frame by frame: what the relay applies to each
+    voice frame it forwards, and what an offline replay of the same seed applies without one
+    (`FateDrawer(cond, random.Random(seed))` draws what `ImpairmentRelay(.., cond, seed)` does)."""
+
+    def __init__(self, cond: Condition, rng: random.Random) -> None:
         self.cond = cond
+        self._rng = rng
         self._bad = False
         self._spike = 0.0
-        self.fates = Fates()
-        self._first_ts: int | None = None
 
-    def _voice_index(self, data: bytes) -> int | None:
-        try:
-            frame = parse(data)
-        except FrameError:
-            return None
-        if isinstance(frame, MiniFrame):
-            ts16 = frame.ts16
-        elif isinstance(frame, FullFrame) and frame.ftype == FrameType.VOICE and not frame.retrans:
-            ts16 = frame.ts & 0xFFFF
-        else:
-            return None
-        if self._first_ts is None:
-            self._first_ts = ts16
-        return ((ts16 - self._first_ts) & 0xFFFF) // 20
+    def draw(self) -> Draw:
+        # Every draw happens for every frame, so one decision never shifts the others.
+        lost, delay = self._lost(), self._delay()
+        dup = self._rng.random() < self.cond.duplicate
+        dup_delay = self._delay() if dup else None
+        return Draw(lost, delay, dup_delay)
 
     def _lost(self) -> bool:
         c = self.cond
@@ -109,6 +106,38 @@ class ImpairmentRelay(LossyRelay):
         self._spike = max(0.0, self._spike - 20.0)
         return max(0.0, d) / 1000.0
 
+
+class ImpairmentRelay(LossyRelay):
+    """Talker -> node with seeded impairment of voice frames; node -> talker untouched.
+
+    The sockets and the forwarding thread are `LossyRelay`'s; only the fate of each datagram
+    differs. Control and signalling full frames pass with the base delay only, never lost
+    (IAX2 would retransmit them, which says nothing about audio). Every decision is drawn per
+    voice frame from the seed, so the same seed gives the same losses, delays and duplicates.
+    """
+
+    def __init__(self, server: Address, cond: Condition, seed: int) -> None:
+        super().__init__(server, seed=seed, impair=False)
+        self.cond = cond
+        self._fate = FateDrawer(cond, self._rng)
+        self.fates = Fates()
+        self._first_ts: int | None = None
+
+    def _voice_index(self, data: bytes) -> int | None:
+        try:
+            frame = parse(data)
+        except FrameError:
+            return None
+        if isinstance(frame, MiniFrame):
+            ts16 = frame.ts16
+        elif isinstance(frame, FullFrame) and frame.ftype == FrameType.VOICE and not frame.retrans:
+            ts16 = frame.ts & 0xFFFF
+        else:
+            return None
+        if self._first_ts is None:
+            self._first_ts = ts16
+        return ((ts16 - self._first_ts) & 0xFFFF) // 20
+
     def _hold(self, delay: float, sock: socket.socket, data: bytes, to: Address) -> None:
         heapq.heappush(self._held, _Held(time.monotonic() + delay, next(self._seq), sock, data, to))
 
@@ -123,15 +152,12 @@ class ImpairmentRelay(LossyRelay):
         with self._lock:
             self.fates.voice += 1
             self.fates.arrived.setdefault(index, time.monotonic())
-            # Every draw happens for every frame, so one decision never shifts the others.
-            lost, delay = self._lost(), self._delay()
-            dup = self._rng.random() < self.cond.duplicate
-            dup_delay = self._delay() if dup else 0.0
-            if lost:
+            fate = self._fate.draw()
+            if fate.lost:
                 self.fates.lost.add(index)
                 return
-            self.fates.delay_ms.setdefault(index, 1000 * delay)
-            self._hold(delay, sock, data, to)
-            if dup:
+            self.fates.delay_ms.setdefault(index, 1000 * fate.delay_s)
+            self._hold(fate.delay_s, sock, data, to)
+            if fate.dup_delay_s is not None:
                 self.fates.duplicated += 1
-                self._hold(dup_delay, sock, data, to)
+                self._hold(fate.dup_delay_s, sock, data, to)
