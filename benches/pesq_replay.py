@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.interop.impair import FateDrawer
 
@@ -68,7 +69,7 @@ def replay_once(
     phase = random.Random(f"phase-{seed}").randrange(20)
     last = max(at for _, at, _ in arrivals)
     ticks = (last - SENT_AT_MS) // 20 + 60
-    out, stats = jitter_replay(
+    out, stats, _played = jitter_replay(
         arrivals, SENT_AT_MS + phase, ticks, 8000, concealment, target_extra_ms
     )
     deg = np.frombuffer(out, dtype=np.int16)

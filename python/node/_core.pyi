@@ -271,10 +271,11 @@ def jitter_replay(
     rate: int = 8000,
     method: str = "pitch",
     target_extra_ms: int = 40,
-) -> tuple[bytes, dict[str, Any]]:
+) -> tuple[bytes, dict[str, Any], list[int]]:
     """The audio a leg would mix over `ticks` 20 ms ticks from `first_tick_ms` when the frames
     `arrivals` (timestamp, arrival ms, native 16-bit PCM of 20 ms) reach it: the media path's
-    jitter buffer and concealment `method`, offline; and the buffer's counters."""
+    jitter buffer and concealment `method`, offline; the buffer's counters; and what each tick
+    played (the frame's timestamp, -1 concealment, -2 silence)."""
 
 def normalize_pcm(
     pcm: _Buffer,

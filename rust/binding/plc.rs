@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::jitter::{replay, Arrival, Concealer, Concealment, JitterConfig};
+use crate::jitter::{replay, Arrival, Concealer, Concealment, JitterConfig, Played};
 
 use super::engine::jitter_to_py;
 
@@ -69,7 +69,8 @@ fn conceal_frames<'py>(
 /// The audio a leg would mix over `ticks` ticks (the first at `first_tick_ms`, then every
 /// 20 ms) when the frames `arrivals` (timestamp, arrival ms, native 16-bit PCM of one 20 ms
 /// frame) reach it, through the media path's jitter buffer (defaults, with
-/// `target_extra_ms`) and concealment `method`; and the buffer's counters.
+/// `target_extra_ms`) and concealment `method`; the buffer's counters; and what each tick
+/// played (the frame's timestamp, -1 concealment, -2 silence).
 #[pyfunction]
 #[pyo3(signature = (arrivals, first_tick_ms, ticks, rate = 8000, method = "pitch", target_extra_ms = 40))]
 fn jitter_replay<'py>(
@@ -80,7 +81,7 @@ fn jitter_replay<'py>(
     rate: u32,
     method: &str,
     target_extra_ms: u32,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>)> {
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyDict>, Vec<i64>)> {
     let mode = concealment(method)?;
     if rate != 8000 && rate != 16000 {
         return Err(PyValueError::new_err(format!(
@@ -109,10 +110,23 @@ fn jitter_replay<'py>(
         target_extra_ms,
         ..JitterConfig::default()
     };
-    let (pcm, stats) = replay(cfg, mode, rate, frame, &arrivals, first_tick_ms, ticks)
+    let r = replay(cfg, mode, rate, frame, &arrivals, first_tick_ms, ticks)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let bytes: Vec<u8> = pcm.iter().flat_map(|s| s.to_ne_bytes()).collect();
-    Ok((PyBytes::new(py, &bytes), jitter_to_py(py, &stats)?))
+    let bytes: Vec<u8> = r.pcm.iter().flat_map(|s| s.to_ne_bytes()).collect();
+    let played = r
+        .played
+        .iter()
+        .map(|p| match p {
+            Played::Voice(ts) => i64::from(*ts),
+            Played::Concealed => -1,
+            Played::Silence => -2,
+        })
+        .collect();
+    Ok((
+        PyBytes::new(py, &bytes),
+        jitter_to_py(py, &r.stats)?,
+        played,
+    ))
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -15,8 +15,28 @@ pub struct Arrival {
     pub pcm: Vec<i16>,
 }
 
+/// What one tick of a replay played.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Played {
+    /// The frame of this timestamp.
+    Voice(u32),
+    /// Concealment (audible or faded out).
+    Concealed,
+    /// Nothing: the buffer is between talk spurts.
+    Silence,
+}
+
+/// A replay's output: the audio, what each tick played, and the buffer's counters.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub pcm: Vec<i16>,
+    pub played: Vec<Played>,
+    pub stats: JitterStats,
+}
+
 /// The audio of `ticks` ticks, the first at `first_tick_ms` and then every `cfg.frame_ms`,
-/// each `frame_len` samples (silence where nothing was mixed), and the buffer's counters.
+/// each `frame_len` samples (silence where nothing was mixed), what each tick played and the
+/// buffer's counters.
 /// `arrivals` may come in any order; each is offered at the first tick at or after it
 /// arrives, in arrival order, before that tick's `get`.
 pub fn replay(
@@ -27,13 +47,14 @@ pub fn replay(
     arrivals: &[Arrival],
     first_tick_ms: u64,
     ticks: usize,
-) -> Result<(Vec<i16>, JitterStats), JitterError> {
+) -> Result<Replayed, JitterError> {
     let mut jb = JitterBuffer::new(cfg)?;
     let mut plc = Concealer::new(rate, frame_len, mode);
     let mut order: Vec<&Arrival> = arrivals.iter().collect();
     order.sort_by_key(|a| a.at_ms);
     let mut next = 0;
     let mut out = Vec::with_capacity(ticks * frame_len);
+    let mut played = Vec::with_capacity(ticks);
     let mut pcm = vec![0i16; frame_len];
     let mut bytes = Vec::with_capacity(frame_len * 2);
     for k in 0..ticks {
@@ -45,10 +66,12 @@ pub fn replay(
             next += 1;
         }
         let mut ready = false;
+        let mut what = Played::Silence;
         loop {
             match jb.get(now) {
                 GetResult::Control { .. } | GetResult::Dropped { .. } => continue,
-                GetResult::Voice { payload, .. } => {
+                GetResult::Voice { ts, payload } => {
+                    what = Played::Voice(ts);
                     pcm.fill(0);
                     for (s, c) in pcm.iter_mut().zip(payload.chunks_exact(2)) {
                         *s = i16::from_ne_bytes([c[0], c[1]]);
@@ -56,16 +79,24 @@ pub fn replay(
                     plc.good(&mut pcm);
                     ready = true;
                 }
-                GetResult::Interpolate { .. } => ready = plc.conceal(&mut pcm),
+                GetResult::Interpolate { .. } => {
+                    what = Played::Concealed;
+                    ready = plc.conceal(&mut pcm);
+                }
                 GetResult::Silence => plc.reset(),
             }
             break;
         }
+        played.push(what);
         if ready {
             out.extend_from_slice(&pcm);
         } else {
             out.resize(out.len() + frame_len, 0);
         }
     }
-    Ok((out, jb.stats()))
+    Ok(Replayed {
+        pcm: out,
+        played,
+        stats: jb.stats(),
+    })
 }
