@@ -58,6 +58,7 @@ __all__ = [
     "alaw_encode",
     "compress_subclass",
     "conceal_frames",
+    "jitter_replay",
     "cw_pcm",
     "decode_codec_prefs",
     "dtmf_pcm",
