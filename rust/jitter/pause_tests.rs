@@ -227,7 +227,7 @@ fn a_gap_between_words_takes_a_growth_step_only_when_half_the_margin_is_gone() {
 }
 
 #[test]
-fn a_missing_frame_in_speech_stretches_only_when_the_whole_margin_is_gone() {
+fn a_missing_frame_in_speech_stretches_only_when_three_margins_are_gone() {
     // Unbroken speech; frame 15 never arrives.
     let speech = |late_by| forty_frames(|_| -20, late_by, Some(15));
     let concealed_before_16 = |outs: &[Out]| -> usize {
@@ -238,21 +238,21 @@ fn a_missing_frame_in_speech_stretches_only_when_the_whole_margin_is_gone() {
             .filter(|o| matches!(o, Out::Interp(_)))
             .count()
     };
-    // Up to the 40 ms margin over the target (30 ms, and exactly 40): frame 15's slot is
-    // concealed as a loss and the utterance plays on at its delay; the deficit waits for a
-    // pause.
-    for late_by in [30, 40] {
+    // Up to three 40 ms margins over the target (30 ms, 50 ms, and exactly 120): frame 15's
+    // slot is concealed as a loss and the utterance plays on at its delay; the deficit waits
+    // for a pause.
+    for late_by in [30, 50, 120] {
         let (outs, stats) = speech(late_by);
         assert_eq!(stats.stretched, 0, "{late_by}: {outs:?}");
         assert_eq!(concealed_before_16(&outs), 1, "{late_by}: {outs:?}");
     }
-    // 50 ms over: the margin is gone, so the slot is stretched: concealed twice, the buffer
-    // one frame deeper.
-    let (outs, stats) = speech(50);
+    // 130 ms over: three margins are gone, so the slot is stretched: concealed twice, the
+    // buffer one frame deeper.
+    let (outs, stats) = speech(130);
     assert_eq!(stats.stretched, 1, "{outs:?}");
     assert_eq!(concealed_before_16(&outs), 2, "{outs:?}");
     // Every other frame plays, in order (frame 5 only when it came within the 40 ms).
-    for late_by in [30, 50] {
+    for late_by in [30, 130] {
         let expected: Vec<u32> = (0..40)
             .filter(|&k| k != 15 && (k != 5 || late_by < 40))
             .collect();
