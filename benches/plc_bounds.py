@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tests.interop.impair import FateDrawer
 
-from pesq_broad import SPEAKERS as BROAD, Speaker
+from pesq_broad import SPEAKERS as BROAD
+from pesq_broad import Speaker
 from pesq_speech import CONDITIONS, FRAME, bound, speech, ulaw_round_trip
 
 #: The broad bench's speakers plus one held out of all tuning.
@@ -77,13 +78,14 @@ def _job(args: tuple[str, str, int]) -> dict:
 
 def summary_rows(results: list[dict]) -> list[str]:
     rows = [
-        "| condition | speaker | runs | pitch - fade mean | worst | below 0 | fade mean | pitch mean |",
+        "| condition | speaker | runs | pitch - fade mean | worst | below 0 | fade mean "
+        "| pitch mean |",
         "|---|---|---|---|---|---|---|---|",
     ]
     conds = sorted({r["condition"] for r in results}, reverse=True)
     for c in conds:
         cell = [r for r in results if r["condition"] == c and r["lost"]]
-        groups = sorted({r["speaker"] for r in cell}) + ["all"]
+        groups = [*sorted({r["speaker"] for r in cell}), "all"]
         for sp in groups:
             rs = [r for r in cell if sp == "all" or r["speaker"] == sp]
             d = np.array([r["pitch"] - r["fade"] for r in rs])
