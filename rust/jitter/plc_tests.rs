@@ -1,6 +1,6 @@
 //! Tests of the pitch-following concealment.
 
-use super::plc::{Concealer, Concealment};
+use super::plc::{Concealer, Concealment, CONCEAL_MAX_FRAMES};
 
 /// A voiced, vowel-like signal: harmonics of `f0` with falling levels, and a slow vibrato-free
 /// amplitude, at `rate`.
@@ -132,7 +132,7 @@ fn long_losses_fade_to_silence() {
         let reference = energy(&signal[signal.len() - frame..]);
         let mut levels = Vec::new();
         let mut audible = Vec::new();
-        for _ in 0..6 {
+        for _ in 0..8 {
             audible.push(plc.conceal(&mut buf));
             levels.push(energy(&buf));
         }
@@ -140,17 +140,91 @@ fn long_losses_fade_to_silence() {
             levels[0] > 0.5 * reference,
             "{rate}: first frame {levels:?}"
         );
+        // A steady voiced sound: full level for 5 ms, then a tenth less every 10 ms, silent
+        // 100 ms into the loss.
         assert!(
-            levels[0] > levels[1] && levels[1] > levels[2],
+            levels[..5].windows(2).all(|w| w[0] > w[1]),
             "{rate}: {levels:?}"
         );
-        assert!(levels[3..].iter().all(|&e| e == 0.0), "{rate}: {levels:?}");
-        assert_eq!(audible, [true, true, true, false, false, false]);
+        assert!(levels[4] > 0.0, "{rate}: {levels:?}");
+        assert!(levels[5..].iter().all(|&e| e == 0.0), "{rate}: {levels:?}");
+        assert_eq!(audible, [true, true, true, true, true, false, false, false]);
+        assert_eq!(CONCEAL_MAX_FRAMES, 5);
         // After a long loss the next good frame fades in from silence: no click.
         let mut next = signal[..frame].to_vec();
         let first = next[0];
         plc.good(&mut next);
         assert!(next[0].unsigned_abs() < first.unsigned_abs().max(1) / 2 + 1);
+    }
+}
+
+/// White-ish noise from a fixed linear congruential generator.
+fn noise(len: usize, level: f64) -> Vec<i16> {
+    let mut x: u32 = 12345;
+    (0..len)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let u = f64::from((x >> 16) & 0x7fff) / 32767.0 - 0.5;
+            (level * u) as i16
+        })
+        .collect()
+}
+
+#[test]
+fn unvoiced_history_repeats_a_whole_frame_and_fades_slower() {
+    for rate in [8000, 16000] {
+        let frame = rate as usize / 50;
+        let signal = noise(frame * 5, 8000.0);
+        let mut plc = Concealer::new(rate, frame, Concealment::Pitch);
+        let mut buf = vec![0i16; frame];
+        for chunk in signal.chunks(frame) {
+            buf.copy_from_slice(chunk);
+            plc.good(&mut buf);
+        }
+        let mut levels = Vec::new();
+        let mut audible = Vec::new();
+        for _ in 0..12 {
+            audible.push(plc.conceal(&mut buf));
+            levels.push(energy(&buf));
+        }
+        // No pitch in noise: the last 20 ms repeat, not a 2.5-15 ms period.
+        assert_eq!(plc.pitch(), frame, "{rate}");
+        // Half as fast a fade as for voiced sound (the last audible frame louder), still
+        // silent 100 ms into the loss.
+        assert!(levels[4] > 0.25 * levels[0], "{rate}: {levels:?}");
+        assert!(levels[5..].iter().all(|&e| e == 0.0), "{rate}: {levels:?}");
+        assert_eq!(audible.iter().filter(|&&a| a).count(), 5, "{rate}");
+    }
+}
+
+#[test]
+fn a_decaying_sound_keeps_decaying_through_a_loss() {
+    for rate in [8000, 16000] {
+        let frame = rate as usize / 50;
+        let steady = voiced(rate, 140.0, frame * 5);
+        // The same sound, falling 6 dB every 10 ms over its last 20 ms.
+        let unit = frame / 2;
+        let falling: Vec<i16> = steady
+            .iter()
+            .enumerate()
+            .map(|(n, &s)| {
+                let k = n.saturating_sub(steady.len() - 2 * unit) as f64 / unit as f64;
+                (f64::from(s) * 0.5f64.powf(k)) as i16
+            })
+            .collect();
+        let first = |signal: &[i16]| {
+            let mut plc = Concealer::new(rate, frame, Concealment::Pitch);
+            let mut buf = vec![0i16; frame];
+            for chunk in signal.chunks(frame) {
+                buf.copy_from_slice(chunk);
+                plc.good(&mut buf);
+            }
+            plc.conceal(&mut buf);
+            energy(&buf) / energy(&signal[signal.len() - unit..])
+        };
+        // Relative to the last 10 ms heard, the falling sound's concealment is quieter.
+        let (s, f) = (first(&steady), first(&falling));
+        assert!(f < 0.7 * s, "{rate}: steady {s:.3}, falling {f:.3}");
     }
 }
 

@@ -1131,8 +1131,10 @@ fn activity_edges_follow_talkers_with_a_hang_and_ignore_announcements() {
     let kinds: Vec<bool> = edges.iter().map(|e| e.0).collect();
     assert_eq!(kinds, vec![true, false], "{edges:?}");
     let quiet_at = edges[1].1;
-    // The last talk frame plays out around frame 30; the hang adds 25 ticks.
-    assert!((30 + 24..=30 + 30).contains(&quiet_at), "{edges:?}");
+    // The last talk frame plays out around frame 30, its concealment lasts up to
+    // CONCEAL_MAX_FRAMES more; the hang adds 25 ticks.
+    let tail = crate::jitter::CONCEAL_MAX_FRAMES;
+    assert!((30 + 24..=30 + 27 + tail).contains(&quiet_at), "{edges:?}");
 }
 
 fn parrot_settings() -> ParrotSettings {
@@ -1176,7 +1178,8 @@ fn in_parrot_mode_each_member_hears_only_itself_back() {
     // fading concealment (what the conference would have mixed too) and the start of the
     // quiet that ended the recording.
     let frames = back.len() / 160;
-    let fade = crate::jitter::CONCEAL_FADE_FRAMES as usize;
+    // The default concealment (pitch) is silent after CONCEAL_MAX_FRAMES.
+    let fade = crate::jitter::CONCEAL_MAX_FRAMES;
     let tail = crate::parrot::TAIL_FRAMES;
     assert!(
         (PREROLL + 10..=PREROLL + 10 + fade + tail).contains(&frames),
