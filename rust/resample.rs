@@ -361,6 +361,13 @@ impl Upsampler {
         self.x.resize(HIST, 0.0);
     }
 
+    /// Takes `other`'s history, so the next call gives what `other`'s would (no allocation
+    /// once this one has run a call as long).
+    pub fn copy_state_from(&mut self, other: &Upsampler) {
+        self.x.clear();
+        self.x.extend_from_slice(&other.x);
+    }
+
     /// Group delay in output (16 kHz) samples.
     pub const fn delay(&self) -> f64 {
         DELAY_16K as f64
@@ -426,6 +433,16 @@ impl Downsampler {
             acc: Vec::new(),
             pending: None,
         }
+    }
+
+    /// Takes `other`'s history and pending sample, so the next call gives what `other`'s
+    /// would (no allocation once this one has run a call as long).
+    pub fn copy_state_from(&mut self, other: &Downsampler) {
+        self.even.clear();
+        self.even.extend_from_slice(&other.even);
+        self.odd.clear();
+        self.odd.extend_from_slice(&other.odd);
+        self.pending = other.pending;
     }
 
     /// Forgets the history and any pending sample, as if newly created.

@@ -7,7 +7,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::jitter::{replay, Arrival, Concealer, Concealment, JitterConfig, Played};
+use crate::jitter::{
+    replay, Arrival, Concealer, Concealment, JitterConfig, Played, LOOKAHEAD_SLOTS,
+};
 
 use super::engine::jitter_to_py;
 
@@ -24,7 +26,9 @@ pub(super) fn concealment(name: &str) -> PyResult<Concealment> {
 
 /// Native-endian 16-bit PCM at `rate` (8000 or 16000) in 20 ms frames, with the frames where
 /// `lost` is true replaced by the concealment `method` ("pitch" or "fade") exactly as a leg
-/// conceals them. A short last frame is kept as it is.
+/// conceals them when the frame after a gap of up to `LOOKAHEAD_SLOTS` lost frames is already
+/// in its buffer (as in a buffer that holds every frame in time). A short last frame is kept
+/// as it is.
 #[pyfunction]
 #[pyo3(signature = (pcm, lost, rate = 8000, method = "pitch"))]
 fn conceal_frames<'py>(
@@ -49,11 +53,24 @@ fn conceal_frames<'py>(
     let mut plc = Concealer::new(rate, frame, mode);
     let mut out = Vec::with_capacity(samples.len() * 2);
     let mut buf = vec![0i16; frame];
+    let is_lost = |i: usize| lost.get(i).copied().unwrap_or(false);
+    let whole = samples.len() / frame;
     for (i, chunk) in samples.chunks(frame).enumerate() {
         if chunk.len() == frame {
             buf.copy_from_slice(chunk);
-            if lost.get(i).copied().unwrap_or(false) {
-                plc.conceal(&mut buf);
+            if is_lost(i) {
+                // A perfect buffer holds the frame after the gap, as a leg's does when it
+                // has arrived: look across up to LOOKAHEAD_SLOTS lost slots to it.
+                let next = (i + 1..whole).find(|&j| !is_lost(j));
+                match next {
+                    Some(j) if j - i - 1 <= LOOKAHEAD_SLOTS => {
+                        let ahead = &samples[j * frame..(j + 1) * frame];
+                        plc.conceal_toward(&mut buf, ahead, j - i - 1);
+                    }
+                    _ => {
+                        plc.conceal(&mut buf);
+                    }
+                }
             } else {
                 plc.good(&mut buf);
             }

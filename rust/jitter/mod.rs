@@ -62,6 +62,11 @@ pub const MINI_TS_WINDOW_MS: i32 = 50_000;
 /// harsh networks 0.006 PESQ on average and 0.1 on the worst run against 3: a move inside an
 /// utterance costs PESQ more than the frame it saves.
 pub const STRETCH_DEFICIT_MARGINS: i64 = 3;
+/// Lost slots a concealed frame may look across to a queued frame ([`JitterBuffer::next_voice`]):
+/// a gap of up to four frames is interpolated between both sides. On the concealment's own
+/// bound (benches/plc_bounds.py) blending toward the next frame gained most for gaps of up to
+/// three or four frames; a longer one is silent by its end anyway.
+pub const LOOKAHEAD_SLOTS: usize = 3;
 /// Frames over which [`conceal`] fades the repeated frame out to silence.
 pub const CONCEAL_FADE_FRAMES: u32 = 3;
 /// The level of a voice frame offered without one ([`JitterBuffer::put_voice`]): it counts as
@@ -501,6 +506,24 @@ impl JitterBuffer {
             Step::Interpolate(nth) => GetResult::Interpolate { nth },
             Step::Silence => GetResult::Silence,
         }
+    }
+
+    /// After an `Interpolate`: the next queued voice frame's payload and how many slots lie
+    /// before it (0: it plays at the next tick), when it is at most [`LOOKAHEAD_SLOTS`] slots
+    /// away. Concealment can blend toward it ([`Concealer::conceal_toward`]) at no added
+    /// delay: it is already here.
+    pub fn next_voice(&self) -> Option<(usize, &[u8])> {
+        let p = self.play?;
+        let (idx, head) = self.front()?;
+        if head.entry != Entry::Voice {
+            return None;
+        }
+        let ahead = head.ats.saturating_sub(p).saturating_add(self.half);
+        if ahead < 0 {
+            return None;
+        }
+        let gap = usize::try_from(ahead / self.frame.max(1)).ok()?;
+        (gap <= LOOKAHEAD_SLOTS).then(|| (gap, self.payload(idx, head.len)))
     }
 
     /// Whether any of the next `n` queued voice frames is at or above `dbfs` (a VOX gate can

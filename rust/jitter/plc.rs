@@ -105,6 +105,10 @@ pub struct Concealer {
     voiced: bool,
     /// Level change per 10 ms over the last 20 ms of history (<= 1), applied through the loss.
     decay: f32,
+    /// Blending toward a frame already queued after the gap ([`Concealer::conceal_toward`]):
+    /// the gap's length from where the blend began, and how far into it the output is.
+    toward_len: usize,
+    toward_at: usize,
 }
 
 impl Concealer {
@@ -138,6 +142,8 @@ impl Concealer {
             nth: 0,
             voiced: true,
             decay: 1.0,
+            toward_len: 0,
+            toward_at: 0,
         }
     }
 
@@ -164,6 +170,8 @@ impl Concealer {
             self.erased = 0;
             self.nth = 0;
         }
+        self.toward_len = 0;
+        self.toward_at = 0;
     }
 
     /// A frame that was received: after a loss its start is blended with the concealment's
@@ -176,9 +184,13 @@ impl Concealer {
                 self.last[..n].copy_from_slice(&pcm[..n]);
             }
             Concealment::Pitch => {
-                if self.erased > 0 {
+                // A blend that ended where this frame begins already continues into it.
+                let blended = self.toward_len > 0 && self.toward_at == self.toward_len;
+                if self.erased > 0 && !blended {
                     self.join(pcm);
                 }
+                self.toward_len = 0;
+                self.toward_at = 0;
                 self.erased = 0;
                 self.primed = true;
                 self.remember(pcm);
@@ -212,6 +224,96 @@ impl Concealer {
                 audible
             }
         }
+    }
+
+    /// A lost frame whose gap ends at a frame already in the jitter buffer: `next` is that
+    /// frame's audio and `gap` the lost slots between this one and it (0: it plays next). The
+    /// concealment is cross-faded, over the rest of the gap, into `next`'s own pitch periods
+    /// extended backwards from its start, so the gap is interpolated between the audio on
+    /// both sides rather than extrapolated from one, and it meets `next` without a join. No
+    /// delay is added: the frame is already queued. Returns false only when both sides are
+    /// silent. Repeat-and-fade ignores `next`.
+    pub fn conceal_toward(&mut self, out: &mut [i16], next: &[i16], gap: usize) -> bool {
+        if self.mode == Concealment::Fade || next.is_empty() {
+            return self.conceal(out);
+        }
+        let n = out.len();
+        let forward = if self.primed {
+            if self.erased == 0 {
+                self.start_loss();
+            }
+            let audible = self.gain(self.erased) > 0.0;
+            for o in out.iter_mut() {
+                *o = to_i16(self.next_sample());
+            }
+            audible
+        } else {
+            out.fill(0);
+            false
+        };
+        // The samples from this frame's start to `next`'s.
+        let left = (gap + 1) * n;
+        if self.toward_len == 0 || self.toward_at + left != self.toward_len {
+            self.toward_len = self.toward_at + left;
+        }
+        let (period, corr) = self.pitch_of(next);
+        let voiced_next = corr >= VOICED_CORR;
+        let total = self.toward_len as f32 + 1.0;
+        let mut backward_audible = false;
+        for (i, o) in out.iter_mut().enumerate() {
+            let at = self.toward_at + i;
+            // Index into `next` of the sample `toward_len - at` before its start, repeating
+            // its first period backwards (in phase: period samples back is the same point).
+            let d = self.toward_len - at;
+            let idx = if voiced_next {
+                let back = d % period;
+                if back == 0 {
+                    0
+                } else {
+                    period - back
+                }
+            } else {
+                // Unvoiced: `next` mirrored about its start (no period to keep in phase, and
+                // no step where it meets its own first sample).
+                (d - 1) % next.len()
+            };
+            let b = f32::from(next.get(idx).copied().unwrap_or(0));
+            backward_audible |= b != 0.0;
+            let w = (at + 1) as f32 / total;
+            *o = to_i16(f32::from(*o) * (1.0 - w) + b * w);
+        }
+        self.toward_at += n;
+        self.primed = true;
+        self.remember(out);
+        forward || backward_audible
+    }
+
+    /// The pitch period of `x` itself (`pmin..=pmax`, at most three quarters of its length so
+    /// a quarter is left to correlate) and its normalised correlation.
+    fn pitch_of(&self, x: &[i16]) -> (usize, f32) {
+        let pmax = self.pmax.min(x.len() * 3 / 4);
+        let mut best = (x.len(), 0.0f32);
+        let mut best_score = f32::MIN;
+        for lag in self.pmin..=pmax {
+            let (a, b) = (&x[lag..], &x[..x.len() - lag]);
+            let (mut dot, mut ea, mut eb) = (0.0f32, 0.0f32, 0.0f32);
+            for (&p, &q) in a.iter().zip(b) {
+                let (p, q) = (f32::from(p), f32::from(q));
+                dot += p * q;
+                ea += p * p;
+                eb += q * q;
+            }
+            let e = (ea * eb).sqrt();
+            if e <= 0.0 {
+                continue;
+            }
+            let c = dot / e;
+            if c > best_score * 1.0001 + 1e-6 {
+                best_score = c;
+                best = (lag, c);
+            }
+        }
+        best
     }
 
     fn start_loss(&mut self) {

@@ -264,3 +264,123 @@ fn names_round_trip() {
     }
     assert_eq!(Concealment::from_name("g711"), None);
 }
+
+/// Plays `signal` as `play` does, but each lost frame is concealed toward the next good frame
+/// when it lies at most `reach` lost frames ahead (as a leg's buffer that holds it).
+fn play_toward(rate: u32, signal: &[i16], lost: &[usize], reach: usize) -> Vec<i16> {
+    let frame = rate as usize / 50;
+    let mut plc = Concealer::new(rate, frame, Concealment::Pitch);
+    let mut out = Vec::with_capacity(signal.len());
+    let mut buf = vec![0i16; frame];
+    let frames: Vec<&[i16]> = signal.chunks(frame).collect();
+    for (i, chunk) in frames.iter().enumerate() {
+        buf[..chunk.len()].copy_from_slice(chunk);
+        if lost.contains(&i) {
+            let next = (i + 1..frames.len()).find(|j| !lost.contains(j));
+            match next {
+                Some(j) if j - i - 1 <= reach && frames[j].len() == frame => {
+                    plc.conceal_toward(&mut buf, frames[j], j - i - 1);
+                }
+                _ => {
+                    plc.conceal(&mut buf);
+                }
+            }
+        } else {
+            plc.good(&mut buf);
+        }
+        out.extend_from_slice(&buf[..chunk.len()]);
+    }
+    out
+}
+
+fn error_energy(a: &[i16], b: &[i16]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2))
+        .sum::<f64>()
+}
+
+#[test]
+fn a_gap_before_a_queued_frame_is_interpolated_toward_it() {
+    // The pitch glides from 120 to 160 Hz: extrapolating from before the gap alone drifts
+    // out of phase, blending toward the frame after it lands on it.
+    for rate in [8000u32, 16000] {
+        let frame = rate as usize / 50;
+        let signal: Vec<i16> = (0..frame * 12)
+            .map(|n| {
+                let t = n as f64 / f64::from(rate);
+                let phase = 2.0 * std::f64::consts::PI * (120.0 * t + 40.0 * t * t / 0.48);
+                (7000.0 * phase.sin() + 2000.0 * (2.0 * phase).sin()) as i16
+            })
+            .collect();
+        for lost in [vec![6], vec![6, 7], vec![5, 6, 7]] {
+            let alone = play(rate, &signal, &lost, Concealment::Pitch);
+            let toward = play_toward(rate, &signal, &lost, 3);
+            let span = lost[0] * frame..(lost[lost.len() - 1] + 2) * frame;
+            let e_alone = error_energy(&alone[span.clone()], &signal[span.clone()]);
+            let e_toward = error_energy(&toward[span.clone()], &signal[span.clone()]);
+            assert!(
+                e_toward < 0.7 * e_alone,
+                "{rate} {lost:?}: {e_toward} vs {e_alone}"
+            );
+            // The frame after the gap plays untouched (no join needed) and meets the
+            // concealment without a step.
+            let after = (lost[lost.len() - 1] + 1) * frame;
+            assert_eq!(&toward[after..after + frame], &signal[after..after + frame]);
+            let edge = &toward[after - frame / 4..after + frame / 4];
+            assert!(max_step(edge) <= max_step(&signal) + 600, "{rate} {lost:?}");
+        }
+    }
+}
+
+#[test]
+fn unvoiced_audio_after_a_gap_is_mirrored_without_a_step() {
+    let rate = 8000;
+    let frame = 160;
+    let signal = noise(frame * 8, 6000.0);
+    let out = play_toward(rate, &signal, &[4], 3);
+    // The frame after the gap plays as it came, and the concealment's last samples are its
+    // first ones mirrored (a wrapped copy would put its last samples there, another value).
+    assert_eq!(&out[5 * frame..6 * frame], &signal[5 * frame..6 * frame]);
+    for k in 1..=4 {
+        let got = i32::from(out[5 * frame - k]);
+        let mirrored = i32::from(signal[5 * frame + k - 1]);
+        assert!((got - mirrored).abs() <= 200, "{k}: {got} vs {mirrored}");
+    }
+    // The gap carries sound at about the level around it.
+    let gap = energy(&out[4 * frame..5 * frame]);
+    let around = energy(&signal[3 * frame..6 * frame]);
+    assert!(
+        gap > 0.2 * around && gap < 2.0 * around,
+        "{gap} vs {around}"
+    );
+}
+
+#[test]
+fn fade_mode_and_a_missing_next_frame_conceal_as_before() {
+    let rate = 8000;
+    let frame = 160;
+    let signal = voiced(rate, 150.0, frame * 8);
+    let next = &signal[5 * frame..6 * frame];
+    for mode in [Concealment::Fade, Concealment::Pitch] {
+        let mut a = Concealer::new(rate, frame, mode);
+        let mut b = Concealer::new(rate, frame, mode);
+        let mut buf_a = vec![0i16; frame];
+        let mut buf_b = vec![0i16; frame];
+        for chunk in signal.chunks(frame).take(4) {
+            buf_a.copy_from_slice(chunk);
+            buf_b.copy_from_slice(chunk);
+            a.good(&mut buf_a);
+            b.good(&mut buf_b);
+        }
+        a.conceal(&mut buf_a);
+        let empty: &[i16] = &[];
+        let toward = if mode == Concealment::Fade {
+            next
+        } else {
+            empty
+        };
+        b.conceal_toward(&mut buf_b, toward, 0);
+        assert_eq!(buf_a, buf_b, "{mode:?}");
+    }
+}

@@ -57,6 +57,7 @@ pub fn replay(
     let mut played = Vec::with_capacity(ticks);
     let mut pcm = vec![0i16; frame_len];
     let mut bytes = Vec::with_capacity(frame_len * 2);
+    let mut ahead = Vec::with_capacity(frame_len);
     for k in 0..ticks {
         let now = first_tick_ms + k as u64 * u64::from(cfg.frame_ms);
         while let Some(a) = order.get(next).filter(|a| a.at_ms <= now) {
@@ -81,7 +82,18 @@ pub fn replay(
                 }
                 GetResult::Interpolate { .. } => {
                     what = Played::Concealed;
-                    ready = plc.conceal(&mut pcm);
+                    ready = match jb.next_voice() {
+                        Some((gap, payload)) => {
+                            ahead.clear();
+                            ahead.extend(
+                                payload
+                                    .chunks_exact(2)
+                                    .map(|c| i16::from_ne_bytes([c[0], c[1]])),
+                            );
+                            plc.conceal_toward(&mut pcm, &ahead, gap)
+                        }
+                        None => plc.conceal(&mut pcm),
+                    };
                 }
                 GetResult::Silence => plc.reset(),
             }

@@ -723,3 +723,60 @@ proptest! {
         prop_assert_eq!(jb.capacities(), caps);
     }
 }
+
+/// Ticks `jb` at `now` and, when the tick conceals, what `next_voice` then offers.
+fn tick_ahead(jb: &mut JitterBuffer, now: u64) -> (Vec<Out>, Option<(usize, Vec<u8>)>) {
+    let outs = tick(jb, now);
+    let ahead = match outs.last() {
+        Some(Out::Interp(_)) => jb.next_voice().map(|(gap, p)| (gap, p.to_vec())),
+        _ => None,
+    };
+    (outs, ahead)
+}
+
+/// Frames 0-19 arriving 40 ms after their time, frames 5 and 10-14 never: what `next_voice`
+/// offers at each concealed tick, with a margin of `extra_ms`.
+fn offered_after_gaps(extra_ms: u32) -> Vec<Option<(usize, Vec<u8>)>> {
+    let mut jb = jb_with(|c| c.target_extra_ms = extra_ms);
+    let missing = |k: u32| k == 5 || (10..15).contains(&k);
+    let mut seen = Vec::new();
+    let mut now = T0;
+    while now <= T0 + 20 * 40 {
+        for k in (0..20u32).filter(|&k| !missing(k)) {
+            if T0 + 20 * u64::from(k) + 40 == now {
+                put(&mut jb, Pkt::V(20 * k), now);
+            }
+        }
+        let (outs, ahead) = tick_ahead(&mut jb, now);
+        if let Some(Out::Interp(_)) = outs.last() {
+            seen.push(ahead);
+        }
+        now += 20;
+    }
+    seen
+}
+
+#[test]
+fn a_concealed_slot_offers_the_queued_frame_after_the_gap() {
+    let off = |gap: usize, ts: u32| Some((gap, payload_for(ts).to_vec()));
+    // The default 40 ms margin: frame 6 is queued when slot 5 conceals (it plays next);
+    // frame 15 arrives only in time for slots 13 and 14.
+    let seen = offered_after_gaps(40);
+    let want = [off(0, 120), None, None, None, off(1, 300), off(0, 300)];
+    assert_eq!(&seen[..6], &want, "{seen:?}");
+    // Then the stream ends: nothing is queued.
+    assert!(seen[6..].iter().all(Option::is_none), "{seen:?}");
+    // A deep buffer (200 ms) holds frame 15 through the whole gap; it is offered from at
+    // most LOOKAHEAD_SLOTS lost slots away.
+    let seen = offered_after_gaps(200);
+    let want = [
+        off(0, 120),
+        None,
+        off(3, 300),
+        off(2, 300),
+        off(1, 300),
+        off(0, 300),
+    ];
+    assert_eq!(&seen[..6], &want, "{seen:?}");
+    assert_eq!(jb().next_voice(), None);
+}

@@ -30,6 +30,25 @@ impl Edge {
         }
     }
 
+    /// What `run` would give for `input` now, leaving this edge as it is: `spare` (an edge
+    /// built for the same rates) takes its state and runs instead. With a spare of other
+    /// rates `out` stays empty.
+    pub(super) fn peek(&self, input: &[i16], out: &mut Vec<i16>, spare: &mut Edge) {
+        out.clear();
+        match (self, spare) {
+            (Edge::Same, _) => out.extend_from_slice(input),
+            (Edge::Up(u), Edge::Up(s)) => {
+                s.copy_state_from(u);
+                s.process(input, out);
+            }
+            (Edge::Down(d), Edge::Down(s)) => {
+                s.copy_state_from(d);
+                s.process(input, out);
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn run(&mut self, input: &[i16], out: &mut Vec<i16>) {
         out.clear();
         match self {
@@ -104,6 +123,7 @@ impl Station {
         let idx = self.legs.len();
         let leg = Leg {
             rx_edge: Edge::new(spec.codec.rate(), self.rate),
+            peek_edge: Edge::new(spec.codec.rate(), self.rate),
             tx_edge: Edge::new(self.rate, spec.codec.rate()),
             ts_base: spec.call_ts_ms,
             ts_origin_ms: now_ms,
@@ -219,6 +239,7 @@ impl Station {
         if leg.rx_codec != Some(codec) {
             leg.rx_codec = Some(codec);
             leg.rx_edge = Edge::new(codec.rate(), rate);
+            leg.peek_edge = Edge::new(codec.rate(), rate);
         }
         leg.mini_before_full_reported = false;
         leg.put_voice(ts, payload, now_ms);

@@ -196,6 +196,9 @@ struct Leg {
     /// Codec of the peer's audio: the format of its last full voice frame.
     rx_codec: Option<Codec>,
     rx_edge: Edge,
+    /// Where a queued frame is resampled ahead of its turn (concealment blends toward it)
+    /// without moving `rx_edge`.
+    peek_edge: Edge,
     tx_edge: Edge,
     /// Timestamp of the peer's last full frame, for unwrapping mini frame timestamps.
     rx_last_full_ts: u32,

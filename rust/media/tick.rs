@@ -176,7 +176,23 @@ impl Station {
                         break;
                     }
                     GetResult::Interpolate { .. } => {
-                        ready = leg.plc.conceal(&mut leg.pcm);
+                        // The frame after the gap, when it is already queued: the gap is
+                        // interpolated toward it (no added delay).
+                        let ahead = leg.jitter.next_voice().and_then(|(gap, payload)| {
+                            let codec = leg.rx_codec?;
+                            self.decoded.clear();
+                            codec.decode(payload, &mut self.decoded).ok()?;
+                            leg.rx_edge.peek(
+                                &self.decoded,
+                                &mut self.resampled,
+                                &mut leg.peek_edge,
+                            );
+                            (self.resampled.len() == frame_len).then_some(gap)
+                        });
+                        ready = match ahead {
+                            Some(gap) => leg.plc.conceal_toward(&mut leg.pcm, &self.resampled, gap),
+                            None => leg.plc.conceal(&mut leg.pcm),
+                        };
                         break;
                     }
                     GetResult::Silence => {
