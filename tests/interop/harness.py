@@ -115,6 +115,10 @@ def wait_until(what: str, predicate: Callable[[], Any], timeout: float = 15.0) -
         time.sleep(0.05)
 
 
+#: Starts tried when a port picked free is taken before the node binds it.
+PORT_ATTEMPTS = 3
+
+
 @contextmanager
 def running_node(
     workdir: Path,
@@ -130,18 +134,29 @@ def running_node(
     """A `node serve` on free loopback ports (IAX2 on `udp_port` when given); `listener` adds
     lines to `[listener]`, `sections` adds whole sections, `top` top-level keys. Killed on exit;
     its stderr is kept in `node.stderr`."""
-    udp, http = udp_port or free_udp_port(), free_port()
     path = workdir / f"{name}.toml"
-    path.write_text(
-        f'{top}\ncodec_policy = "{codec_policy}"\n\n'
-        f'[listener]\nbind = "127.0.0.1:{udp}"\n{listener}\n\n'
-        f'[control]\nbind = "127.0.0.1:{http}"\n\n'
-        f'[audio]\nbackend = "none"\n\n{sections}\n'
-    )
-    path.chmod(0o600)
-    node = NodeProcess(path, udp, http, env=env)
+    # A port picked free can be taken by a parallel test before the node binds it; the node
+    # then exits naming the port in use and starts again on other ports (a port the caller
+    # chose is not changed).
+    for attempt in range(PORT_ATTEMPTS):
+        udp, http = udp_port or free_udp_port(), free_port()
+        path.write_text(
+            f'{top}\ncodec_policy = "{codec_policy}"\n\n'
+            f'[listener]\nbind = "127.0.0.1:{udp}"\n{listener}\n\n'
+            f'[control]\nbind = "127.0.0.1:{http}"\n\n'
+            f'[audio]\nbackend = "none"\n\n{sections}\n'
+        )
+        path.chmod(0o600)
+        node = NodeProcess(path, udp, http, env=env)
+        try:
+            node.wait_ready()
+            break
+        except AssertionError as exc:
+            node.kill()
+            taken = "in use" in str(exc) and (udp_port is None or f":{http}" in str(exc))
+            if not taken or attempt == PORT_ATTEMPTS - 1:
+                raise
     try:
-        node.wait_ready()
         yield node
     finally:
         if node.proc.poll() is None:
