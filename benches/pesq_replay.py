@@ -22,6 +22,7 @@ import json
 import random
 import sys
 import tempfile
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.interop.impair import FateDrawer
 
 from node._core import jitter_replay
-from pesq_broad import SPEAKERS, by_speaker, speaker_table, summarise, table
+from pesq_broad import SPEAKERS, Speaker, by_speaker, speaker_table, summarise, table
 from pesq_speech import CONDITIONS, FRAME, align, bound, score, speech, ulaw_round_trip
 
 #: The talker's first voice timestamp (ms since its call started), as a softphone sends it.
@@ -91,18 +92,29 @@ def replay_once(
     }
 
 
-_HEARD: dict[str, np.ndarray] = {}
+#: Each worker's speech by speaker (`keep_heard` fills it once per process).
+HEARD: dict[str, np.ndarray] = {}
+
+
+def keep_heard(heard: dict[str, np.ndarray]) -> None:
+    HEARD.update(heard)
+
+
+def heard_speech(speakers: Mapping[str, Speaker], names: Iterable[str]) -> dict[str, np.ndarray]:
+    """Each named speaker's speech as the node hears it (µ-law round trip)."""
+    with tempfile.TemporaryDirectory(prefix="pesq-replay-") as tmp:
+        heard = {}
+        for name in names:
+            s = speakers[name]
+            heard[name] = ulaw_round_trip(speech(Path(tmp), s.noise_dbfs, s.voice, s.text))
+        return heard
 
 
 def _job(args: tuple[str, str, int, str, int]) -> dict:
     speaker, condition, seed, concealment, extra = args
-    r = replay_once(_HEARD[speaker], condition, seed, concealment, extra)
+    r = replay_once(HEARD[speaker], condition, seed, concealment, extra)
     r["speaker"] = speaker
     return r
-
-
-def _init(heard: dict[str, np.ndarray]) -> None:
-    _HEARD.update(heard)
 
 
 def main() -> None:
@@ -117,11 +129,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--quiet", action="store_true", help="only the tables")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="pesq-replay-") as tmp:
-        heard = {}
-        for name in a.speakers:
-            s = SPEAKERS[name]
-            heard[name] = ulaw_round_trip(speech(Path(tmp), s.noise_dbfs, s.voice, s.text))
+    heard = heard_speech(SPEAKERS, a.speakers)
     jobs = [
         (sp, c, seed, conc, a.target_extra_ms)
         for sp in a.speakers
@@ -129,7 +137,7 @@ def main() -> None:
         for conc in a.concealment
         for seed in range(a.first_seed, a.first_seed + a.seeds)
     ]
-    with ProcessPoolExecutor(a.j, initializer=_init, initargs=(heard,)) as pool:
+    with ProcessPoolExecutor(a.j, initializer=keep_heard, initargs=(heard,)) as pool:
         results = list(pool.map(_job, jobs, chunksize=4))
     if not a.quiet:
         for r in results:

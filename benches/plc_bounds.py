@@ -23,19 +23,20 @@ import argparse
 import json
 import random
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.interop.impair import FateDrawer
 
 from pesq_broad import SPEAKERS as BROAD
 from pesq_broad import Speaker
-from pesq_speech import CONDITIONS, FRAME, bound, speech, ulaw_round_trip
+from pesq_replay import HEARD, heard_speech, keep_heard
+from pesq_speech import CONDITIONS, FRAME, bound
 
 #: The broad bench's speakers plus one held out of all tuning.
 SPEAKERS = dict(BROAD)
@@ -53,16 +54,9 @@ def lost_frames(n: int, condition: str, seed: int) -> set[int]:
     return {i for i in range(n) if drawer.draw().lost}
 
 
-_HEARD: dict[str, np.ndarray] = {}
-
-
-def _init(heard: dict[str, np.ndarray]) -> None:
-    _HEARD.update(heard)
-
-
 def _job(args: tuple[str, str, int]) -> dict:
     speaker, condition, seed = args
-    heard = _HEARD[speaker]
+    heard = HEARD[speaker]
     lost = lost_frames(len(heard) // FRAME, condition, seed)
     fade = bound(heard, lost, "fade") if lost else float("nan")
     pitch = bound(heard, lost, "pitch") if lost else float("nan")
@@ -107,11 +101,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--worst", type=int, default=0, help="list the N runs pitch loses most")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="plc-bounds-") as tmp:
-        heard = {}
-        for name in a.speakers:
-            s = SPEAKERS[name]
-            heard[name] = ulaw_round_trip(speech(Path(tmp), s.noise_dbfs, s.voice, s.text))
+    heard = heard_speech(SPEAKERS, a.speakers)
     jobs = [
         (sp, c, seed)
         for sp in a.speakers
@@ -119,10 +109,10 @@ def main() -> None:
         for seed in range(a.first_seed, a.first_seed + a.seeds)
     ]
     if a.j > 1:
-        with ProcessPoolExecutor(a.j, initializer=_init, initargs=(heard,)) as pool:
+        with ProcessPoolExecutor(a.j, initializer=keep_heard, initargs=(heard,)) as pool:
             results = list(pool.map(_job, jobs, chunksize=4))
     else:
-        _init(heard)
+        keep_heard(heard)
         results = [_job(j) for j in jobs]
     print("\n".join(summary_rows(results)))
     if a.worst:

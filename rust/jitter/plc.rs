@@ -209,18 +209,10 @@ impl Concealer {
                 nth < CONCEAL_FADE_FRAMES
             }
             Concealment::Pitch => {
-                if !self.primed {
-                    out.fill(0);
-                    return false;
+                let audible = self.extrapolate(out);
+                if self.primed {
+                    self.remember(out);
                 }
-                if self.erased == 0 {
-                    self.start_loss();
-                }
-                let audible = self.gain(self.erased) > 0.0;
-                for o in out.iter_mut() {
-                    *o = to_i16(self.next_sample());
-                }
-                self.remember(out);
                 audible
             }
         }
@@ -238,24 +230,10 @@ impl Concealer {
             return self.conceal(out);
         }
         let n = out.len();
-        let forward = if self.primed {
-            if self.erased == 0 {
-                self.start_loss();
-            }
-            let audible = self.gain(self.erased) > 0.0;
-            for o in out.iter_mut() {
-                *o = to_i16(self.next_sample());
-            }
-            audible
-        } else {
-            out.fill(0);
-            false
-        };
-        // The samples from this frame's start to `next`'s.
-        let left = (gap + 1) * n;
-        if self.toward_len == 0 || self.toward_at + left != self.toward_len {
-            self.toward_len = self.toward_at + left;
-        }
+        let forward = self.extrapolate(out);
+        // From this frame's start to `next`'s (a frame that turns up inside the gap ends it
+        // early; then `good` joins as after any loss).
+        self.toward_len = self.toward_at + (gap + 1) * n;
         let (period, corr) = self.pitch_of(next);
         let voiced_next = corr >= VOICED_CORR;
         let total = self.toward_len as f32 + 1.0;
@@ -286,6 +264,23 @@ impl Concealer {
         self.primed = true;
         self.remember(out);
         forward || backward_audible
+    }
+
+    /// The concealment from the audio before the loss alone (silence without history):
+    /// fills `out`; false once it has faded to silence.
+    fn extrapolate(&mut self, out: &mut [i16]) -> bool {
+        if !self.primed {
+            out.fill(0);
+            return false;
+        }
+        if self.erased == 0 {
+            self.start_loss();
+        }
+        let audible = self.gain(self.erased) > 0.0;
+        for o in out.iter_mut() {
+            *o = to_i16(self.next_sample());
+        }
+        audible
     }
 
     /// The pitch period of `x` itself (`pmin..=pmax`, at most three quarters of its length so

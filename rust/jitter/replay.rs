@@ -138,19 +138,31 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_steady_stream_plays_every_frame_in_order() {
-        let arrivals = sent(50, |_| Some(30));
+    /// 80 ticks of `arrivals` through a default buffer with pitch concealment at 8 kHz, and
+    /// the tick that played the first frame.
+    fn replay_8k(arrivals: &[Arrival]) -> (Replayed, usize) {
         let r = replay(
             JitterConfig::default(),
             Concealment::Pitch,
             8000,
             160,
-            &arrivals,
+            arrivals,
             5,
             80,
         )
         .expect("default config");
+        let k = r
+            .played
+            .iter()
+            .position(|p| *p == Played::Voice(1000))
+            .expect("first frame played");
+        (r, k)
+    }
+
+    #[test]
+    fn a_steady_stream_plays_every_frame_in_order() {
+        let arrivals = sent(50, |_| Some(30));
+        let (r, k) = replay_8k(&arrivals);
         let voice: Vec<u32> = r
             .played
             .iter()
@@ -162,11 +174,6 @@ mod tests {
         assert_eq!(voice, (0..50).map(|i| 1000 + 20 * i).collect::<Vec<_>>());
         assert_eq!(r.pcm.len(), 80 * 160);
         // Each played tick carries its frame's audio unchanged.
-        let k = r
-            .played
-            .iter()
-            .position(|p| *p == Played::Voice(1000))
-            .expect("first frame played");
         assert_eq!(&r.pcm[k * 160..(k + 50) * 160], &tone_run(50)[..]);
         assert_eq!(r.stats.late, 0);
         assert_eq!(r.stats.frames_out, 50);
@@ -184,21 +191,7 @@ mod tests {
             30 => Some(430),
             _ => Some(30),
         });
-        let r = replay(
-            JitterConfig::default(),
-            Concealment::Pitch,
-            8000,
-            160,
-            &arrivals,
-            5,
-            80,
-        )
-        .expect("default config");
-        let k = r
-            .played
-            .iter()
-            .position(|p| *p == Played::Voice(1000))
-            .expect("first frame played");
+        let (r, k) = replay_8k(&arrivals);
         assert_eq!(r.played[k + 20], Played::Concealed);
         assert_eq!(r.played[k + 30], Played::Concealed);
         assert_eq!(r.played[k + 31], Played::Voice(1000 + 31 * 20));
