@@ -98,6 +98,12 @@ fn media_frames_stay_in_rust() {
 #[test]
 fn under_load_it_reads_in_batches_on_the_clock() {
     let engine = Engine::start(EngineConfig::new(loopback())).expect("bind");
+    // The clock must run: an idle engine (nothing to mix) reads whatever is waiting each time
+    // the socket wakes it, so how many datagrams one read gets would depend on how quickly
+    // this host schedules the engine thread against the sender. Keyed, the local source gives
+    // the clock work, and under load the engine drains only every BUSY_DRAIN.
+    engine.command(Command::SetLocalKeyed(true)).expect("cmd");
+    assert!(wait_for(|| ticks(&engine) >= 3));
     let peer = UdpSocket::bind(loopback()).expect("peer");
     let to = engine.local_addr();
     // 200 datagrams every 5 ms for 0.4 s: far above BUSY_DATAGRAMS per tick.
