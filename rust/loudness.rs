@@ -71,15 +71,20 @@ fn dbfs(amplitude: f64) -> f64 {
     }
 }
 
-/// One biquad, transposed direct form II, in f64: at 48 kHz the high-pass's poles sit within
-/// 0.005 of the unit circle, where f32 state loses the low end.
+/// One biquad in direct form I, in f64: at 48 kHz the high-pass's poles sit within 0.005 of
+/// the unit circle, where f32 state loses the low end. Direct form I rather than transposed
+/// form II because its only sample-to-sample dependency is `a1 * y[n-1]` and one add (the
+/// input taps and `a2 * y[n-2]` are computed off that chain): the meter runs on every leg's
+/// every sample, and the recursion's latency, not its arithmetic, bounds its speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Biquad {
     pub b: [f64; 3],
     /// `a[0]` is 1.
     pub a: [f64; 3],
-    z1: f64,
-    z2: f64,
+    x1: f64,
+    x2: f64,
+    y1: f64,
+    y2: f64,
 }
 
 impl Biquad {
@@ -87,16 +92,22 @@ impl Biquad {
         Biquad {
             b,
             a,
-            z1: 0.0,
-            z2: 0.0,
+            x1: 0.0,
+            x2: 0.0,
+            y1: 0.0,
+            y2: 0.0,
         }
     }
 
     #[inline]
     fn run(&mut self, x: f64) -> f64 {
-        let y = self.b[0] * x + self.z1;
-        self.z1 = self.b[1] * x - self.a[1] * y + self.z2;
-        self.z2 = self.b[2] * x - self.a[2] * y;
+        let off_chain =
+            self.b[0] * x + self.b[1] * self.x1 + self.b[2] * self.x2 - self.a[2] * self.y2;
+        let y = off_chain - self.a[1] * self.y1;
+        self.x2 = self.x1;
+        self.x1 = x;
+        self.y2 = self.y1;
+        self.y1 = y;
         y
     }
 }
@@ -221,14 +232,20 @@ impl LoudnessMeter {
             let mut sum = 0.0;
             let mut peak = 0u16;
             let mut clipped = 0u64;
+            // The filters run on the samples as they are and the squares are scaled once: a
+            // linear filter commutes exactly with a power-of-two scale, so this is the same
+            // sum, bit for bit, as scaling each sample to ±1 first. A local copy keeps the
+            // filter state in registers across the loop.
+            let mut kw = self.kw;
             for &s in now {
-                let y = self.kw.run(f64::from(s) / FULL_SCALE);
+                let y = kw.run(f64::from(s));
                 sum += y * y;
                 let a = s.unsigned_abs();
                 peak = peak.max(a);
                 clipped += u64::from(a >= CLIP_LEVEL);
             }
-            self.sum += sum;
+            self.kw = kw;
+            self.sum += sum / (FULL_SCALE * FULL_SCALE);
             self.peak = self.peak.max(peak);
             self.clipped += clipped;
             self.n += take;
