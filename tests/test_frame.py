@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from node._core import (
@@ -79,17 +79,16 @@ def trunks(draw: st.DrawFn) -> TrunkFrame:
 any_frame = st.one_of(full_frames(), minis, videos, trunks())
 
 # Bytes that look like each kind of datagram, so the fuzzing reaches every parser.
-prefixes = st.sampled_from(
-    [
-        b"",
-        b"\x00\x00",
-        b"\x00\x00\x01\x00",
-        b"\x00\x00\x01\x01",
-        b"\x00\x00\x80",
-        b"\x80\x01\x00\x00\x00\x00\x00\x00\x00\x00\x06\x01",
-        b"\x80\x01\x00\x00\x00\x00\x00\x00\x00\x00\x02\x04",
-    ]
+PREFIXES = (
+    b"",
+    b"\x00\x00",
+    b"\x00\x00\x01\x00",
+    b"\x00\x00\x01\x01",
+    b"\x00\x00\x80",
+    b"\x80\x01\x00\x00\x00\x00\x00\x00\x00\x00\x06\x01",
+    b"\x80\x01\x00\x00\x00\x00\x00\x00\x00\x00\x02\x04",
 )
+prefixes = st.sampled_from(PREFIXES)
 datagrams = st.builds(lambda p, b: p + b, prefixes, st.binary(max_size=300))
 
 
@@ -118,16 +117,20 @@ def test_parse_raises_only_frame_error_and_rebuilds_exactly(data: bytes) -> None
     assert_refused_or_rebuilt(data)
 
 
-@pytest.mark.slow
-@given(datagrams)
-@settings(
-    max_examples=100_000,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
-def test_parse_random_bytes_100k(data: bytes) -> None:
-    assert_refused_or_rebuilt(data)
+def test_parse_100k_random_datagrams() -> None:
+    """What `datagrams` draws, 100,000 times from a seeded generator: hypothesis at this count
+    spent 80 s of the suite on its own bookkeeping; the shrinking search above stays."""
+    rng = random.Random(100_000)
+    accepted = 0
+    for _ in range(100_000):
+        data = rng.choice(PREFIXES) + rng.randbytes(rng.randrange(301))
+        try:
+            frame = parse(data)
+        except FrameError:
+            continue
+        accepted += 1
+        assert frame.to_bytes() == data
+    assert accepted > 1000
 
 
 def test_parse_100k_mutated_datagrams() -> None:
