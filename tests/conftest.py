@@ -11,19 +11,22 @@ import pytest
 
 __all__ = ["HEAVY", "interop_dir", "require_tool"]
 
-#: Test files that never run beside each other when the suite runs in parallel (pytest-xdist,
-#: `--dist loadgroup`): the ones that load the host (hundreds of legs, thousands of calls) and
-#: the ones whose real peer (the ASL3 node) must keep real time beside them.
-HEAVY = ("tests/load/", "tests/interop/test_asl3_")
+#: Test files that run one at a time when the suite runs in parallel (pytest-xdist,
+#: `--dist loadgroup`), by kind: the ones that load the host (hundreds of legs, thousands of
+#: calls) never beside each other, and the ones that start a real ASL3 node (each its own
+#: Asterisk) never beside each other. One load test and one ASL3 test may run at once, as the
+#: loaded third of the suite runs each of them beside two CPU hogs anyway; in one group the
+#: two kinds made a five-minute serial path that bounded that whole run.
+HEAVY = {"tests/load/": "heavy-load", "tests/interop/test_asl3_": "heavy-asl3"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """One xdist group per test file (a file's tests share its module fixtures and order, as
-    `--dist loadfile` keeps them), and one for all the heavy files together."""
+    `--dist loadfile` keeps them), and one for each kind of heavy file."""
     root = Path(__file__).resolve().parent.parent
     for item in items:
         where = item.path.resolve().relative_to(root).as_posix()
-        group = "heavy" if where.startswith(HEAVY) else where
+        group = next((g for prefix, g in HEAVY.items() if where.startswith(prefix)), where)
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -21,11 +22,47 @@ from node._core import FullFrame, parse
 STARTUP_SECONDS = 30.0
 
 
+#: Ports are picked at random from here up to just below the kernel's ephemeral range. A port
+#: the kernel gives out for `bind(0)` and that is closed again is just the kind it hands to the
+#: next socket that binds port 0 or sends unbound (a softphone, an HTTP client, a node's
+#: outgoing call) in a parallel test, before the process it was picked for binds it; below
+#: the ephemeral range only another explicit pick can take it.
+PICK_LOW = 20000
+_picks = random.Random()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    """A port the kernel just gave out on 127.0.0.1 (free for TCP or UDP, as asked)."""
+    """A port free on 127.0.0.1 for TCP or UDP (as asked), outside the ephemeral range."""
+    high = _ephemeral_low() - 1
+    for _ in range(100 if high > PICK_LOW else 0):
+        port = _picks.randint(PICK_LOW, high)
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    # A host whose ephemeral range starts this low: the kernel's pick.
     with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(n: int, kind: int = socket.SOCK_DGRAM) -> list[int]:
+    """`n` distinct free ports (UDP unless asked)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port(kind)
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def write_config(path: Path, *, udp_port: int, http_port: int, extra: str = "") -> Path:

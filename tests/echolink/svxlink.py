@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TX_BLOCK", "SvxLink", "TxRecorder", "free_udp_port"]
+from tests.node_process import free_ports
+
+__all__ = ["TX_BLOCK", "SvxLink", "TxRecorder"]
 
 #: 20 ms of its audio device's samples.
 TX_BLOCK = 320
@@ -27,12 +29,6 @@ TX_BLOCK = 320
 SVXLINK = "/usr/bin/svxlink"
 #: Its audio device's rate (CARD_SAMPLE_RATE).
 RATE = 16000
-
-
-def free_udp_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 # The stock event script, with the tones that would land in a tone test muted: the 1 kHz
@@ -67,8 +63,8 @@ class SvxLink:
         self.dir = workdir
         self.ip = ip
         self.callsign = callsign
-        self.rx_port = free_udp_port()  # we send audio here (its receiver)
-        self.tx_port = free_udp_port()  # it sends its transmitter's audio here
+        # We send audio to the first (its receiver); it sends its transmitter's to the second.
+        self.rx_port, self.tx_port = free_ports(2)
         self.sql_pty = workdir / "sql"
         self.dtmf_pty = workdir / "dtmf"
         self.log = workdir / "svxlink.log"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.interop.harness import wait_until
+from tests.node_process import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -44,19 +44,6 @@ def require_asl3() -> Path:
     if os.environ.get("CI"):
         pytest.fail("the ASL3 peer (shared/peers/asl3 beside the clone) is required under CI")
     pytest.skip("the ASL3 peer (shared/peers/asl3) is not beside this checkout")
-
-
-def _free_udp_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @dataclass
@@ -81,7 +68,7 @@ class Asl3Node:
             capture_output=True,
             timeout=120,
         )
-        iax, n1000, n1001, rx1999, tx1999, rx1998, tx1998 = _free_udp_ports(7)
+        iax, n1000, n1001, rx1999, tx1999, rx1998, tx1998 = free_ports(7)
         node = cls(
             dest,
             iax,
