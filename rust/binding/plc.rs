@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::jitter::{
-    replay, Arrival, Concealer, Concealment, JitterConfig, Played, LOOKAHEAD_SLOTS,
+    conceal_lost, replay, Arrival, Concealment, JitterConfig, Played, LOOKAHEAD_SLOTS,
 };
 
 use super::engine::jitter_to_py;
@@ -49,37 +49,10 @@ fn conceal_frames<'py>(
             .map(|c| i16::from_ne_bytes([c[0], c[1]]))
             .collect())
     })?;
-    let frame = rate as usize / 50;
-    let mut plc = Concealer::new(rate, frame, mode);
-    let mut out = Vec::with_capacity(samples.len() * 2);
-    let mut buf = vec![0i16; frame];
-    let is_lost = |i: usize| lost.get(i).copied().unwrap_or(false);
-    let whole = samples.len() / frame;
-    for (i, chunk) in samples.chunks(frame).enumerate() {
-        if chunk.len() == frame {
-            buf.copy_from_slice(chunk);
-            if is_lost(i) {
-                // A perfect buffer holds the frame after the gap, as a leg's does when it
-                // has arrived: look across up to LOOKAHEAD_SLOTS lost slots to it.
-                let next = (i + 1..whole).find(|&j| !is_lost(j));
-                match next {
-                    Some(j) if j - i - 1 <= LOOKAHEAD_SLOTS => {
-                        let ahead = &samples[j * frame..(j + 1) * frame];
-                        plc.conceal_toward(&mut buf, ahead, j - i - 1);
-                    }
-                    _ => {
-                        plc.conceal(&mut buf);
-                    }
-                }
-            } else {
-                plc.good(&mut buf);
-            }
-        } else {
-            buf.truncate(chunk.len());
-            buf.copy_from_slice(chunk);
-        }
-        out.extend(buf.iter().flat_map(|s| s.to_ne_bytes()));
-    }
+    let out = conceal_lost(&samples, rate, mode, LOOKAHEAD_SLOTS, |i| {
+        lost.get(i).copied().unwrap_or(false)
+    });
+    let out: Vec<u8> = out.iter().flat_map(|s| s.to_ne_bytes()).collect();
     Ok(PyBytes::new(py, &out))
 }
 

@@ -36,7 +36,7 @@ mod tests;
 pub use config::{JitterConfig, JitterError};
 pub use floor::{EARLY_CEILING_DBFS, FLOOR_MARGIN_DB, QUIET_CEILING_DBFS};
 pub use item::{ControlKind, DropReason, GetResult, PutResult};
-pub use plc::{Concealer, Concealment, CONCEAL_MAX_FRAMES};
+pub use plc::{conceal_lost, Concealer, Concealment, CONCEAL_MAX_FRAMES};
 pub use replay::{replay, Arrival, Played, Replayed};
 pub use stats::{JitterStats, RrValues};
 

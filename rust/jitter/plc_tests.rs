@@ -1,6 +1,6 @@
 //! Tests of the pitch-following concealment.
 
-use super::plc::{Concealer, Concealment, CONCEAL_MAX_FRAMES};
+use super::plc::{conceal_lost, Concealer, Concealment, CONCEAL_MAX_FRAMES};
 
 /// A voiced, vowel-like signal: harmonics of `f0` with falling levels, and a slow vibrato-free
 /// amplitude, at `rate`.
@@ -268,29 +268,9 @@ fn names_round_trip() {
 /// Plays `signal` as `play` does, but each lost frame is concealed toward the next good frame
 /// when it lies at most `reach` lost frames ahead (as a leg's buffer that holds it).
 fn play_toward(rate: u32, signal: &[i16], lost: &[usize], reach: usize) -> Vec<i16> {
-    let frame = rate as usize / 50;
-    let mut plc = Concealer::new(rate, frame, Concealment::Pitch);
-    let mut out = Vec::with_capacity(signal.len());
-    let mut buf = vec![0i16; frame];
-    let frames: Vec<&[i16]> = signal.chunks(frame).collect();
-    for (i, chunk) in frames.iter().enumerate() {
-        buf[..chunk.len()].copy_from_slice(chunk);
-        if lost.contains(&i) {
-            let next = (i + 1..frames.len()).find(|j| !lost.contains(j));
-            match next {
-                Some(j) if j - i - 1 <= reach && frames[j].len() == frame => {
-                    plc.conceal_toward(&mut buf, frames[j], j - i - 1);
-                }
-                _ => {
-                    plc.conceal(&mut buf);
-                }
-            }
-        } else {
-            plc.good(&mut buf);
-        }
-        out.extend_from_slice(&buf[..chunk.len()]);
-    }
-    out
+    conceal_lost(signal, rate, Concealment::Pitch, reach, |i| {
+        lost.contains(&i)
+    })
 }
 
 fn error_energy(a: &[i16], b: &[i16]) -> f64 {
